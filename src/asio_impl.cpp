@@ -1,0 +1,5 @@
+// The one translation unit that compiles Asio and Beast (separate compilation keeps builds fast).
+#include <utility>
+
+#include <boost/asio/impl/src.hpp>
+#include <boost/beast/src.hpp>
