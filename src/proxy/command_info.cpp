@@ -1,0 +1,126 @@
+// COMMAND, COMMAND COUNT / INFO / LIST / GETKEYS from the command table, in Redis 7.0's reply shape.
+#include "proxy/command_info.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "resp/encoder.hpp"
+
+namespace corral::proxy {
+
+namespace {
+struct FlagName {
+  std::uint32_t bit;
+  std::string_view name;
+};
+constexpr std::array kFlagNames = {
+    FlagName{kWrite, "write"},       FlagName{kReadOnly, "readonly"},
+    FlagName{kAdmin, "admin"},       FlagName{kBlocking, "blocking"},
+    FlagName{kPubSub, "pubsub"},     FlagName{kNoAuth, "no_auth"},
+    FlagName{kMovableKeys, "movablekeys"}, FlagName{kFast, "fast"},
+    FlagName{kLoading, "loading"},   FlagName{kStale, "stale"},
+};
+
+bool is_top_level(const CommandSpec& spec) { return spec.name.find('|') == std::string_view::npos; }
+
+std::size_t top_level_count() {
+  const auto table = all_commands();
+  return static_cast<std::size_t>(std::count_if(table.begin(), table.end(), is_top_level));
+}
+
+// [name, arity, [flags], first key, last key, step, [acl categories], [tips], [key specs], [subcommands]]
+void append_command_entry(std::string& out, const CommandSpec& spec) {
+  resp::append_array_header(out, 10);
+  resp::append_bulk(out, spec.name);
+  resp::append_integer(out, spec.arity);
+  const auto flag_count = std::count_if(kFlagNames.begin(), kFlagNames.end(),
+                                        [&](const FlagName& f) { return spec.flags & f.bit; });
+  resp::append_array_header(out, static_cast<std::size_t>(flag_count));
+  for (const auto& flag : kFlagNames) {
+    if (spec.flags & flag.bit) resp::append_simple(out, flag.name);
+  }
+  resp::append_integer(out, spec.first_key);
+  resp::append_integer(out, spec.last_key);
+  resp::append_integer(out, spec.key_step);
+  for (int i = 0; i < 3; ++i) resp::append_array_header(out, 0);
+  const auto table = all_commands();
+  std::string prefix(spec.name);
+  prefix += '|';
+  const auto subcommands = std::count_if(table.begin(), table.end(), [&](const CommandSpec& row) {
+    return row.name.starts_with(prefix);
+  });
+  resp::append_array_header(out, static_cast<std::size_t>(subcommands));
+  for (const auto& row : table) {
+    if (row.name.starts_with(prefix)) append_command_entry(out, row);
+  }
+}
+
+const CommandSpec* find_by_full_name(std::string_view name) {
+  const auto bar = name.find('|');
+  const CommandSpec* spec = find_command(name.substr(0, bar));
+  if (spec == nullptr || bar == std::string_view::npos) return spec;
+  return find_subcommand(*spec, name.substr(bar + 1));
+}
+}  // namespace
+
+Action command_all(LocalCall& call) {
+  resp::append_array_header(call.reply, top_level_count());
+  for (const auto& spec : all_commands()) {
+    if (is_top_level(spec)) append_command_entry(call.reply, spec);
+  }
+  return Action::done;
+}
+
+Action command_count(LocalCall& call) {
+  resp::append_integer(call.reply, static_cast<std::int64_t>(top_level_count()));
+  return Action::done;
+}
+
+Action command_info(LocalCall& call) {
+  if (call.argv.size() == 2) return command_all(call);
+  resp::append_array_header(call.reply, call.argv.size() - 2);
+  for (std::size_t i = 2; i < call.argv.size(); ++i) {
+    const CommandSpec* spec = find_by_full_name(call.argv[i]);
+    if (spec == nullptr) {
+      resp::append_null_array(call.reply);
+    } else {
+      append_command_entry(call.reply, *spec);
+    }
+  }
+  return Action::done;
+}
+
+Action command_list(LocalCall& call) {
+  resp::append_array_header(call.reply, top_level_count());
+  for (const auto& spec : all_commands()) {
+    if (is_top_level(spec)) resp::append_bulk(call.reply, spec.name);
+  }
+  return Action::done;
+}
+
+Action command_getkeys(LocalCall& call) {
+  const auto target = call.argv.subspan(2);
+  const CommandSpec* spec = find_command(target[0]);
+  if (spec == nullptr) {
+    resp::append_error(call.reply, "ERR Invalid command specified");
+    return Action::done;
+  }
+  if (target.size() >= 2) {
+    if (const CommandSpec* sub = find_subcommand(*spec, target[1])) spec = sub;
+  }
+  if (!arity_ok(*spec, target.size())) {
+    resp::append_error(call.reply, "ERR Invalid number of arguments specified for command");
+    return Action::done;
+  }
+  std::vector<std::size_t> keys;
+  key_indices(*spec, target, keys);
+  if (keys.empty()) {
+    resp::append_error(call.reply, "ERR The command has no key arguments");
+    return Action::done;
+  }
+  resp::append_array_header(call.reply, keys.size());
+  for (auto index : keys) resp::append_bulk(call.reply, target[index]);
+  return Action::done;
+}
+
+}  // namespace corral::proxy

@@ -1,0 +1,237 @@
+// Request routing: checks (known, arity, auth, allowed), local answers, and the choice between the
+// thread's shared upstream connection and a dedicated one for stateful commands.
+#include "proxy/dispatcher.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "proxy/errors.hpp"
+#include "proxy/local_commands.hpp"
+#include "proxy/subscriptions.hpp"
+#include "resp/encoder.hpp"
+#include "upstream/connection.hpp"
+#include "upstream/pool.hpp"
+
+namespace corral::proxy {
+
+namespace {
+constexpr std::string_view kUnavailable = "ERR upstream unavailable";
+constexpr std::string_view kStateLost =
+    "ERR upstream connection lost; the transaction, WATCH or tracking state was discarded";
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool has_argument(std::span<const std::string_view> argv, std::string_view word) {
+  return std::any_of(argv.begin() + 1, argv.end(),
+                     [word](std::string_view arg) { return iequals(arg, word); });
+}
+
+std::string normalized_command_name(std::string_view configured) {
+  std::string name;
+  for (char c : configured) {
+    name.push_back(c == ' ' ? '|' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return name;
+}
+}  // namespace
+
+Dispatcher::Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info)
+    : settings_(settings), pool_(pool), info_(info) {
+  for (const auto& allowed : settings_.client.allow_commands) {
+    allowed_.push_back(normalized_command_name(allowed));
+  }
+}
+
+std::size_t Dispatcher::metric_id_count() { return all_commands().size() + 1; }
+
+std::string Dispatcher::metric_name(std::size_t metric_id) {
+  const auto table = all_commands();
+  return metric_id < table.size() ? std::string(table[metric_id].name) : std::string("unknown");
+}
+
+Resolved Dispatcher::resolve(const Request& request) const {
+  Resolved resolved;
+  resolved.metric_id = all_commands().size();
+  resolved.spec = find_command(request.argv[0]);
+  if (resolved.spec == nullptr) return resolved;
+  if (request.argv.size() >= 2) resolved.sub = find_subcommand(*resolved.spec, request.argv[1]);
+  resolved.metric_id = command_id(resolved.sub ? *resolved.sub : *resolved.spec);
+  return resolved;
+}
+
+bool Dispatcher::command_allowed(const Resolved& resolved) const {
+  return std::any_of(allowed_.begin(), allowed_.end(), [&](const std::string& allowed) {
+    return allowed == resolved.spec->name || (resolved.sub && allowed == resolved.sub->name);
+  });
+}
+
+Action Dispatcher::handle(ClientState& client, const Request& request, const Resolved& resolved,
+                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                          std::size_t awaiting) {
+  scratch_.clear();
+  const auto argv = request.argv;
+  if (resolved.spec == nullptr) {
+    append_unknown_command(scratch_, argv);
+  } else if (!arity_ok(*resolved.spec, argv.size()) ||
+             (resolved.sub && !arity_ok(*resolved.sub, argv.size()))) {
+    append_wrong_arity(scratch_, (resolved.sub ? resolved.sub : resolved.spec)->name);
+  } else if (!client.authenticated &&
+             !((resolved.sub ? resolved.sub : resolved.spec)->flags & kNoAuth)) {
+    append_noauth(scratch_);
+  } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & kDangerous) &&
+             !command_allowed(resolved)) {
+    append_not_allowed(scratch_, (resolved.sub ? resolved.sub : resolved.spec)->name);
+  } else {
+    const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
+    // SELECT inside a transaction must reach Redis, which queues it with the rest.
+    const bool select_in_dedicated = row.name == "select" && client.dedicated;
+    const LocalHandler local =
+        (row.flags & kLocal) && !select_in_dedicated ? find_local_handler(row) : nullptr;
+    if (local == nullptr) return forward(client, request, resolved, tag, target, awaiting);
+    LocalCall call{client, argv, settings_, info_, awaiting, scratch_};
+    const Action action = local(call);
+    if (action == Action::drain_then_retry) return action;
+    target->on_reply(tag, scratch_);
+    return action;
+  }
+  target->on_reply(tag, scratch_);
+  return Action::done;
+}
+
+Dispatcher::Route Dispatcher::route_for(const Resolved& resolved, const Request& request) const {
+  const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
+  const auto name = row.name;
+  if (name == "subscribe" || name == "psubscribe" || name == "ssubscribe" || name == "monitor") {
+    return Route::enter_tunnel;
+  }
+  if (name == "client|reply") {
+    return iequals(request.argv[2], "on") ? Route::shared : Route::reply_suppressed;
+  }
+  if (name == "multi" || name == "watch" || name == "client|tracking" ||
+      name == "client|no-evict" || name == "client|caching") {
+    return Route::dedicated;
+  }
+  if (row.flags & kBlocking) {
+    // XREAD and XREADGROUP block only when asked to.
+    if (name == "xread" || name == "xreadgroup") {
+      return has_argument(request.argv, "block") ? Route::dedicated : Route::shared;
+    }
+    return Route::dedicated;
+  }
+  return Route::shared;
+}
+
+std::string_view Dispatcher::wire_bytes(const Request& request) {
+  if (!request.raw.empty()) return request.raw;
+  scratch_.clear();
+  resp::append_command(scratch_, request.argv);
+  return scratch_;
+}
+
+void Dispatcher::release_dedicated(ClientState& client) {
+  if (client.dedicated) client.dedicated->close();
+  client.dedicated.reset();
+  client.in_multi = client.watching = client.tracking = client.sticky = false;
+  client.tunnel = client.subscribed = false;
+}
+
+// Tracks the connection state a command leaves behind on the client's dedicated connection.
+static void note_mode_change(ClientState& client, const CommandSpec& row,
+                             std::span<const std::string_view> argv) {
+  const auto name = row.name;
+  if (name == "multi") {
+    client.in_multi = true;
+  } else if (name == "exec" || name == "discard") {
+    client.in_multi = false;
+    client.watching = false;
+  } else if (name == "watch") {
+    client.watching = true;
+  } else if (name == "unwatch") {
+    client.watching = false;
+  } else if (name == "client|tracking") {
+    client.tracking = iequals(argv[2], "on");
+  } else if (name == "client|no-evict" || name == "monitor" || name == "client|reply") {
+    client.sticky = true;
+  } else if (name == "select") {
+    // Redis validates it; the session follows so a later shared connection uses the same db.
+    client.database = std::atoi(std::string(argv[1]).c_str());
+  }
+}
+
+Action Dispatcher::forward(ClientState& client, const Request& request, const Resolved& resolved,
+                           std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                           std::size_t awaiting) {
+  if (client.dedicated && client.dedicated->state() == upstream::Connection::State::closed) {
+    const bool state_lost = client.in_multi || client.watching || client.tracking;
+    release_dedicated(client);
+    if (state_lost) {
+      target->on_failure(tag, kStateLost);
+      return Action::done;
+    }
+  }
+  const Route route = route_for(resolved, request);
+  const bool holds_state = client.in_multi || client.watching || client.tracking ||
+                           client.sticky || client.tunnel;
+  if (client.dedicated && !holds_state && route == Route::shared && awaiting == 0 &&
+      client.dedicated->in_flight() == 0) {
+    release_dedicated(client);
+  }
+  if (!client.dedicated && route != Route::shared) {
+    // Commands of one client must run in order, so it switches connections only when idle.
+    if (awaiting > 0) return Action::drain_then_retry;
+    client.dedicated = pool_.dedicated(client.database);
+  }
+
+  const auto bytes = wire_bytes(request);
+  bool sent = false;
+  if (client.dedicated) {
+    const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
+    note_mode_change(client, row, request.argv);
+    if (route == Route::enter_tunnel || route == Route::reply_suppressed) {
+      client.dedicated->set_unsolicited_target(target);
+      client.tunnel = true;
+      client.subscribed = row.name != "monitor" && row.name != "client|reply";
+    }
+    if (route == Route::reply_suppressed) {
+      sent = client.dedicated->send_untracked(bytes);
+      if (sent) target->on_reply(tag, {});
+    } else {
+      const bool exempt = (row.flags & kBlocking) || route == Route::enter_tunnel;
+      sent = client.dedicated->send(bytes, target, tag, exempt);
+    }
+  } else {
+    sent = pool_.shared(client.database, client.id).send(bytes, target, tag);
+  }
+  if (!sent) target->on_failure(tag, kUnavailable);
+  return Action::done;
+}
+
+Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, std::string& reply) {
+  if (iequals(request.argv[0], "quit")) {
+    resp::append_simple(reply, "OK");
+    return Action::close_after_reply;
+  }
+  if (!client.dedicated || !client.dedicated->send_untracked(wire_bytes(request))) {
+    resp::append_error(reply, "ERR upstream connection lost");
+    return Action::close_after_reply;
+  }
+  return Action::done;
+}
+
+void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
+  // Leaving subscribed mode: later requests get slots again. The dedicated connection keeps this
+  // client as its unsolicited target, so replies to requests already sent untracked still arrive.
+  if (client.subscribed && ends_subscriptions(reply)) {
+    client.subscribed = false;
+    client.tunnel = false;
+  }
+}
+
+void Dispatcher::end_session(ClientState& client) { release_dedicated(client); }
+
+}  // namespace corral::proxy

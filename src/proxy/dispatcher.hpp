@@ -1,0 +1,82 @@
+// Decides for each client request: answer locally, refuse, or forward upstream (shared or
+// dedicated connection). One Dispatcher per io thread; it never blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "proxy/client_state.hpp"
+#include "proxy/command_table.hpp"
+#include "proxy/process_info.hpp"
+#include "proxy/request.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::upstream {
+class Pool;
+}
+
+namespace corral::proxy {
+
+enum class Action {
+  done,               // answered or forwarded: the reply fills the request's slot
+  close_after_reply,  // answered: close the connection once the reply is written
+  drain_then_retry,   // the client's earlier replies must arrive first; then call again
+};
+
+struct Resolved {
+  const CommandSpec* spec = nullptr;  // nullptr: unknown command
+  const CommandSpec* sub = nullptr;   // the subcommand row, when the command has one
+  std::size_t metric_id = 0;          // index for per-command metrics (unknown commands share one)
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info);
+
+  // Ids for metrics: one per table row plus one for unknown commands.
+  static std::size_t metric_id_count();
+  static std::string metric_name(std::size_t metric_id);
+
+  Resolved resolve(const Request& request) const;
+
+  // Handles a request that owns reply slot `tag` of `target`; `awaiting` counts the client's
+  // earlier requests whose replies have not arrived yet.
+  Action handle(ClientState& client, const Request& request, const Resolved& resolved,
+                std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                std::size_t awaiting);
+
+  // In tunnel mode requests have no slots: they go to the dedicated connection as they are.
+  // Returns close_after_reply, with `reply` to send last, when the client must be disconnected
+  // (QUIT, or the connection is gone).
+  Action handle_tunnel(ClientState& client, const Request& request, std::string& reply);
+
+  // A reply on the client's dedicated connection that matched no request (subscribed mode ...).
+  void on_unsolicited(ClientState& client, std::string_view reply);
+
+  void end_session(ClientState& client);
+
+  const config::Settings& settings() const { return settings_; }
+  ProcessInfo& process_info() { return info_; }
+
+ private:
+  enum class Route { shared, dedicated, enter_tunnel, reply_suppressed };
+
+  Action forward(ClientState& client, const Request& request, const Resolved& resolved,
+                 std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                 std::size_t awaiting);
+  Route route_for(const Resolved& resolved, const Request& request) const;
+  std::string_view wire_bytes(const Request& request);
+  bool command_allowed(const Resolved& resolved) const;
+  void release_dedicated(ClientState& client);
+
+  const config::Settings& settings_;
+  upstream::Pool& pool_;
+  ProcessInfo& info_;
+  std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
+  std::string scratch_;
+};
+
+}  // namespace corral::proxy

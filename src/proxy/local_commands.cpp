@@ -1,0 +1,250 @@
+// Commands Corral answers itself, as a table from command row name to handler.
+#include "proxy/local_commands.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <unistd.h>
+
+#include "proxy/command_info.hpp"
+#include "proxy/server_info.hpp"
+#include "upstream/connection.hpp"
+#include "resp/encoder.hpp"
+
+namespace corral::proxy {
+
+namespace {
+// Redis's default database count; SELECT outside it fails like Redis's would.
+constexpr int kDatabases = 16;
+constexpr std::string_view kImplementedRedisVersion = "7.0.0";
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool parse_int(std::string_view text, long long& value) {
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// Constant-time comparison: a password check should not leak the matching prefix length.
+bool secret_equals(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<std::size_t>(1, expected.size())]);
+  }
+  return diff == 0;
+}
+
+// Returns an error message, or empty when the credentials are accepted (and applied).
+std::string_view authenticate(LocalCall& call, std::string_view user, std::string_view password) {
+  const auto& client = call.settings.client;
+  if (client.password.empty() && client.admin_password.empty()) {
+    return "ERR AUTH <password> called without any password configured for the default user. "
+           "Are you sure your configuration is correct?";
+  }
+  if (!iequals(user, "default")) return "WRONGPASS invalid username-password pair or user is disabled.";
+  const bool admin = !client.admin_password.empty() && secret_equals(password, client.admin_password);
+  const bool ordinary = !client.password.empty() && secret_equals(password, client.password);
+  if (!admin && !ordinary) return "WRONGPASS invalid username-password pair or user is disabled.";
+  call.client.authenticated = true;
+  call.client.admin = admin;
+  return {};
+}
+
+Action ping(LocalCall& call) {
+  if (call.argv.size() == 1) {
+    resp::append_simple(call.reply, "PONG");
+  } else {
+    resp::append_bulk(call.reply, call.argv[1]);
+  }
+  return Action::done;
+}
+
+Action echo(LocalCall& call) {
+  resp::append_bulk(call.reply, call.argv[1]);
+  return Action::done;
+}
+
+Action quit(LocalCall& call) {
+  resp::append_simple(call.reply, "OK");
+  return Action::close_after_reply;
+}
+
+Action auth(LocalCall& call) {
+  if (call.argv.size() > 3) {
+    resp::append_error(call.reply, "ERR syntax error");
+    return Action::done;
+  }
+  const auto user = call.argv.size() == 3 ? call.argv[1] : std::string_view("default");
+  const auto error = authenticate(call, user, call.argv.back());
+  if (error.empty()) {
+    resp::append_simple(call.reply, "OK");
+  } else {
+    resp::append_error(call.reply, error);
+  }
+  return Action::done;
+}
+
+bool valid_client_name(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c <= '~'; });
+}
+
+void append_hello_reply(LocalCall& call) {
+  resp::append_array_header(call.reply, 14);
+  resp::append_bulk(call.reply, "server");
+  resp::append_bulk(call.reply, "redis");
+  resp::append_bulk(call.reply, "version");
+  resp::append_bulk(call.reply, kImplementedRedisVersion);
+  resp::append_bulk(call.reply, "proto");
+  resp::append_integer(call.reply, 2);
+  resp::append_bulk(call.reply, "id");
+  resp::append_integer(call.reply, static_cast<std::int64_t>(call.client.id));
+  resp::append_bulk(call.reply, "mode");
+  resp::append_bulk(call.reply, "proxy");
+  resp::append_bulk(call.reply, "role");
+  resp::append_bulk(call.reply, "master");
+  resp::append_bulk(call.reply, "modules");
+  resp::append_array_header(call.reply, 0);
+}
+
+// HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only.
+Action hello(LocalCall& call) {
+  const auto argv = call.argv;
+  if (argv.size() >= 2) {
+    long long version = 0;
+    if (!parse_int(argv[1], version)) {
+      resp::append_error(call.reply, "ERR Protocol version is not an integer or out of range");
+      return Action::done;
+    }
+    if (version != 2) {
+      resp::append_error(call.reply, "NOPROTO unsupported protocol version");
+      return Action::done;
+    }
+  }
+  std::string_view new_name;
+  bool rename = false;
+  for (std::size_t i = 2; i < argv.size(); ++i) {
+    if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
+      const auto error = authenticate(call, argv[i + 1], argv[i + 2]);
+      if (!error.empty()) {
+        resp::append_error(call.reply, error);
+        return Action::done;
+      }
+      i += 2;
+    } else if (iequals(argv[i], "setname") && i + 1 < argv.size()) {
+      new_name = argv[++i];
+      rename = true;
+    } else {
+      resp::append_error(call.reply, "ERR Syntax error in HELLO option '" + std::string(argv[i]) + "'");
+      return Action::done;
+    }
+  }
+  if (!call.client.authenticated) {
+    resp::append_error(call.reply, "NOAUTH HELLO must be called with the client already authenticated, "
+                                   "otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
+                                   "to authenticate the client and select the RESP protocol version at "
+                                   "the same time");
+    return Action::done;
+  }
+  if (rename) {
+    if (!valid_client_name(new_name)) {
+      resp::append_error(call.reply, "ERR Client names cannot contain spaces, newlines or special characters.");
+      return Action::done;
+    }
+    call.client.name = new_name;
+  }
+  append_hello_reply(call);
+  return Action::done;
+}
+
+Action select(LocalCall& call) {
+  long long index = 0;
+  if (!parse_int(call.argv[1], index)) {
+    resp::append_error(call.reply, "ERR value is not an integer or out of range");
+  } else if (index < 0 || index >= kDatabases) {
+    resp::append_error(call.reply, "ERR DB index is out of range");
+  } else {
+    call.client.database = static_cast<int>(index);
+    resp::append_simple(call.reply, "OK");
+  }
+  return Action::done;
+}
+
+Action client_setname(LocalCall& call) {
+  if (!valid_client_name(call.argv[2])) {
+    resp::append_error(call.reply, "ERR Client names cannot contain spaces, newlines or special characters.");
+    return Action::done;
+  }
+  call.client.name = call.argv[2];
+  resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
+Action client_getname(LocalCall& call) {
+  if (call.client.name.empty()) {
+    resp::append_null(call.reply);
+  } else {
+    resp::append_bulk(call.reply, call.client.name);
+  }
+  return Action::done;
+}
+
+Action client_id(LocalCall& call) {
+  resp::append_integer(call.reply, static_cast<std::int64_t>(call.client.id));
+  return Action::done;
+}
+
+// RESET drops the client's upstream state, so it waits until nothing is in flight.
+Action reset(LocalCall& call) {
+  if (call.awaiting > 0) return Action::drain_then_retry;
+  auto& client = call.client;
+  if (client.dedicated) client.dedicated->close();
+  client.dedicated.reset();
+  client.in_multi = client.watching = client.tracking = client.sticky = false;
+  client.tunnel = client.subscribed = false;
+  client.database = 0;
+  client.name.clear();
+  client.authenticated = call.settings.client.password.empty();
+  client.admin = false;
+  resp::append_simple(call.reply, "RESET");
+  return Action::done;
+}
+
+struct LocalRow {
+  std::string_view name;
+  LocalHandler handler;
+};
+
+constexpr LocalRow kLocalCommands[] = {
+    {"ping", ping},
+    {"echo", echo},
+    {"quit", quit},
+    {"auth", auth},
+    {"hello", hello},
+    {"select", select},
+    {"reset", reset},
+    {"client|setname", client_setname},
+    {"client|getname", client_getname},
+    {"client|id", client_id},
+    {"command", command_all},
+    {"command|count", command_count},
+    {"command|info", command_info},
+    {"command|list", command_list},
+    {"command|getkeys", command_getkeys},
+    {"info", info},
+};
+}  // namespace
+
+LocalHandler find_local_handler(const CommandSpec& spec) {
+  for (const auto& row : kLocalCommands) {
+    if (row.name == spec.name) return row.handler;
+  }
+  return nullptr;
+}
+
+}  // namespace corral::proxy

@@ -1,0 +1,31 @@
+// Commands Corral answers itself: PING ECHO QUIT HELLO AUTH SELECT CLIENT COMMAND INFO RESET.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "config/settings.hpp"
+#include "proxy/client_state.hpp"
+#include "proxy/command_table.hpp"
+#include "proxy/dispatcher.hpp"
+#include "proxy/process_info.hpp"
+
+namespace corral::proxy {
+
+struct LocalCall {
+  ClientState& client;
+  std::span<const std::string_view> argv;
+  const config::Settings& settings;
+  ProcessInfo& info;
+  std::size_t awaiting;  // the client's requests still waiting for a reply
+  std::string& reply;    // the handler appends one RESP reply (unless it asks to drain first)
+};
+
+using LocalHandler = Action (*)(LocalCall&);
+
+// The handler for a table row, or nullptr when the row is forwarded upstream after all.
+LocalHandler find_local_handler(const CommandSpec& spec);
+
+}  // namespace corral::proxy

@@ -1,0 +1,19 @@
+// Process-wide facts shown by INFO and HELLO; counters are shared by all io threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace corral::proxy {
+
+struct ProcessInfo {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  int threads = 1;
+  std::atomic<std::uint64_t> next_client_id{1};
+  std::atomic<std::int64_t> connected_clients{0};
+  std::atomic<std::uint64_t> total_connections{0};
+  std::atomic<int> ready_upstream_connections{0};
+};
+
+}  // namespace corral::proxy

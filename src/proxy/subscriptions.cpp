@@ -1,0 +1,21 @@
+// Recognises the reply that ends a client's subscribed mode.
+#include "proxy/subscriptions.hpp"
+
+#include "resp/reply.hpp"
+
+namespace corral::proxy {
+
+bool ends_subscriptions(std::string_view reply) {
+  // Most pushes are messages: reject them on their first bytes before decoding anything.
+  if (!reply.starts_with("*3\r\n$11\r\nunsubscribe\r\n") &&
+      !reply.starts_with("*3\r\n$12\r\npunsubscribe\r\n") &&
+      !reply.starts_with("*3\r\n$12\r\nsunsubscribe\r\n")) {
+    return false;
+  }
+  const auto decoded = resp::decode_reply(reply);
+  return decoded && decoded->elements.size() == 3 &&
+         decoded->elements[2].type == resp::Reply::Type::integer &&
+         decoded->elements[2].integer == 0;
+}
+
+}  // namespace corral::proxy

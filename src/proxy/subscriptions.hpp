@@ -1,0 +1,11 @@
+// Recognises the reply that ends a client's subscribed mode.
+#pragma once
+
+#include <string_view>
+
+namespace corral::proxy {
+
+// True for an (un|punsub|sunsub)scribe confirmation whose remaining-subscriptions count is 0.
+bool ends_subscriptions(std::string_view reply);
+
+}  // namespace corral::proxy

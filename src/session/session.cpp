@@ -1,0 +1,292 @@
+// Client session: a read coroutine that frames and dispatches requests, a write coroutine that
+// sends replies in request order, and the bounds that keep one client from hurting others.
+#include "session/session.hpp"
+
+#include <cstring>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "proxy/dispatcher.hpp"
+#include "resp/encoder.hpp"
+#include "session/worker.hpp"
+
+namespace corral::session {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using boost::system::error_code;
+
+namespace {
+constexpr std::size_t kInitialInput = 16 * 1024;
+constexpr std::size_t kMinReadSpace = 4 * 1024;
+// Buffers grown by one large reply are given back once they are this big and empty.
+constexpr std::size_t kRetainedBuffer = 256 * 1024;
+}  // namespace
+
+Session::Session(asio::ip::tcp::socket socket, Worker& worker)
+    : socket_(std::move(socket)),
+      worker_(worker),
+      input_(kInitialInput),
+      output_ready_(socket_.get_executor()),
+      slots_drained_(socket_.get_executor()) {
+  const auto& client = worker_.settings.client;
+  limits_.max_bulk_length = client.max_request;
+  limits_.max_inline_length = client.max_inline;
+  client_.id = worker_.info.next_client_id.fetch_add(1, std::memory_order_relaxed);
+  client_.authenticated = client.password.empty() && client.admin_password.empty();
+  client_.admin = client.admin_password.empty();
+  error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+}
+
+Session::~Session() = default;
+
+void Session::start() {
+  worker_.stats.client_connected();
+  worker_.info.connected_clients.fetch_add(1, std::memory_order_relaxed);
+  worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
+  loops_running_ = 2;
+  auto self = shared_from_this();
+  asio::co_spawn(socket_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
+  asio::co_spawn(socket_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
+}
+
+awaitable<void> Session::read_loop() {
+  auto self = shared_from_this();
+  while (!stop_reading_ && !closed_) {
+    grow_input();
+    error_code ec;
+    const auto n = co_await socket_.async_read_some(
+        asio::buffer(input_.data() + input_end_, input_.size() - input_end_),
+        asio::redirect_error(use_awaitable, ec));
+    if (ec || closed_) break;
+    input_end_ += n;
+    co_await process_input();
+  }
+  reader_done_ = true;
+  output_ready_.notify();
+  finish_loop();
+}
+
+void Session::grow_input() {
+  if (input_begin_ == input_end_) {
+    input_begin_ = input_end_ = 0;
+    if (input_.size() > kRetainedBuffer) {
+      input_.resize(kInitialInput);
+      input_.shrink_to_fit();
+    }
+  }
+  if (input_.size() - input_end_ >= kMinReadSpace) return;
+  if (input_begin_ > 0) {
+    std::memmove(input_.data(), input_.data() + input_begin_, input_end_ - input_begin_);
+    input_end_ -= input_begin_;
+    input_begin_ = 0;
+  }
+  // A request larger than the buffer: grow geometrically (the parser bounds the request size).
+  if (input_.size() - input_end_ < kMinReadSpace) input_.resize(input_.size() * 2);
+}
+
+awaitable<void> Session::process_input() {
+  while (!stop_reading_ && !closed_ && input_begin_ < input_end_) {
+    const std::string_view pending(input_.data() + input_begin_, input_end_ - input_begin_);
+    const auto parsed = resp::parse_request(pending, limits_, argv_, scratch_);
+    if (parsed.status == resp::ParseStatus::need_more) break;
+    if (parsed.status != resp::ParseStatus::ok) {
+      reject_protocol(parsed.error);
+      break;
+    }
+    if (!argv_.empty()) {
+      co_await dispatch(pending.substr(0, parsed.consumed), parsed.inline_form);
+    }
+    input_begin_ += parsed.consumed;
+  }
+}
+
+awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
+  auto& dispatcher = worker_.dispatcher;
+  const proxy::Request request{argv_, inline_form ? std::string_view() : raw};
+  if (client_.tunnel) {
+    std::string last_reply;
+    const auto action = dispatcher.handle_tunnel(client_, request, last_reply);
+    worker_.stats.command(dispatcher.resolve(request).metric_id, metrics::CommandResult::ok, {});
+    if (action == proxy::Action::close_after_reply) {
+      push(last_reply);
+      stop_reading_ = true;
+      close_after_flush_ = true;
+      output_ready_.notify();
+    }
+    co_return;
+  }
+  while (slots_.size() >= worker_.settings.client.max_pipeline && !closed_) {
+    waiting_for_slots_ = true;
+    co_await slots_drained_.wait();
+  }
+  const auto resolved = dispatcher.resolve(request);
+  auto self = shared_from_this();
+  for (;;) {
+    if (closed_) co_return;
+    const std::uint64_t tag = first_tag_ + slots_.size();
+    auto& slot = slots_.emplace_back();
+    slot.started = std::chrono::steady_clock::now();
+    slot.metric_id = static_cast<std::uint32_t>(resolved.metric_id);
+    const auto action = dispatcher.handle(client_, request, resolved, tag, self, slots_.size() - 1);
+    if (action == proxy::Action::drain_then_retry) {
+      slots_.pop_back();
+      while (!slots_.empty() && !closed_) {
+        waiting_for_slots_ = true;
+        co_await slots_drained_.wait();
+      }
+      continue;
+    }
+    if (action == proxy::Action::close_after_reply) {
+      stop_reading_ = true;
+      if (tag >= first_tag_) {
+        slots_[tag - first_tag_].close_after = true;
+      } else {
+        close_after_flush_ = true;
+        output_ready_.notify();
+      }
+    }
+    co_return;
+  }
+}
+
+void Session::on_reply(std::uint64_t tag, std::string_view reply) {
+  if (closed_) return;
+  if (tag == 0) {
+    push(reply);
+    worker_.dispatcher.on_unsolicited(client_, reply);
+    return;
+  }
+  const bool is_error = !reply.empty() && reply.front() == '-';
+  complete(tag, reply, is_error ? metrics::CommandResult::error : metrics::CommandResult::ok);
+}
+
+void Session::on_failure(std::uint64_t tag, std::string_view error) {
+  if (closed_) return;
+  std::string line;
+  resp::append_error(line, error);
+  if (tag == 0) {
+    // The client's subscriptions or MONITOR died with their connection: tell it, then hang up,
+    // as Redis itself going away would.
+    push(line);
+    stop_reading_ = true;
+    close_after_flush_ = true;
+    return;
+  }
+  complete(tag, line, metrics::CommandResult::unavailable);
+}
+
+void Session::complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result) {
+  const std::size_t index = tag - first_tag_;
+  if (tag < first_tag_ || index >= slots_.size()) {
+    spdlog::error("client {}: reply for unknown request {} dropped", client_.id, tag);
+    return;
+  }
+  Slot& slot = slots_[index];
+  worker_.stats.command(slot.metric_id, result, std::chrono::steady_clock::now() - slot.started);
+  if (index != 0) {
+    slot.reply.assign(reply);
+    slot.ready = true;
+    parked_bytes_ += reply.size();
+    check_output_limit();
+    return;
+  }
+  // The common case: the oldest request completes, so its reply goes straight to the output.
+  output_.append(reply);
+  bool close_after = slot.close_after;
+  slots_.pop_front();
+  ++first_tag_;
+  while (!close_after && !slots_.empty() && slots_.front().ready) {
+    auto& next = slots_.front();
+    output_.append(next.reply);
+    parked_bytes_ -= next.reply.size();
+    close_after = next.close_after;
+    slots_.pop_front();
+    ++first_tag_;
+  }
+  if (close_after) close_after_flush_ = true;
+  if (waiting_for_slots_) {
+    waiting_for_slots_ = false;
+    slots_drained_.notify();
+  }
+  output_ready_.notify();
+  check_output_limit();
+}
+
+void Session::push(std::string_view bytes) {
+  output_.append(bytes);
+  output_ready_.notify();
+  check_output_limit();
+}
+
+void Session::reject_protocol(std::string_view error) {
+  worker_.stats.protocol_error();
+  spdlog::debug("client {}: {}", client_.id, error);
+  std::string line;
+  resp::append_error(line, std::string("ERR ") + std::string(error));
+  const std::uint64_t tag = first_tag_ + slots_.size();
+  auto& slot = slots_.emplace_back();
+  slot.started = std::chrono::steady_clock::now();
+  slot.metric_id = static_cast<std::uint32_t>(proxy::Dispatcher::metric_id_count() - 1);
+  slot.close_after = true;
+  stop_reading_ = true;
+  complete(tag, line, metrics::CommandResult::error);
+}
+
+void Session::check_output_limit() {
+  const auto buffered = output_.size() + writing_.size() + parked_bytes_;
+  if (buffered <= worker_.settings.client.max_output_buffer || closed_) return;
+  worker_.stats.client_output_overflow();
+  spdlog::warn("client {}: output buffer {} bytes over client.max_output_buffer; disconnecting",
+               client_.id, buffered);
+  abort();
+}
+
+void Session::abort() {
+  if (closed_) return;
+  closed_ = true;
+  stop_reading_ = true;
+  error_code ignored;
+  socket_.close(ignored);
+  output_ready_.notify();
+  slots_drained_.notify();
+}
+
+awaitable<void> Session::write_loop() {
+  auto self = shared_from_this();
+  while (!closed_) {
+    if (output_.empty()) {
+      if (close_after_flush_ || (reader_done_ && slots_.empty())) break;
+      co_await output_ready_.wait();
+      continue;
+    }
+    writing_.swap(output_);
+    error_code ec;
+    co_await asio::async_write(socket_, asio::buffer(writing_), asio::redirect_error(use_awaitable, ec));
+    if (ec) break;
+    writing_.clear();
+    if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
+  }
+  if (!closed_) {
+    error_code ignored;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  }
+  abort();
+  finish_loop();
+}
+
+void Session::finish_loop() {
+  if (--loops_running_ > 0) return;
+  worker_.dispatcher.end_session(client_);
+  worker_.stats.client_disconnected();
+  worker_.info.connected_clients.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace corral::session

@@ -1,0 +1,88 @@
+// One client connection: reads and frames requests, hands them to the dispatcher, and writes the
+// replies in request order however they complete (local, upstream, cache).
+#pragma once
+
+#include <utility>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "metrics/metrics.hpp"
+#include "proxy/client_state.hpp"
+#include "resp/request_parser.hpp"
+#include "upstream/async_event.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::session {
+
+struct Worker;
+
+class Session : public upstream::ReplyTarget, public std::enable_shared_from_this<Session> {
+ public:
+  Session(boost::asio::ip::tcp::socket socket, Worker& worker);
+  ~Session() override;
+
+  void start();
+
+  void on_reply(std::uint64_t tag, std::string_view reply) override;
+  void on_failure(std::uint64_t tag, std::string_view error) override;
+
+ private:
+  // A request's place in the reply order. Replies that arrive before their turn wait here.
+  struct Slot {
+    std::string reply;
+    std::chrono::steady_clock::time_point started;
+    std::uint32_t metric_id = 0;
+    bool ready = false;
+    bool close_after = false;
+  };
+
+  boost::asio::awaitable<void> read_loop();
+  boost::asio::awaitable<void> write_loop();
+  // Dispatches every complete request in the input buffer; suspends for back-pressure.
+  boost::asio::awaitable<void> process_input();
+  boost::asio::awaitable<void> dispatch(std::string_view raw, bool inline_form);
+  void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
+  void push(std::string_view bytes);
+  void reject_protocol(std::string_view error);
+  void check_output_limit();
+  void abort();
+  void finish_loop();
+  void grow_input();
+
+  boost::asio::ip::tcp::socket socket_;
+  Worker& worker_;
+  proxy::ClientState client_;
+  resp::RequestLimits limits_;
+
+  std::vector<char> input_;
+  std::size_t input_begin_ = 0;
+  std::size_t input_end_ = 0;
+  std::vector<std::string_view> argv_;
+  std::string scratch_;
+
+  std::deque<Slot> slots_;
+  std::uint64_t first_tag_ = 1;  // tag 0 marks replies that answer no request (pushes)
+  std::size_t parked_bytes_ = 0;  // reply bytes waiting in slots for their turn
+  std::string output_;            // replies in order, not yet handed to the socket
+  std::string writing_;           // the batch being written
+
+  upstream::AsyncEvent output_ready_;
+  upstream::AsyncEvent slots_drained_;
+  bool waiting_for_slots_ = false;
+  bool stop_reading_ = false;
+  bool close_after_flush_ = false;
+  bool reader_done_ = false;
+  bool closed_ = false;
+  int loops_running_ = 0;
+};
+
+}  // namespace corral::session

@@ -1,0 +1,339 @@
+// Pipelined upstream connection: connect + handshake, batched writes, FIFO reply delivery,
+// command timeouts and reconnect with exponential backoff.
+#include "upstream/connection.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "metrics/metrics.hpp"
+#include "resp/encoder.hpp"
+#include "resp/reply_framer.hpp"
+
+namespace corral::upstream {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using boost::system::error_code;
+
+namespace {
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::string_view kUnavailable = "ERR upstream unavailable";
+constexpr std::string_view kLost = "ERR upstream connection lost";
+constexpr std::string_view kClosed = "ERR upstream connection closed";
+constexpr std::string_view kTimedOut = "ERR upstream command timed out";
+}  // namespace
+
+Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions options,
+                       metrics::ThreadStats* stats, std::atomic<int>* ready_connections)
+    : executor_(executor),
+      options_(std::move(options)),
+      stats_(stats),
+      ready_connections_(ready_connections),
+      socket_(executor),
+      backoff_timer_(executor),
+      broken_(executor),
+      read_buffer_(kReadChunk) {}
+
+Connection::~Connection() = default;
+
+void Connection::start() {
+  asio::co_spawn(executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
+}
+
+void Connection::close() {
+  if (closing_) return;
+  closing_ = true;
+  backoff_timer_.cancel();
+  if (state_ == State::ready) {
+    break_connection();
+  } else {
+    error_code ignored;
+    socket_.close(ignored);  // cancels a connect or handshake in progress
+  }
+}
+
+bool Connection::send(std::string_view command, std::shared_ptr<ReplyTarget> target,
+                      std::uint64_t tag, bool exempt_from_timeout) {
+  if (closing_ || state_ == State::backoff || state_ == State::closed) return false;
+  if (in_flight_.size() >= options_.max_in_flight) return false;
+  in_flight_.push_back(
+      {std::move(target), tag, std::chrono::steady_clock::now(), exempt_from_timeout});
+  write_buffer_.append(command);
+  if (state_ == State::ready && !flushing_) start_flush();
+  return true;
+}
+
+bool Connection::send_untracked(std::string_view command) {
+  if (closing_ || state_ == State::backoff || state_ == State::closed) return false;
+  write_buffer_.append(command);
+  if (state_ == State::ready && !flushing_) start_flush();
+  return true;
+}
+
+void Connection::set_unsolicited_target(std::shared_ptr<ReplyTarget> target) {
+  unsolicited_ = std::move(target);
+}
+
+void Connection::set_state(State next) {
+  if (ready_connections_ && (state_ == State::ready) != (next == State::ready)) {
+    ready_connections_->fetch_add(next == State::ready ? 1 : -1, std::memory_order_relaxed);
+  }
+  state_ = next;
+}
+
+void Connection::fail_all(std::string_view error) {
+  // Callbacks may send again (to other connections): detach the queue before calling out.
+  auto failed = std::move(in_flight_);
+  in_flight_.clear();
+  write_buffer_.clear();
+  if (stats_ && (error == kLost || error == kTimedOut)) {
+    for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
+  }
+  for (auto& item : failed) item.target->on_failure(item.tag, error);
+  if (unsolicited_ && error != kUnavailable) {
+    auto target = std::move(unsolicited_);
+    target->on_failure(0, error);
+  }
+}
+
+void Connection::break_connection() {
+  if (state_ != State::ready) return;
+  ++generation_;
+  error_code ignored;
+  socket_.close(ignored);
+  broken_.notify();
+}
+
+awaitable<void> Connection::run() {
+  auto backoff = options_.backoff_min;
+  while (!closing_) {
+    set_state(State::connecting);
+    bool connected = co_await connect_once();
+    if (connected) connected = co_await handshake();
+    if (!connected) {
+      if (stats_) stats_->upstream_connect_failure();
+      fail_all(closing_ ? kClosed : kUnavailable);
+      if (!options_.reconnect || closing_) break;
+      set_state(State::backoff);
+      backoff_timer_.expires_after(backoff);
+      error_code ignored;
+      co_await backoff_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
+      backoff = std::min(backoff * 2, options_.backoff_max);
+      continue;
+    }
+    backoff = options_.backoff_min;
+    set_state(State::ready);
+    if (stats_) stats_->upstream_connected();
+    const auto generation = generation_;
+    asio::co_spawn(executor_, read_loop(generation), asio::detached);
+    if (options_.command_timeout.count() > 0) {
+      asio::co_spawn(executor_, watch_timeouts(generation), asio::detached);
+    }
+    if (!write_buffer_.empty() && !flushing_) start_flush();
+    co_await broken_.wait();
+    set_state(State::connecting);
+    if (stats_) stats_->upstream_disconnected();
+    fail_all(closing_ ? kClosed : timed_out_ ? kTimedOut : kLost);
+    timed_out_ = false;
+    if (!options_.reconnect) break;
+    spdlog::warn("upstream {}:{} connection lost; reconnecting", options_.server.host,
+                 options_.server.port);
+  }
+  fail_all(kClosed);
+  set_state(State::closed);
+}
+
+awaitable<bool> Connection::connect_once() {
+  error_code ec;
+  socket_ = asio::ip::tcp::socket(executor_);
+  asio::ip::tcp::resolver resolver(executor_);
+  asio::steady_timer deadline(executor_);
+  deadline.expires_after(options_.connect_timeout);
+  bool expired = false;
+  deadline.async_wait([this, &resolver, &expired, self = shared_from_this()](error_code wait_ec) {
+    if (wait_ec) return;
+    expired = true;
+    resolver.cancel();
+    error_code ignored;
+    socket_.close(ignored);
+  });
+  auto endpoints = co_await resolver.async_resolve(
+      options_.server.host, std::to_string(options_.server.port),
+      asio::redirect_error(use_awaitable, ec));
+  if (!ec && !closing_) {
+    co_await asio::async_connect(socket_, endpoints, asio::redirect_error(use_awaitable, ec));
+  }
+  deadline.cancel();
+  if (ec || closing_ || expired) {
+    spdlog::debug("upstream {}:{} connect failed: {}", options_.server.host, options_.server.port,
+                  expired ? "timed out" : ec.message());
+    co_return false;
+  }
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  read_begin_ = read_end_ = 0;
+  co_return true;
+}
+
+awaitable<bool> Connection::handshake() {
+  std::string commands;
+  std::size_t expected = 0;
+  if (!options_.password.empty()) {
+    if (options_.username.empty()) {
+      std::string_view argv[] = {"AUTH", options_.password};
+      resp::append_command(commands, argv);
+    } else {
+      std::string_view argv[] = {"AUTH", options_.username, options_.password};
+      resp::append_command(commands, argv);
+    }
+    ++expected;
+  }
+  if (options_.database != 0) {
+    const auto db = std::to_string(options_.database);
+    std::string_view argv[] = {"SELECT", db};
+    resp::append_command(commands, argv);
+    ++expected;
+  }
+  if (expected == 0) co_return true;
+
+  asio::steady_timer deadline(executor_);
+  deadline.expires_after(options_.connect_timeout);
+  deadline.async_wait([this, self = shared_from_this()](error_code wait_ec) {
+    if (wait_ec) return;
+    error_code ignored;
+    socket_.close(ignored);
+  });
+  error_code ec;
+  co_await asio::async_write(socket_, asio::buffer(commands), asio::redirect_error(use_awaitable, ec));
+  while (!ec && expected > 0) {
+    const std::string_view pending(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
+    const auto frame = resp::frame_reply(pending);
+    if (frame.status == resp::FrameStatus::invalid) break;
+    if (frame.status == resp::FrameStatus::complete) {
+      if (pending[0] == '-') {
+        spdlog::error("upstream {}:{} refused the handshake: {}", options_.server.host,
+                      options_.server.port, pending.substr(1, frame.size - 3));
+        break;
+      }
+      read_begin_ += frame.size;
+      --expected;
+      continue;
+    }
+    ensure_read_space();
+    const auto n = co_await socket_.async_read_some(
+        asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
+        asio::redirect_error(use_awaitable, ec));
+    read_end_ += n;
+  }
+  deadline.cancel();
+  co_return expected == 0;
+}
+
+void Connection::ensure_read_space() {
+  if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
+  if (read_buffer_.size() - read_end_ >= kReadChunk / 4) return;
+  if (read_begin_ > 0) {
+    std::memmove(read_buffer_.data(), read_buffer_.data() + read_begin_, read_end_ - read_begin_);
+    read_end_ -= read_begin_;
+    read_begin_ = 0;
+  }
+  if (read_buffer_.size() - read_end_ < kReadChunk / 4) read_buffer_.resize(read_buffer_.size() * 2);
+}
+
+awaitable<void> Connection::read_loop(std::uint64_t generation) {
+  auto self = shared_from_this();
+  while (generation == generation_) {
+    ensure_read_space();
+    error_code ec;
+    const auto n = co_await socket_.async_read_some(
+        asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
+        asio::redirect_error(use_awaitable, ec));
+    if (generation != generation_) break;
+    if (ec) {
+      spdlog::debug("upstream read ended: {}", ec.message());
+      break_connection();
+      break;
+    }
+    read_end_ += n;
+    if (!deliver_replies(generation)) {
+      spdlog::error("upstream {}:{} sent a reply Corral cannot frame; resetting the connection",
+                    options_.server.host, options_.server.port);
+      break_connection();
+      break;
+    }
+  }
+}
+
+bool Connection::deliver_replies(std::uint64_t generation) {
+  while (read_begin_ < read_end_ && generation == generation_) {
+    const std::string_view pending(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
+    const auto frame = resp::frame_reply(pending);
+    if (frame.status == resp::FrameStatus::need_more) return true;
+    if (frame.status == resp::FrameStatus::invalid) return false;
+    const auto reply = pending.substr(0, frame.size);
+    read_begin_ += frame.size;
+    if (!in_flight_.empty()) {
+      auto item = std::move(in_flight_.front());
+      in_flight_.pop_front();
+      item.target->on_reply(item.tag, reply);
+    } else if (unsolicited_) {
+      unsolicited_->on_reply(0, reply);
+    } else {
+      return false;  // a reply nobody asked for: the stream is out of step
+    }
+  }
+  return true;
+}
+
+void Connection::start_flush() {
+  flushing_ = true;
+  asio::co_spawn(executor_, flush(generation_), asio::detached);
+}
+
+awaitable<void> Connection::flush(std::uint64_t generation) {
+  auto self = shared_from_this();
+  // Started through co_spawn's post, so every command queued in this turn of the loop
+  // leaves in the same write.
+  while (!write_buffer_.empty() && generation == generation_ && state_ == State::ready) {
+    writing_.swap(write_buffer_);
+    error_code ec;
+    co_await asio::async_write(socket_, asio::buffer(writing_), asio::redirect_error(use_awaitable, ec));
+    writing_.clear();
+    if (ec) {
+      if (generation == generation_) break_connection();
+      break;
+    }
+  }
+  flushing_ = false;
+  if (!write_buffer_.empty() && state_ == State::ready) start_flush();
+}
+
+awaitable<void> Connection::watch_timeouts(std::uint64_t generation) {
+  auto self = shared_from_this();
+  const auto tick = std::max(options_.command_timeout / 4, config::Duration(10));
+  asio::steady_timer timer(executor_);
+  while (generation == generation_) {
+    timer.expires_after(tick);
+    error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (generation != generation_ || in_flight_.empty()) continue;
+    const auto& oldest = in_flight_.front();
+    if (oldest.exempt_from_timeout) continue;
+    if (std::chrono::steady_clock::now() - oldest.sent > options_.command_timeout) {
+      spdlog::warn("upstream {}:{} did not answer within {} ms; resetting the connection",
+                   options_.server.host, options_.server.port, options_.command_timeout.count());
+      if (stats_) stats_->upstream_timeout();
+      timed_out_ = true;
+      break_connection();
+    }
+  }
+}
+
+}  // namespace corral::upstream

@@ -1,0 +1,115 @@
+// One pipelined RESP connection to an upstream Redis, shared by many clients of one io thread:
+// commands from all of them go out in batched writes, replies come back in FIFO order.
+#pragma once
+
+#include <utility>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config/settings.hpp"
+#include "upstream/async_event.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::metrics {
+class ThreadStats;
+}
+
+namespace corral::upstream {
+
+struct ConnectionOptions {
+  config::Endpoint server;
+  std::string username;
+  std::string password;
+  int database = 0;
+  config::Duration connect_timeout{1000};
+  config::Duration command_timeout{2000};  // 0: no timeout
+  std::size_t max_in_flight = 65536;
+  config::Duration backoff_min{50};
+  config::Duration backoff_max{2000};
+  bool reconnect = true;  // shared connections reconnect; dedicated ones end with their first failure
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  enum class State { connecting, ready, backoff, closed };
+
+  // `ready_connections`, when given, counts connections in the ready state (for /readyz).
+  Connection(const boost::asio::any_io_executor& executor, ConnectionOptions options,
+             metrics::ThreadStats* stats, std::atomic<int>* ready_connections = nullptr);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void start();
+  // Fails every pending command and stops for good.
+  void close();
+
+  // Queues one complete RESP command; its outcome goes to target->on_*(tag). Returns false, without
+  // queueing, when the connection cannot take it now (backing off, closed, or max_in_flight reached):
+  // the caller answers for that command. Commands queued while connecting wait for the connection.
+  bool send(std::string_view command, std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
+            bool exempt_from_timeout = false);
+  // For subscribed mode and MONITOR: replies that match no tracked command go to `target` with tag 0.
+  void set_unsolicited_target(std::shared_ptr<ReplyTarget> target);
+  bool send_untracked(std::string_view command);
+
+  State state() const { return state_; }
+  std::size_t in_flight() const { return in_flight_.size(); }
+
+ private:
+  struct InFlight {
+    std::shared_ptr<ReplyTarget> target;
+    std::uint64_t tag;
+    std::chrono::steady_clock::time_point sent;
+    bool exempt_from_timeout;
+  };
+
+  boost::asio::awaitable<void> run();
+  boost::asio::awaitable<bool> connect_once();
+  boost::asio::awaitable<bool> handshake();
+  // Each connected socket is one generation; loops of an older generation stop by themselves.
+  boost::asio::awaitable<void> read_loop(std::uint64_t generation);
+  boost::asio::awaitable<void> flush(std::uint64_t generation);
+  boost::asio::awaitable<void> watch_timeouts(std::uint64_t generation);
+  // Frames and delivers every complete reply in the read buffer; false on a protocol violation.
+  bool deliver_replies(std::uint64_t generation);
+  void start_flush();
+  void ensure_read_space();
+  void fail_all(std::string_view error);
+  void set_state(State next);
+  void break_connection();
+
+  boost::asio::any_io_executor executor_;
+  ConnectionOptions options_;
+  metrics::ThreadStats* stats_;
+  std::atomic<int>* ready_connections_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer backoff_timer_;
+  AsyncEvent broken_;
+  State state_ = State::connecting;
+  std::uint64_t generation_ = 0;
+  bool closing_ = false;
+  bool flushing_ = false;
+  bool timed_out_ = false;
+  std::deque<InFlight> in_flight_;
+  std::shared_ptr<ReplyTarget> unsolicited_;
+  std::string write_buffer_;   // commands not yet handed to the socket
+  std::string writing_;        // the batch being written
+  std::vector<char> read_buffer_;
+  std::size_t read_begin_ = 0;
+  std::size_t read_end_ = 0;
+};
+
+}  // namespace corral::upstream

@@ -1,0 +1,44 @@
+// The upstream connections of one io thread: shared multiplexed connections per database,
+// and dedicated connections for sessions in a stateful mode (MULTI, blocking, pub/sub ...).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "config/settings.hpp"
+#include "upstream/connection.hpp"
+
+namespace corral::upstream {
+
+class Pool {
+ public:
+  Pool(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
+       metrics::ThreadStats* stats, std::atomic<int>* ready_connections);
+  ~Pool();
+
+  // Opens the shared connections of the default database now, so readiness is known before clients come.
+  void start();
+  void close();
+
+  // A shared connection for `database`. A client always passes the same `affinity` (its id), so
+  // all its commands travel one connection and Redis runs them in the order it sent them.
+  Connection& shared(int database, std::size_t affinity = 0);
+  // A new connection owned by one session; it does not reconnect, and blocking commands on it
+  // may be exempted from the command timeout.
+  std::shared_ptr<Connection> dedicated(int database);
+
+ private:
+  ConnectionOptions options_for(int database, bool reconnect) const;
+
+  boost::asio::any_io_executor executor_;
+  config::UpstreamSettings settings_;
+  metrics::ThreadStats* stats_;
+  std::atomic<int>* ready_connections_;
+  std::map<int, std::vector<std::shared_ptr<Connection>>> shared_;
+};
+
+}  // namespace corral::upstream
