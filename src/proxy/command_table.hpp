@@ -2,6 +2,7 @@
 // plus Corral's own routing flags. Lookups are case-insensitive and allocate nothing.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -10,7 +11,7 @@
 namespace corral::proxy {
 
 enum CommandFlag : std::uint32_t {
-  kWrite = 1u << 0,        // modifies data: cached entries of its keys are invalidated
+  kWrite = 1u << 0,  // modifies data: cached entries of its keys are invalidated
   kReadOnly = 1u << 1,
   kAdmin = 1u << 2,
   kBlocking = 1u << 3,     // may block the connection (BLPOP, XREAD BLOCK, WAIT ...)
@@ -25,31 +26,38 @@ enum CommandFlag : std::uint32_t {
   kStale = 1u << 12,
 };
 
-// How keys are found when kMovableKeys is set.
+// How keys are found when kMovableKeys is set (argv[0] is the command name).
 enum class KeySpec : std::uint8_t {
-  positions,        // first/last/step only
-  numkeys_at_2,     // EVAL script numkeys key... ; ZUNIONSTORE dst numkeys ... (keys from 3 + dst)
-  numkeys_at_1,     // ZUNION numkeys key ..., LMPOP numkeys key ..., SINTERCARD
-  numkeys_at_3,     // ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE destination numkeys key...
-  blocking_numkeys_at_2,  // BLMPOP timeout numkeys key..., BZMPOP
-  streams,          // XREAD/XREADGROUP ... STREAMS key... id...
-  sort,             // SORT key [... STORE dst]
-  migrate,          // MIGRATE host port key|"" ... [KEYS k...]
-  georadius_store,  // GEORADIUS... [STORE k] [STOREDIST k]
+  positions,          // first_key/last_key/key_step only
+  numkeys_at_1,       // ZUNION numkeys key ...; ZINTER ZDIFF SINTERCARD ZINTERCARD LMPOP ZMPOP
+  numkeys_at_2,       // EVAL script numkeys key ...; EVALSHA FCALL (+ _RO); BLMPOP/BZMPOP timeout
+  dest_then_numkeys,  // ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE destination numkeys key ...
+  streams,            // XREAD/XREADGROUP [options] STREAMS key ... id ...
+  sort,               // SORT key [BY p] [LIMIT o c] [GET p ...] [STORE destination]; SORT_RO
+  migrate,            // MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH..] [KEYS k ...]
+  georadius_store,    // GEORADIUS/GEORADIUSBYMEMBER key ... [STORE k] [STOREDIST k]
 };
 
+// Longest command name, subcommands included ("cluster|count-failure-reports" is 29); lookups
+// lower-case into a buffer of this size, so a longer name is simply unknown.
+inline constexpr std::size_t kMaxCommandName = 32;
+
 struct CommandSpec {
-  std::string_view name;     // lower case, as COMMAND reports it; subcommands as "client|setname"
-  int arity;                 // Redis convention: >0 exact, <0 at least -arity
+  std::string_view name;  // lower case, as COMMAND reports it; subcommands as "client|setname"
+  int arity;              // Redis convention: >0 exact, <0 at least -arity
   std::uint32_t flags;
-  int first_key;             // 0: no keys
-  int last_key;              // -1: last argument, -2: second to last ...
+  int first_key;  // 0: no keys
+  int last_key;   // -1: last argument, -2: second to last ...
   int key_step;
   KeySpec key_spec = KeySpec::positions;
 };
 
 // Whole table (top-level commands and subcommands), in a stable order; `id` = index in it.
+// Top-level commands are sorted by name, each followed by its subcommands (sorted).
 std::span<const CommandSpec> all_commands();
+
+// The subcommand rows of a container command (empty for any other row).
+std::span<const CommandSpec> subcommands(const CommandSpec& container);
 
 // Case-insensitive lookup of a top-level command; nullptr when unknown.
 const CommandSpec* find_command(std::string_view name);
@@ -61,7 +69,10 @@ std::size_t command_id(const CommandSpec& spec);
 // True when argc satisfies the arity (argc counts the command name).
 bool arity_ok(const CommandSpec& spec, std::size_t argc);
 
-// Indices into argv of every key the command touches (empty when none or malformed).
+// Indices into argv of every key the command touches, in argument order; `out` is cleared first
+// (reuse it: no allocation once its capacity suffices). Empty when there are none or argv is
+// malformed (wrong arity, numkeys not a number or larger than the arguments, no STREAMS ...).
+// For a subcommand, argv still starts with the container: {"OBJECT", "ENCODING", key}.
 void key_indices(const CommandSpec& spec, std::span<const std::string_view> argv,
                  std::vector<std::size_t>& out);
 

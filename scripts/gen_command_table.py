@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""Generates src/proxy/command_table_data.cpp from a live redis-server's COMMAND reply.
+
+Rerun from the repository root after a Redis upgrade or after editing the tables below:
+    python3 scripts/gen_command_table.py          # rewrites src/proxy/command_table_data.cpp
+    python3 scripts/gen_command_table.py --check  # exit 1 when the committed file is stale
+Options: --redis-server PATH (default: redis-server on PATH), --output PATH.
+The output is committed; the build never runs this script. It needs only the Python standard
+library and a redis-server binary: a throwaway server is started on a free loopback port in a
+temporary directory and is always stopped before the script exits.
+"""
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+# Corral's own flags. "name|*" means every subcommand of `name` (not the container row itself).
+# A name missing from the server is an error (a typo must not pass silently), except in OPTIONAL.
+OPTIONAL = {"waitaof"}  # Redis 7.2+
+
+TRANSACTION = ["multi", "exec", "discard", "watch", "unwatch"]
+
+# Redis flags BLPOP & co. itself; XREAD/XREADGROUP block only with BLOCK (the proxy checks the
+# argument), WAIT/WAITAOF hold the connection until replicas acknowledge.
+EXTRA_BLOCKING = ["xread", "xreadgroup", "wait", "waitaof"]
+
+# Scripts and functions that may write their keys carry neither "write" nor "readonly" in Redis;
+# Corral must invalidate cached entries of their keys, so they count as writes here.
+MAY_WRITE = ["eval", "evalsha", "fcall"]
+
+# Commands that enter or work in subscribed mode. Redis's own "pubsub" flag is deliberately not
+# mapped: it also marks PUBLISH/SPUBLISH/PUBSUB *, which are ordinary request/reply commands.
+PUBSUB = ["subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"]
+
+# Refused unless listed in client.allow_commands: they destroy data wholesale (behind the cache's
+# back), change server configuration, topology or replication, stop or stall the server, or act
+# on other clients' connections.
+DANGEROUS = [
+    "flushall", "flushdb",
+    "swapdb",  # swaps whole databases: no key to invalidate, the cache would serve the other db
+    "config", "config|*",
+    "debug", "pfdebug",  # pfdebug is DEBUG for HyperLogLogs (it can rewrite a key's encoding)
+    "shutdown", "save", "bgsave", "bgrewriteaof",
+    "replicaof", "slaveof", "failover",
+    "sync", "psync", "replconf",  # the replication protocol has no business through a proxy
+    "module", "module|*",
+    "migrate",  # makes the upstream connect to any host and, without COPY, deletes the keys
+    "acl|setuser", "acl|deluser", "acl|load", "acl|save",
+    "script|kill", "script|flush",
+    "function|flush", "function|kill", "function|delete", "function|restore",
+    "client|kill", "client|pause",
+    # CLUSTER subcommands that change slots, membership or the node's identity; the read-only
+    # ones (nodes, slots, shards, info, keyslot, ...) stay allowed.
+    "cluster|addslots", "cluster|addslotsrange", "cluster|delslots", "cluster|delslotsrange",
+    "cluster|flushslots", "cluster|setslot", "cluster|meet", "cluster|forget",
+    "cluster|replicate", "cluster|failover", "cluster|reset", "cluster|saveconfig",
+    "cluster|set-config-epoch", "cluster|bumpepoch",
+]
+
+# Answered by Corral itself (COMMAND describes the proxy's table, so all its subcommands are).
+LOCAL = [
+    "ping", "echo", "quit", "hello", "auth", "select", "reset", "info",
+    "client|setname", "client|getname", "client|id",
+    "command", "command|*",
+]
+
+# Corral's admin commands, which Redis does not have: (name, arity).
+CORRAL_COMMANDS = [
+    ("corral.info", 2),        # CORRAL.INFO key
+    ("corral.invalidate", 2),  # CORRAL.INVALIDATE key|prefix*
+    ("corral.stats", 1),       # CORRAL.STATS
+    ("corral.rollover", -3),   # CORRAL.ROLLOVER prefix new [expected]
+    ("corral.purge", 3),       # CORRAL.PURGE prefix version
+]
+CORRAL_FLAGS = ["kLocal", "kAdmin"]
+
+# Redis flag -> CommandFlag. Unlisted Redis flags (denyoom, noscript, ...) do not matter to Corral.
+REDIS_FLAGS = {
+    "write": "kWrite", "readonly": "kReadOnly", "admin": "kAdmin", "blocking": "kBlocking",
+    "fast": "kFast", "loading": "kLoading", "stale": "kStale", "no_auth": "kNoAuth",
+    "noauth": "kNoAuth", "movablekeys": "kMovableKeys",
+}
+FLAG_ORDER = ["kWrite", "kReadOnly", "kAdmin", "kBlocking", "kPubSub", "kTransaction",
+              "kDangerous", "kLocal", "kNoAuth", "kMovableKeys", "kFast", "kLoading", "kStale"]
+
+# Movable-key commands whose key specs are not one of the generic shapes derived below.
+SPECIAL_KEYSPECS = {
+    "sort": "sort", "sort_ro": "sort", "migrate": "migrate",
+    "georadius": "georadius_store", "georadiusbymember": "georadius_store",
+}
+
+MAX_NAME = 32  # kMaxCommandName in command_table.hpp: lookups lower-case into a buffer this size
+
+
+# --- A minimal RESP2 client: enough for COMMAND, and no dependency on python3-redis. ---
+
+def resp_command(sock_file, *args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    sock_file.write(out)
+    sock_file.flush()
+    return resp_read(sock_file)
+
+
+def resp_read(f):
+    line = f.readline()
+    if not line.endswith(b"\r\n"):
+        raise RuntimeError("connection closed by redis-server")
+    kind, body = line[:1], line[1:-2]
+    if kind == b"+":
+        return body.decode()
+    if kind == b"-":
+        raise RuntimeError("redis-server error: " + body.decode())
+    if kind == b":":
+        return int(body)
+    if kind == b"$":
+        n = int(body)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2].decode()
+    if kind == b"*":
+        n = int(body)
+        return None if n < 0 else [resp_read(f) for _ in range(n)]
+    raise RuntimeError("unexpected RESP type %r" % kind)
+
+
+# --- The throwaway server. ---
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(binary, workdir, started):
+    """Starts redis-server and returns its port; every process is appended to `started` (for the
+    caller to stop) before a signal can interrupt. Retries if the port was taken meanwhile."""
+    log_path = os.path.join(workdir, "redis.log")
+    for _ in range(5):
+        port = free_port()
+        blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            with open(log_path, "wb") as log:
+                started.append(subprocess.Popen(
+                    [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                     "--appendonly", "no", "--dir", workdir, "--daemonize", "no"],
+                    cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                    # The child inherits the mask: without this it could not be terminated.
+                    preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)))
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+        proc = started[-1]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
+            except OSError:
+                time.sleep(0.05)
+        stop_server(proc)
+    with open(log_path, errors="replace") as log:
+        tail = log.read()[-2000:]
+    raise RuntimeError("redis-server did not start:\n" + tail)
+
+
+def stop_server(proc):
+    # SIGKILL in `finally`, so that a signal interrupting the polite wait still stops the server.
+    try:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def fetch_commands(binary):
+    with tempfile.TemporaryDirectory(prefix="corral-gen-") as workdir:
+        started = []
+        try:
+            port = start_server(binary, workdir, started)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                f = sock.makefile("rwb")
+                version = resp_command(f, "INFO", "server")
+                reply = resp_command(f, "COMMAND")
+        finally:
+            for proc in started:
+                stop_server(proc)
+    version = next(l.split(":", 1)[1] for l in version.splitlines()
+                   if l.startswith("redis_version:"))
+    return version.strip(), reply
+
+
+# --- From COMMAND rows to CommandSpec rows. ---
+
+def pairs(flat):
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def derive_keyspec(name, key_specs):
+    """The KeySpec enumerator of a movablekeys command, from its Redis 7 key specifications."""
+    if name in SPECIAL_KEYSPECS:
+        return SPECIAL_KEYSPECS[name]
+    shapes = []
+    for ks in key_specs:
+        ks = pairs(ks)
+        begin, find = pairs(ks["begin_search"]), pairs(ks["find_keys"])
+        bspec, fspec = pairs(begin["spec"]), pairs(find["spec"])
+        if begin["type"] == "index" and find["type"] == "keynum":
+            if fspec["keynumidx"] != 0 or fspec["firstkey"] != 1 or fspec["keystep"] != 1:
+                shapes.append(("?",))
+            else:
+                shapes.append(("keynum", bspec["index"]))
+        elif begin["type"] == "index" and find["type"] == "range" and fspec["lastkey"] == 0:
+            shapes.append(("single", bspec["index"]))
+        elif begin["type"] == "keyword" and bspec["keyword"] == "STREAMS":
+            shapes.append(("streams",))
+        else:
+            shapes.append(("?",))
+    known = {
+        (("keynum", 1),): "numkeys_at_1",
+        (("keynum", 2),): "numkeys_at_2",
+        (("single", 1), ("keynum", 2)): "dest_then_numkeys",
+        (("streams",),): "streams",
+    }
+    spec = known.get(tuple(shapes))
+    if spec is None:
+        sys.exit("%s: movable keys of an unknown shape %r; add it to SPECIAL_KEYSPECS and "
+                 "teach key_indices() about it" % (name, shapes))
+    return spec
+
+
+def flatten(reply):
+    rows = {}
+    for row in reply:
+        rows[row[0]] = row
+        for sub in (row[9] if len(row) > 9 else []):
+            rows[sub[0]] = sub
+    return rows
+
+
+def expand(names, rows):
+    """Resolves a Corral table to row names, failing on a name the server does not know."""
+    out = set()
+    for name in names:
+        if name.endswith("|*"):
+            subs = [n for n in rows if n.startswith(name[:-1])]
+            if not subs:
+                sys.exit("gen_command_table: %s has no subcommands" % name[:-2])
+            out.update(subs)
+        elif name in rows:
+            out.add(name)
+        elif name not in OPTIONAL:
+            sys.exit("gen_command_table: unknown command %r in a Corral table" % name)
+    return out
+
+
+def build_rows(reply):
+    rows = flatten(reply)
+    extra = {}
+    for table, flag in ((TRANSACTION, "kTransaction"), (EXTRA_BLOCKING, "kBlocking"),
+                        (MAY_WRITE, "kWrite"), (PUBSUB, "kPubSub"), (DANGEROUS, "kDangerous"),
+                        (LOCAL, "kLocal")):
+        for name in expand(table, rows):
+            extra.setdefault(name, set()).add(flag)
+
+    specs = {}
+    for name, row in rows.items():
+        arity, rflags, first, last, step = row[1], row[2], row[3], row[4], row[5]
+        flags = {REDIS_FLAGS[f] for f in rflags if f in REDIS_FLAGS} | extra.get(name, set())
+        keyspec = "positions"
+        if "kMovableKeys" in flags:
+            keyspec = derive_keyspec(name, row[8])
+        specs[name] = (arity, flags, first, last, step, keyspec)
+    for name, arity in CORRAL_COMMANDS:
+        specs[name] = (arity, set(CORRAL_FLAGS), 0, 0, 0, "positions")
+
+    for name, (arity, flags, first, last, step, keyspec) in specs.items():
+        assert name == name.lower() and 0 < len(name) <= MAX_NAME, name
+        assert arity != 0 and (first == 0) == (step == 0), name
+        assert not {"kLocal", "kDangerous"} <= flags, name
+    # Top-level commands sorted, each followed by its subcommands: a container's subcommands are
+    # one contiguous run, which subcommands() and COMMAND's nested reply rely on.
+    order = sorted(specs, key=lambda n: (n.split("|")[0], "|" in n, n))
+    return [(n,) + specs[n] for n in order]
+
+
+def render(version, rows):
+    out = [
+        "// GENERATED by scripts/gen_command_table.py from redis-server %s's COMMAND reply, plus"
+        % version,
+        "// Corral's flags and CORRAL.* commands from that script's tables. Do not edit: rerun it.",
+        '#include "proxy/command_table.hpp"',
+        "",
+        "namespace corral::proxy {",
+        "namespace {",
+        "",
+        "// {name, arity, flags, first_key, last_key, key_step[, key_spec]}",
+        "// clang-format off",
+        "constexpr CommandSpec kCommands[] = {",
+    ]
+    for name, arity, flags, first, last, step, keyspec in rows:
+        expr = " | ".join(f for f in FLAG_ORDER if f in flags) or "0"
+        tail = "" if keyspec == "positions" else ", KeySpec::" + keyspec
+        out.append('    {"%s", %d, %s, %d, %d, %d%s},' % (name, arity, expr, first, last, step,
+                                                         tail))
+    out += [
+        "};",
+        "// clang-format on",
+        "",
+        "constexpr bool names_fit() {",
+        "  for (const CommandSpec& c : kCommands) {",
+        "    if (c.name.empty() || c.name.size() > kMaxCommandName) return false;",
+        "  }",
+        "  return true;",
+        "}",
+        "static_assert(names_fit(), \"lookups lower-case names into a kMaxCommandName buffer\");",
+        "",
+        "}  // namespace",
+        "",
+        "std::span<const CommandSpec> all_commands() { return kCommands; }",
+        "",
+        "}  // namespace corral::proxy",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--redis-server", default="redis-server")
+    parser.add_argument("--output", default=os.path.join(root, "src/proxy/command_table_data.cpp"))
+    parser.add_argument("--check", action="store_true",
+                        help="compare with the existing output instead of writing it")
+    args = parser.parse_args()
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so the finally blocks stop the server.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+
+    version, reply = fetch_commands(args.redis_server)
+    rows = build_rows(reply)
+    text = render(version, rows)
+    top = sum(1 for r in rows if "|" not in r[0])
+    if args.check:
+        with open(args.output) as f:
+            if f.read() != text:
+                sys.exit("%s is stale: rerun scripts/gen_command_table.py" % args.output)
+        print("%s is up to date (%d rows)" % (args.output, len(rows)))
+        return
+    with open(args.output, "w") as f:
+        f.write(text)
+    print("wrote %s: %d rows, %d top-level, from redis %s" % (args.output, len(rows), top, version))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+# Shared by the scripts: install missing Debian packages, configure and build a preset.
+# Sourced, not run.
+
+CORRAL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Build and run-time needs of Corral, its tests and benchmarks (Debian 12 names).
+CORRAL_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev libboost-system-dev libhiredis-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev
+  catch2 redis-server redis-tools python3 python3-redis prometheus curl
+)
+
+# install_packages [extra...]: apt-get installs whatever of the list is missing.
+install_packages() {
+  local missing=()
+  local package
+  for package in "${CORRAL_PACKAGES[@]}" "$@"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# build_preset PRESET [cmake -D options...]: configure (once) and build into build/PRESET's dir.
+build_preset() {
+  local preset=$1
+  shift
+  (cd "$CORRAL_ROOT" && cmake --preset "$preset" "$@" >/dev/null && cmake --build --preset "$preset")
+}

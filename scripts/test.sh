@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test (unit, integration, fuzz smoke) with ctest.
+#   --asan   also build with AddressSanitizer + UBSan and run the unit and integration tests there
+# The last lines are ctest's summary of the release build.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+asan=0
+for arg in "$@"; do
+  case "$arg" in
+    --asan) asan=1 ;;
+    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    *) echo "unknown option: $arg" >&2; exit 2 ;;
+  esac
+done
+
+install_packages clang libclang-rt-14-dev nutcracker
+status=0
+if [ "$asan" -eq 1 ]; then
+  echo "== asan-ubsan build"
+  build_preset asan-ubsan
+  echo "== asan-ubsan tests"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -LE fuzz || status=1
+fi
+echo "== release build"
+build_preset release
+echo "== tests"
+ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure || status=1
+exit $status

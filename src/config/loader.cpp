@@ -1,0 +1,245 @@
+// Loads the YAML config into Settings: the top-level, upstream, client and cache tables, and the
+// entry points, which turn every failure (missing file, bad YAML, bad values) into ConfigErrors.
+#include "config/loader.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "config/schema.hpp"
+
+namespace corral::config {
+namespace schema {
+namespace {
+
+constexpr std::int64_t kMaxThreads = 1024;
+constexpr std::uint64_t kMaxFileBytes = std::uint64_t{16} << 20;  // a config, not a data file
+
+int auto_threads() {
+  const unsigned n = std::thread::hardware_concurrency();  // 0 when the platform cannot tell
+  return n == 0 ? 1 : static_cast<int>(std::min<unsigned>(n, kMaxThreads));
+}
+
+const std::array<Choice<std::string>, 5> kLogLevels{{{"trace", "trace"},
+                                                     {"debug", "debug"},
+                                                     {"info", "info"},
+                                                     {"warn", "warn"},
+                                                     {"error", "error"}}};
+
+Parsed<Endpoint> parse_listen(std::string_view text) { return parse_endpoint(text, true); }
+
+void read_metrics(Reader& r, const YAML::Node& n, const std::string& p, Settings& s) {
+  const auto v = r.scalar(n, p);
+  if (!v) return;
+  if (v->empty() || to_lower(*v) == "off") return s.metrics.reset();
+  const auto e = parse_endpoint(*v, true);
+  if (!e) return r.error(n, p, e.error + " (or off)");
+  s.metrics = *e;
+}
+
+void read_threads(Reader& r, const YAML::Node& n, const std::string& p, Settings& s) {
+  const auto v = r.scalar(n, p);
+  if (!v) return;
+  if (to_lower(*v) == "auto") return void(s.threads = auto_threads());
+  const auto count = parse_integer(*v);
+  if (!count) return r.error(n, p, "expected auto or a number of threads");
+  if (const auto bad = range_problem(*count, 1, kMaxThreads)) return r.error(n, p, *bad);
+  s.threads = static_cast<int>(*count);
+}
+
+bool agree(const std::string& a, const std::string& b) { return a.empty() || b.empty() || a == b; }
+
+// Credentials in a URL fill username and password; the explicit keys, read later, override them.
+template <class To>
+void take_credentials(const RedisUrl& url, To& s) {
+  if (!url.username.empty()) s.username = url.username;
+  if (!url.password.empty()) s.password = url.password;
+}
+
+void read_address(Reader& r, const YAML::Node& n, const std::string& p, UpstreamSettings& s) {
+  const auto url = r.parse<RedisUrl>(n, p, parse_redis_url);
+  if (!url) return;
+  s.servers = {url->endpoint};
+  s.cluster = false;
+  s.database = url->database;
+  take_credentials(*url, s);
+}
+
+void read_cluster(Reader& r, const YAML::Node& n, const std::string& p, UpstreamSettings& s) {
+  if (!n.IsSequence() || n.size() == 0)
+    return r.error(n, p, "expected a list of seed nodes like [redis://10.0.0.1:7000]");
+  std::vector<Endpoint> seeds;
+  RedisUrl credentials;  // from whichever seeds carry them; they must agree
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto url = r.parse<RedisUrl>(n[i], item(p, i), parse_redis_url);
+    if (!url) continue;
+    if (url->database != 0) r.error(n[i], item(p, i), "Redis Cluster has only database 0");
+    if (!agree(credentials.username, url->username) || !agree(credentials.password, url->password))
+      r.error(n[i], item(p, i), "seed nodes give different credentials");
+    take_credentials(*url, credentials);
+    seeds.push_back(url->endpoint);
+  }
+  s.servers = std::move(seeds);
+  s.cluster = true;
+  take_credentials(credentials, s);
+}
+
+Field<UpstreamSettings> credential(std::string_view key, std::string UpstreamSettings::*m,
+                                   Text kind) {
+  Field<UpstreamSettings> f = text(key, m, kind);
+  // Empty (as ${REDIS_PASSWORD:-} gives when unset) keeps what the URL said.
+  f.read = [m](Reader& r, const YAML::Node& n, const std::string& p, UpstreamSettings& s) {
+    if (auto v = r.scalar(n, p); v && !v->empty()) s.*m = std::move(*v);
+  };
+  return f;
+}
+
+const Table<UpstreamSettings>& upstream_table() {
+  using S = UpstreamSettings;
+  static const Table<S> table{
+      {"address", read_address,
+       [](const S& s) {
+         if (s.cluster || s.servers.empty()) return omitted();
+         return text_node(format_redis_url(s.servers.front(), s.database));
+       }},
+      {"cluster", read_cluster,
+       [](const S& s) {
+         if (!s.cluster) return omitted();
+         std::vector<std::string> urls;
+         for (const Endpoint& e : s.servers) urls.push_back(format_redis_url(e, 0));
+         return flow_list(urls);
+       }},
+      credential("username", &S::username, Text::plain),
+      credential("password", &S::password, Text::secret),
+      duration("connect_timeout", &S::connect_timeout, Min::positive),
+      duration("command_timeout", &S::command_timeout, Min::positive),
+      integer("connections_per_thread", &S::connections_per_thread, 1, 64),
+      integer("max_in_flight", &S::max_in_flight, 1, 10'000'000),
+      duration("reconnect_backoff_min", &S::reconnect_backoff_min, Min::positive),
+      duration("reconnect_backoff_max", &S::reconnect_backoff_max, Min::positive),
+  };
+  return table;
+}
+
+void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, UpstreamSettings& s) {
+  if (has_key(map, "address") && has_key(map, "cluster"))
+    r.error(locate(map, "cluster"), child(p, "cluster"), "use either address or cluster, not both");
+  if (s.reconnect_backoff_min > s.reconnect_backoff_max)
+    r.error(locate(map, "reconnect_backoff_min"), child(p, "reconnect_backoff_min"),
+            "must be <= reconnect_backoff_max (" + format_duration(s.reconnect_backoff_max) + ")");
+}
+
+const Table<ClientSettings>& client_table() {
+  using S = ClientSettings;
+  static const Table<S> table{
+      text("password", &S::password, Text::secret),
+      text("admin_password", &S::admin_password, Text::secret),
+      integer("max_clients", &S::max_clients, 1, 10'000'000),
+      size("max_request", &S::max_request),
+      size("max_inline", &S::max_inline),
+      integer("max_pipeline", &S::max_pipeline, 1, 10'000'000),
+      size("max_output_buffer", &S::max_output_buffer),
+      duration("idle_timeout", &S::idle_timeout, Min::zero),
+      commands("allow_commands", &S::allow_commands, {}, false),
+  };
+  return table;
+}
+
+const Table<CacheSettings>& cache_table() {
+  using S = CacheSettings;
+  static const Table<S> table{
+      size("max_memory", &S::max_memory),
+      integer("shards", &S::shards, 1, 4096),
+  };
+  return table;
+}
+
+// Defaults that depend on the machine or on other keys, applied after reading.
+void finalize(Settings& s) {
+  if (s.threads == 0) s.threads = auto_threads();
+  if (s.upstream.servers.empty()) s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+}
+
+LoadResult load(const std::string& text, const std::string& source) {
+  Reader r(source, process_env());
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    r.error_at_line(e.mark.line, "", "invalid YAML: " + e.msg);
+    return ConfigErrors{r.messages()};
+  }
+  Settings settings;
+  settings.source = source;
+  read_map(r, root, "", settings_table(), settings);
+  finalize(settings);
+  if (!r.ok()) return ConfigErrors{r.messages()};
+  return settings;
+}
+
+}  // namespace
+
+const Table<Settings>& settings_table() {
+  using S = Settings;
+  static const Table<S> table{
+      {"listen",
+       [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
+         if (const auto e = r.parse<Endpoint>(n, p, parse_listen)) s.listen = *e;
+       },
+       [](const S& s) { return text_node(format_endpoint(s.listen)); }},
+      {"metrics", read_metrics,
+       [](const S& s) { return text_node(s.metrics ? format_endpoint(*s.metrics) : "off"); }},
+      {"threads", read_threads, [](const S& s) { return text_node(std::to_string(s.threads)); }},
+      choice("log_level", &S::log_level, kLogLevels),
+      section("upstream", &S::upstream, upstream_table, check_upstream),
+      section("client", &S::client, client_table),
+      section("cache", &S::cache, cache_table),
+      {"policies",
+       [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
+         read_policies(r, n, p, s.policies);
+       },
+       [](const S& s) {
+         YAML::Node list(YAML::NodeType::Sequence);
+         for (const PolicySettings& p : s.policies) list.push_back(show_map(policy_table(), p));
+         return list;
+       }},
+  };
+  return table;
+}
+
+}  // namespace schema
+
+LoadResult load_settings_text(const std::string& yaml_text, const std::string& source_name) {
+  // The contract is "never throws": anything unexpected still becomes a reported error.
+  try {
+    return schema::load(yaml_text, source_name);
+  } catch (const std::exception& e) {
+    return ConfigErrors{{source_name + ": internal error while loading: " + e.what()}};
+  } catch (...) {
+    return ConfigErrors{{source_name + ": internal error while loading"}};
+  }
+}
+
+LoadResult load_settings_file(const std::string& path) {
+  try {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return ConfigErrors{{path + ": cannot read: it is a directory"}};
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return ConfigErrors{{path + ": cannot read: " + std::strerror(errno)}};
+    const auto bytes = std::filesystem::file_size(path, ec);
+    if (!ec && bytes > schema::kMaxFileBytes)
+      return ConfigErrors{{path + ": cannot read: too large"}};
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) return ConfigErrors{{path + ": cannot read: " + std::strerror(errno)}};
+    return load_settings_text(text, path);
+  } catch (const std::exception& e) {
+    return ConfigErrors{{path + ": cannot read: " + e.what()}};
+  }
+}
+
+}  // namespace corral::config

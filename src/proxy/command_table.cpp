@@ -1,0 +1,230 @@
+// Lookups into the generated command table (command_table_data.cpp) and key extraction for every
+// KeySpec; each movable-key rule mirrors the matching *GetKeys function of Redis 7.0 (db.c).
+#include "proxy/command_table.hpp"
+
+#include <array>
+#include <cassert>
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+
+namespace corral::proxy {
+namespace {
+
+using Argv = std::span<const std::string_view>;
+
+// A lower-cased copy of a name in a fixed buffer on the stack: lookups never allocate.
+class LowerName {
+ public:
+  // Appends `s` lower-cased (ASCII only, like Redis' strcasecmp); false when it does not fit.
+  bool append(std::string_view s) {
+    if (s.size() > buf_.size() - size_) return false;
+    for (char c : s) buf_[size_++] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    return true;
+  }
+  std::string_view view() const { return {buf_.data(), size_}; }
+
+ private:
+  std::array<char, kMaxCommandName> buf_{};
+  std::size_t size_ = 0;
+};
+
+using NameIndex = std::unordered_map<std::string_view, const CommandSpec*>;
+
+// Every row by its (lower-case) name, built once, thread-safely, at the first lookup. The keys
+// view the table's static strings, so a lookup hashes and compares without allocating.
+const NameIndex& index_by_name() {
+  static const NameIndex* const index = [] {
+    auto* m = new NameIndex();
+    m->reserve(all_commands().size());
+    for (const CommandSpec& row : all_commands()) m->emplace(row.name, &row);
+    return m;
+  }();  // never destroyed: a lookup may run while other statics are being destroyed
+  return *index;
+}
+
+const CommandSpec* lookup(std::string_view lower) {
+  const NameIndex& index = index_by_name();
+  auto it = index.find(lower);
+  return it == index.end() ? nullptr : it->second;
+}
+
+bool iequals(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+// A non-negative decimal count; nullopt for anything else (sign, spaces, overflow).
+std::optional<std::size_t> parse_count(std::string_view s) {
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return n;
+}
+
+// Legacy first/last/step range. Arity was checked, but variadic commands still need the bounds
+// check, and a pair-wise range (MSET k v k) must cover the arguments exactly.
+void positional_keys(const CommandSpec& spec, std::size_t argc, std::vector<std::size_t>& out) {
+  if (spec.first_key <= 0 || spec.key_step <= 0) return;
+  const long long argcl = static_cast<long long>(argc);
+  const long long first = spec.first_key;
+  const long long last = spec.last_key < 0 ? argcl + spec.last_key : spec.last_key;
+  if (last < first || last >= argcl) return;
+  if (spec.last_key < 0 && (last - first + 1) % spec.key_step != 0) return;
+  for (long long i = first; i <= last; i += spec.key_step)
+    out.push_back(static_cast<std::size_t>(i));
+}
+
+// `numkeys` at argv[at], then that many keys; false (nothing added) when the count is not a
+// number or exceeds the arguments, which Redis rejects too.
+bool numkeys_keys(Argv argv, std::size_t at, std::vector<std::size_t>& out) {
+  if (at >= argv.size()) return false;
+  auto n = parse_count(argv[at]);
+  if (!n || *n > argv.size() - at - 1) return false;
+  for (std::size_t i = 0; i < *n; ++i) out.push_back(at + 1 + i);
+  return true;
+}
+
+// XREAD [COUNT n] [BLOCK ms] STREAMS k... id...; XREADGROUP GROUP g c [..] [NOACK] STREAMS ...
+// The options are skipped, not searched for "STREAMS": a group, consumer or key may be so named.
+void stream_keys(Argv argv, std::vector<std::size_t>& out) {
+  std::size_t i = 1;
+  for (; i < argv.size(); ++i) {
+    const std::string_view a = argv[i];
+    if (iequals(a, "block") || iequals(a, "count")) {
+      ++i;
+    } else if (iequals(a, "group")) {
+      i += 2;
+    } else if (!iequals(a, "noack")) {
+      break;
+    }
+  }
+  if (i >= argv.size() || !iequals(argv[i], "streams")) return;
+  const std::size_t rest = argv.size() - i - 1;  // keys then as many ids
+  if (rest == 0 || rest % 2 != 0) return;
+  for (std::size_t k = 0; k < rest / 2; ++k) out.push_back(i + 1 + k);
+}
+
+// SORT key ... [STORE dst]: BY/GET patterns name keys only through a pattern, never routable.
+// SORT_RO has no STORE (Redis answers a syntax error), so only a write SORT looks for it.
+void sort_keys(const CommandSpec& spec, Argv argv, std::vector<std::size_t>& out) {
+  out.push_back(1);
+  if (!(spec.flags & kWrite)) return;
+  std::size_t store = 0;
+  for (std::size_t i = 2; i < argv.size(); ++i) {
+    if (iequals(argv[i], "limit")) {
+      i += 2;
+    } else if (iequals(argv[i], "get") || iequals(argv[i], "by")) {
+      i += 1;
+    } else if (iequals(argv[i], "store") && i + 1 < argv.size()) {
+      store = i + 1;  // the last STORE wins, as in Redis
+    }
+  }
+  if (store != 0) out.push_back(store);
+}
+
+// MIGRATE host port key db timeout, or with key "" and KEYS k...; options before KEYS skipped.
+void migrate_keys(Argv argv, std::vector<std::size_t>& out) {
+  for (std::size_t i = 6; i < argv.size(); ++i) {
+    if (iequals(argv[i], "keys")) {
+      if (!argv[3].empty()) return;  // Redis refuses KEYS with a non-empty key argument
+      for (std::size_t k = i + 1; k < argv.size(); ++k) out.push_back(k);
+      return;
+    }
+    if (iequals(argv[i], "auth")) {
+      i += 1;
+    } else if (iequals(argv[i], "auth2")) {
+      i += 2;
+    }
+  }
+  out.push_back(3);
+}
+
+// GEORADIUS key ... [STORE k] [STOREDIST k]: the last one wins, as in Redis.
+void georadius_keys(Argv argv, std::vector<std::size_t>& out) {
+  out.push_back(1);
+  std::size_t store = 0;
+  for (std::size_t i = 5; i + 1 < argv.size(); ++i) {
+    if (iequals(argv[i], "store") || iequals(argv[i], "storedist")) store = ++i;
+  }
+  if (store != 0) out.push_back(store);
+}
+
+}  // namespace
+
+std::span<const CommandSpec> subcommands(const CommandSpec& container) {
+  const auto rows = all_commands();
+  const std::size_t first = command_id(container) + 1;
+  std::size_t end = first;
+  // Subcommands directly follow their container (the generator's order), and only containers
+  // are followed by rows named "<container>|...".
+  while (end < rows.size() && rows[end].name.size() > container.name.size() &&
+         rows[end].name.starts_with(container.name) &&
+         rows[end].name[container.name.size()] == '|') {
+    ++end;
+  }
+  return rows.subspan(first, end - first);
+}
+
+const CommandSpec* find_command(std::string_view name) {
+  LowerName lower;
+  // A '|' would let "client|kill" through as a top-level command.
+  if (name.find('|') != std::string_view::npos || !lower.append(name)) return nullptr;
+  return lookup(lower.view());
+}
+
+const CommandSpec* find_subcommand(const CommandSpec& container, std::string_view subcommand) {
+  LowerName lower;
+  if (subcommand.empty() || subcommand.find('|') != std::string_view::npos ||
+      !lower.append(container.name) || !lower.append("|") || !lower.append(subcommand)) {
+    return nullptr;
+  }
+  return lookup(lower.view());
+}
+
+std::size_t command_id(const CommandSpec& spec) {
+  const auto rows = all_commands();
+  assert(&spec >= rows.data() && &spec < rows.data() + rows.size());
+  return static_cast<std::size_t>(&spec - rows.data());
+}
+
+bool arity_ok(const CommandSpec& spec, std::size_t argc) {
+  if (spec.arity >= 0) return argc == static_cast<std::size_t>(spec.arity);
+  return argc >= static_cast<std::size_t>(-spec.arity);
+}
+
+void key_indices(const CommandSpec& spec, Argv argv, std::vector<std::size_t>& out) {
+  out.clear();
+  // Every rule below relies on the minimum arity (e.g. MIGRATE's argv[3]).
+  if (!arity_ok(spec, argv.size())) return;
+  switch (spec.key_spec) {
+    case KeySpec::positions:
+      return positional_keys(spec, argv.size(), out);
+    case KeySpec::numkeys_at_1:
+      numkeys_keys(argv, 1, out);
+      return;
+    case KeySpec::numkeys_at_2:
+      numkeys_keys(argv, 2, out);
+      return;
+    case KeySpec::dest_then_numkeys:
+      out.push_back(1);
+      if (!numkeys_keys(argv, 2, out)) out.clear();
+      return;
+    case KeySpec::streams:
+      return stream_keys(argv, out);
+    case KeySpec::sort:
+      return sort_keys(spec, argv, out);
+    case KeySpec::migrate:
+      return migrate_keys(argv, out);
+    case KeySpec::georadius_store:
+      return georadius_keys(argv, out);
+  }
+}
+
+}  // namespace corral::proxy
