@@ -22,6 +22,7 @@ struct ClientState {
   // it is released once none is set and it has no command in flight.
   std::shared_ptr<upstream::Connection> dedicated;
   bool in_multi = false;
+  bool multi_errored = false;  // Corral refused a command queued in MULTI: EXEC must abort
   bool watching = false;
   bool tracking = false;  // CLIENT TRACKING on
   bool sticky = false;    // held until the client leaves (MONITOR, CLIENT REPLY, CLIENT NO-EVICT)

@@ -43,16 +43,9 @@ void append_command_entry(std::string& out, const CommandSpec& spec) {
   resp::append_integer(out, spec.last_key);
   resp::append_integer(out, spec.key_step);
   for (int i = 0; i < 3; ++i) resp::append_array_header(out, 0);
-  const auto table = all_commands();
-  std::string prefix(spec.name);
-  prefix += '|';
-  const auto subcommands = std::count_if(table.begin(), table.end(), [&](const CommandSpec& row) {
-    return row.name.starts_with(prefix);
-  });
-  resp::append_array_header(out, static_cast<std::size_t>(subcommands));
-  for (const auto& row : table) {
-    if (row.name.starts_with(prefix)) append_command_entry(out, row);
-  }
+  const auto children = subcommands(spec);
+  resp::append_array_header(out, children.size());
+  for (const auto& row : children) append_command_entry(out, row);
 }
 
 const CommandSpec* find_by_full_name(std::string_view name) {

@@ -88,10 +88,12 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     append_not_allowed(scratch_, (resolved.sub ? resolved.sub : resolved.spec)->name);
   } else {
     const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
-    // SELECT inside a transaction must reach Redis, which queues it with the rest.
-    const bool select_in_dedicated = row.name == "select" && client.dedicated;
+    // Inside MULTI, Redis queues local commands with the rest (their replies belong in EXEC's);
+    // SELECT on a dedicated connection must reach it too.
+    const bool redis_must_see = (client.in_multi && row.name != "quit" && row.name != "reset") ||
+                                (row.name == "select" && client.dedicated);
     const LocalHandler local =
-        (row.flags & kLocal) && !select_in_dedicated ? find_local_handler(row) : nullptr;
+        (row.flags & kLocal) && !redis_must_see ? find_local_handler(row) : nullptr;
     if (local == nullptr) return forward(client, request, resolved, tag, target, awaiting);
     LocalCall call{client, argv, settings_, info_, awaiting, scratch_};
     const Action action = local(call);
@@ -99,6 +101,8 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     target->on_reply(tag, scratch_);
     return action;
   }
+  // Redis aborts a transaction whose queued command it rejected; Corral rejected this one for it.
+  if (client.in_multi) client.multi_errored = true;
   target->on_reply(tag, scratch_);
   return Action::done;
 }
@@ -134,9 +138,14 @@ std::string_view Dispatcher::wire_bytes(const Request& request) {
 }
 
 void Dispatcher::release_dedicated(ClientState& client) {
-  if (client.dedicated) client.dedicated->close();
+  if (client.dedicated) {
+    // Closing must not reach the client as a lost subscription: it no longer has one.
+    client.dedicated->set_unsolicited_target(nullptr);
+    client.dedicated->close();
+  }
   client.dedicated.reset();
-  client.in_multi = client.watching = client.tracking = client.sticky = false;
+  client.in_multi = client.multi_errored = client.watching = client.tracking = false;
+  client.sticky = false;
   client.tunnel = client.subscribed = false;
 }
 
@@ -148,6 +157,7 @@ static void note_mode_change(ClientState& client, const CommandSpec& row,
     client.in_multi = true;
   } else if (name == "exec" || name == "discard") {
     client.in_multi = false;
+    client.multi_errored = false;
     client.watching = false;
   } else if (name == "watch") {
     client.watching = true;
@@ -187,10 +197,13 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
     client.dedicated = pool_.dedicated(client.database);
   }
 
+  const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
+  if (row.name == "exec" && client.multi_errored && client.dedicated) {
+    return abort_transaction(client, tag, target);
+  }
   const auto bytes = wire_bytes(request);
   bool sent = false;
   if (client.dedicated) {
-    const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
     note_mode_change(client, row, request.argv);
     if (route == Route::enter_tunnel || route == Route::reply_suppressed) {
       client.dedicated->set_unsolicited_target(target);
@@ -208,6 +221,37 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
     sent = pool_.shared(client.database, client.id).send(bytes, target, tag);
   }
   if (!sent) target->on_failure(tag, kUnavailable);
+  return Action::done;
+}
+
+namespace {
+// Answers one command with a fixed reply once Redis has answered it (or fails it if Redis can't).
+class FixedReply : public upstream::ReplyTarget {
+ public:
+  FixedReply(std::shared_ptr<upstream::ReplyTarget> client, std::string reply)
+      : client_(std::move(client)), reply_(std::move(reply)) {}
+  void on_reply(std::uint64_t tag, std::string_view) override { client_->on_reply(tag, reply_); }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    client_->on_failure(tag, error);
+  }
+
+ private:
+  std::shared_ptr<upstream::ReplyTarget> client_;
+  std::string reply_;
+};
+}  // namespace
+
+// EXEC after a command Corral refused inside MULTI: discard upstream, answer as Redis would.
+Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
+                                     const std::shared_ptr<upstream::ReplyTarget>& target) {
+  client.in_multi = client.multi_errored = client.watching = false;
+  std::string reply;
+  resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
+  std::string discard;
+  const std::string_view argv[] = {"DISCARD"};
+  resp::append_command(discard, argv);
+  auto answer = std::make_shared<FixedReply>(target, std::move(reply));
+  if (!client.dedicated->send(discard, answer, tag)) target->on_failure(tag, kUnavailable);
   return Action::done;
 }
 

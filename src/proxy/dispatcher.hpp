@@ -67,6 +67,8 @@ class Dispatcher {
   Action forward(ClientState& client, const Request& request, const Resolved& resolved,
                  std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                  std::size_t awaiting);
+  Action abort_transaction(ClientState& client, std::uint64_t tag,
+                           const std::shared_ptr<upstream::ReplyTarget>& target);
   Route route_for(const Resolved& resolved, const Request& request) const;
   std::string_view wire_bytes(const Request& request);
   bool command_allowed(const Resolved& resolved) const;

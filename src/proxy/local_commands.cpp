@@ -57,7 +57,9 @@ std::string_view authenticate(LocalCall& call, std::string_view user, std::strin
 }
 
 Action ping(LocalCall& call) {
-  if (call.argv.size() == 1) {
+  if (call.argv.size() > 2) {
+    resp::append_error(call.reply, "ERR wrong number of arguments for 'ping' command");
+  } else if (call.argv.size() == 1) {
     resp::append_simple(call.reply, "PONG");
   } else {
     resp::append_bulk(call.reply, call.argv[1]);
@@ -203,9 +205,13 @@ Action client_id(LocalCall& call) {
 Action reset(LocalCall& call) {
   if (call.awaiting > 0) return Action::drain_then_retry;
   auto& client = call.client;
-  if (client.dedicated) client.dedicated->close();
+  if (client.dedicated) {
+    client.dedicated->set_unsolicited_target(nullptr);
+    client.dedicated->close();
+  }
   client.dedicated.reset();
-  client.in_multi = client.watching = client.tracking = client.sticky = false;
+  client.in_multi = client.multi_errored = client.watching = client.tracking = false;
+  client.sticky = false;
   client.tunnel = client.subscribed = false;
   client.database = 0;
   client.name.clear();

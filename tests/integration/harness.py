@@ -1,0 +1,624 @@
+# Integration test harness: free loopback ports, redis-server and corral processes in a temp dir
+# (always cleaned up: try/finally, atexit, signal handlers, PR_SET_PDEATHSIG), a raw RESP client,
+# and a tiny test runner that prints PASS/FAIL per test and ends with "N passed, N failed".
+#
+# Environment: CORRAL_BIN (path to corral), REDIS_SERVER (default redis-server),
+# TARGET=corral|redis (redis: point the clients at redis-server directly, corral-only tests skip),
+# KEEP_TMP=1 keeps the temp dir, INTEGRATION_FILTER=substr runs only matching tests.
+import atexit
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+from resp_client import Closed, Err, Raw, Simple, encode_command  # noqa: F401 (re-exported)
+
+HOST = "127.0.0.1"
+CORRAL_BIN = os.environ.get("CORRAL_BIN", "")
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+TARGET = os.environ.get("TARGET", "corral").strip().lower()
+SUITE_DEADLINE = float(os.environ.get("INTEGRATION_DEADLINE", "280"))
+
+
+def redis_mode():
+    return TARGET == "redis"
+
+
+# ---------------------------------------------------------------------------------------------
+# Process registry and cleanup
+# ---------------------------------------------------------------------------------------------
+
+_procs = []  # every Proc ever started; stopped at exit whatever happens
+_tmpdirs = []
+_lock = threading.Lock()
+_cleaned = False
+
+
+def _pdeathsig():
+    # The child dies with the harness even on SIGKILL. PR_SET_PDEATHSIG follows the *thread* that
+    # forked, so processes are only started from the main thread (see Proc.start).
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def cleanup_all():
+    global _cleaned
+    with _lock:
+        procs = list(_procs)
+        dirs = list(_tmpdirs)
+        _cleaned = True
+    for p in procs:
+        try:
+            p.kill()
+        except Exception:
+            pass
+    if os.environ.get("KEEP_TMP") != "1":
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _on_signal(signum, _frame):
+    cleanup_all()
+    sys.stderr.write("harness: caught signal %d, cleaned up\n" % signum)
+    os._exit(128 + signum)
+
+
+atexit.register(cleanup_all)
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+    try:
+        signal.signal(_sig, _on_signal)
+    except (ValueError, OSError):
+        pass
+
+
+def make_tmpdir(prefix="corral-integ-"):
+    d = tempfile.mkdtemp(prefix=prefix)
+    with _lock:
+        _tmpdirs.append(d)
+    return d
+
+
+def free_port():
+    """A loopback TCP port that was free a moment ago (callers retry on a bind race)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def port_open(port, host=HOST, timeout=0.2):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(fn, timeout=5.0, interval=0.05, what="condition"):
+    """Polls fn() until it returns a truthy value; returns it or raises AssertionError."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while True:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - polled conditions may fail transiently
+            last_exc = e
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s (last error: %r)"
+                                 % (timeout, what, last_exc))
+        time.sleep(interval)
+
+
+class Proc:
+    """A child process with its combined output in a log file."""
+
+    def __init__(self, name, workdir):
+        self.name = name
+        self.workdir = workdir
+        self.popen = None
+        self.log_path = os.path.join(workdir, name + ".log")
+
+    def _spawn(self, argv):
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("start processes from the main thread (PR_SET_PDEATHSIG)")
+        if _cleaned:
+            raise RuntimeError("harness already cleaned up")
+        log = open(self.log_path, "ab")
+        try:
+            self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, cwd=self.workdir,
+                                          preexec_fn=_pdeathsig)
+        finally:
+            log.close()
+        with _lock:
+            if self not in _procs:
+                _procs.append(self)
+
+    @property
+    def pid(self):
+        return self.popen.pid if self.popen else None
+
+    def alive(self):
+        return self.popen is not None and self.popen.poll() is None
+
+    def returncode(self):
+        return None if self.popen is None else self.popen.poll()
+
+    def signal(self, sig):
+        if self.alive():
+            self.popen.send_signal(sig)
+
+    def stop(self, timeout=5.0):
+        """SIGTERM, then SIGKILL after `timeout`. Returns the exit code."""
+        if self.popen is None:
+            return None
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        return self.popen.returncode
+
+    def kill(self):
+        if self.popen is None:
+            return None
+        if self.popen.poll() is None:
+            self.popen.kill()
+            try:
+                self.popen.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.popen.returncode
+
+    def log_text(self, tail=8000):
+        try:
+            with open(self.log_path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return ""
+        return data[-tail:].decode("utf-8", "replace")
+
+    def rss_peak_kb(self):
+        """VmHWM of the live process in kB (None if unknown)."""
+        try:
+            with open("/proc/%d/status" % self.pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except (OSError, TypeError):
+            return None
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# redis-server
+# ---------------------------------------------------------------------------------------------
+
+class RedisServer(Proc):
+    def __init__(self, workdir, extra_args=(), name="redis"):
+        super().__init__(name, workdir)
+        self.port = None
+        self.extra_args = list(extra_args)
+        self.datadir = os.path.join(workdir, name + "-data")
+        os.makedirs(self.datadir, exist_ok=True)
+
+    def _argv(self):
+        return [REDIS_SERVER, "--port", str(self.port), "--bind", HOST, "--save", "",
+                "--appendonly", "no", "--dir", self.datadir, "--daemonize", "no",
+                "--protected-mode", "no"] + self.extra_args
+
+    def start(self, port=None, timeout=10.0):
+        attempts = 1 if port else 3
+        for attempt in range(attempts):
+            self.port = port or free_port()
+            self._spawn(self._argv())
+            try:
+                self._wait_ready(timeout)
+                return self
+            except AssertionError:
+                self.kill()
+                if attempt + 1 == attempts:
+                    raise AssertionError("redis-server did not start on port %d:\n%s"
+                                         % (self.port, self.log_text()))
+        return self
+
+    def restart(self, timeout=10.0):
+        """Starts again on the same port (after a kill or stop)."""
+        assert not self.alive(), "restart() of a running redis-server"
+        return self.start(port=self.port, timeout=timeout)
+
+    def _wait_ready(self, timeout):
+        def ready():
+            if not self.alive():
+                raise AssertionError("redis-server exited")
+            r = self.raw(timeout=1)
+            try:
+                r.send_command("PING")
+                return r.read() == b"PONG"
+            finally:
+                r.close()
+        wait_until(ready, timeout, what="redis-server PING on %d" % self.port)
+
+    def client(self, db=0, password=None, **kw):
+        import redis  # /usr/bin/python3 has python3-redis
+        return redis.Redis(host=HOST, port=self.port, db=db, password=password,
+                           socket_timeout=10, **kw)
+
+    def raw(self, timeout=10):
+        r = Raw(self.port, timeout=timeout)
+        pw = _requirepass(self.extra_args)
+        if pw:
+            r.call("AUTH", pw)
+        return r
+
+
+def _requirepass(args):
+    for i, a in enumerate(args):
+        if a == "--requirepass" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# corral
+# ---------------------------------------------------------------------------------------------
+
+def to_yaml(value, indent=0):
+    """A tiny YAML emitter for dicts, lists and scalars (strings double-quoted, JSON style)."""
+    import json
+    pad = "  " * indent
+    if isinstance(value, dict):
+        lines = []
+        for k, v in value.items():
+            if isinstance(v, dict):
+                lines.append("%s%s:" % (pad, k))
+                lines.append(to_yaml(v, indent + 1))
+            else:
+                lines.append("%s%s: %s" % (pad, k, to_yaml(v, 0)))
+        return "\n".join(lines)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(to_yaml(v, 0) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def deep_merge(base, extra):
+    out = dict(base)
+    for k, v in (extra or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        elif v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+class Corral(Proc):
+    def __init__(self, workdir, upstream_port, overrides=None, name="corral"):
+        super().__init__(name, workdir)
+        if not CORRAL_BIN:
+            raise AssertionError("CORRAL_BIN is not set (path to the corral binary)")
+        if not os.access(CORRAL_BIN, os.X_OK):
+            raise AssertionError("CORRAL_BIN=%s is not an executable" % CORRAL_BIN)
+        self.upstream_port = upstream_port
+        self.overrides = overrides or {}
+        self.port = None
+        self.metrics_port = None
+        self.config_path = os.path.join(workdir, name + ".yaml")
+
+    def config(self):
+        base = {
+            "listen": "%s:%d" % (HOST, self.port),
+            "metrics": "%s:%d" % (HOST, self.metrics_port),
+            "threads": 2,
+            "upstream": {"address": "redis://%s:%d" % (HOST, self.upstream_port),
+                         "connect_timeout": "500ms", "command_timeout": "2s"},
+            "client": {"max_request": "1mb", "max_output_buffer": "1mb"},
+        }
+        return deep_merge(base, self.overrides)
+
+    def start(self, timeout=10.0):
+        for attempt in range(3):
+            self.port, self.metrics_port = free_port(), free_port()
+            with open(self.config_path, "w") as f:
+                f.write(to_yaml(self.config()) + "\n")
+            self._spawn([CORRAL_BIN, "-c", self.config_path])
+            try:
+                self._wait_ready(timeout)
+                return self
+            except AssertionError as e:
+                self.kill()
+                # A bind race on a "free" port is retried; anything else is reported at once.
+                if "Address already in use" not in self.log_text() or attempt == 2:
+                    raise AssertionError("corral did not start (%s); config:\n%s\n--- corral "
+                                         "log ---\n%s" % (e, to_yaml(self.config()),
+                                                          self.log_text()))
+        return self
+
+    def _wait_ready(self, timeout):
+        def ready():
+            if not self.alive():
+                raise AssertionError("corral exited with code %s" % self.returncode())
+            r = Raw(self.port, timeout=1)
+            try:
+                password = self.config().get("client", {}).get("password")
+                if password:
+                    r.send_command("AUTH", password)
+                    if r.read() != b"OK":
+                        return False
+                r.send_command("PING")
+                return r.read() == b"PONG"
+            finally:
+                r.close()
+        wait_until(ready, timeout, what="corral PING on %d" % self.port)
+
+    def http(self, path, timeout=5.0):
+        return http_get(self.metrics_port, path, timeout)
+
+    def metric(self, name, **labels):
+        """Sum of the samples of `name` whose labels include `labels` (0.0 when absent)."""
+        status, body = self.http("/metrics")
+        assert status == 200, "/metrics answered %d" % status
+        return metric_sum(body, name, labels)
+
+
+def http_get(port, path, timeout=5.0):
+    try:
+        with urllib.request.urlopen("http://%s:%d%s" % (HOST, port, path), timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+def parse_labels(text):
+    labels = {}
+    i = 0
+    while i < len(text):
+        eq = text.index("=", i)
+        key = text[i:eq].strip().lstrip(",").strip()
+        assert text[eq + 1] == '"', "bad label syntax: %r" % text
+        j = eq + 2
+        val = []
+        while text[j] != '"':
+            if text[j] == "\\":
+                j += 1
+                val.append({"n": "\n"}.get(text[j], text[j]))
+            else:
+                val.append(text[j])
+            j += 1
+        labels[key] = "".join(val)
+        i = j + 1
+        while i < len(text) and text[i] in ", ":
+            i += 1
+    return labels
+
+
+def metric_samples(body, name):
+    """[(labels, value)] of the samples named exactly `name` in Prometheus text format."""
+    out = []
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if "{" in line:
+            metric, rest = line.split("{", 1)
+            labels_text, value = rest.rsplit("}", 1)
+            labels = parse_labels(labels_text)
+        else:
+            metric, value = line.split(None, 1)
+            labels = {}
+        if metric != name:
+            continue
+        out.append((labels, float(value.split()[0])))
+    return out
+
+
+def metric_sum(body, name, labels=None):
+    total = 0.0
+    for lab, v in metric_samples(body, name):
+        if all(lab.get(k) == str(want) for k, want in (labels or {}).items()):
+            total += v
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets: what a test talks to (corral, or redis-server itself with TARGET=redis)
+# ---------------------------------------------------------------------------------------------
+
+class Stack:
+    """redis-server + corral (or redis-server only in redis mode), torn down by stop()."""
+
+    def __init__(self, corral_overrides=None, redis_args=(), redis_mode_args=(), name="stack"):
+        self.workdir = make_tmpdir("corral-%s-" % name)
+        self.redis = RedisServer(self.workdir, list(redis_args) +
+                                 (list(redis_mode_args) if redis_mode() else []))
+        self.corral = None
+        self.overrides = corral_overrides
+
+    def start(self):
+        try:
+            self.redis.start()
+            if not redis_mode():
+                self.corral = Corral(self.workdir, self.redis.port, self.overrides).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        for p in (self.corral, self.redis):
+            if p is not None:
+                p.stop()
+
+    @property
+    def port(self):
+        """Where clients connect."""
+        return self.redis.port if redis_mode() else self.corral.port
+
+    @property
+    def front(self):
+        return self.redis if redis_mode() else self.corral
+
+    def client(self, db=0, password=None, **kw):
+        import redis
+        return redis.Redis(host=HOST, port=self.port, db=db, password=password,
+                           socket_timeout=10, **kw)
+
+    def raw(self, timeout=10.0, **kw):
+        return Raw(self.port, timeout=timeout, **kw)
+
+    def direct(self, db=0):
+        """A redis-py client straight to redis-server (bypassing corral)."""
+        return self.redis.client(db=db, password=_requirepass(self.redis.extra_args))
+
+    def alive(self):
+        if not self.redis.alive():
+            return False
+        return redis_mode() or (self.corral is not None and self.corral.alive())
+
+    def describe_failure(self):
+        out = []
+        for p in (self.corral, self.redis):
+            if p is not None:
+                out.append("--- %s (pid %s, exit %s) log tail ---\n%s"
+                           % (p.name, p.pid, p.returncode(), p.log_text(4000)))
+        return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Runner
+# ---------------------------------------------------------------------------------------------
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, msg="check failed"):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def eq(got, want, what="value"):
+    if got != want:
+        g, w = repr(got), repr(want)
+        raise AssertionError("%s: got %s, want %s" % (what, g[:500], w[:500]))
+
+
+def is_err(reply, prefix=None, what="reply"):
+    check(isinstance(reply, Err), "%s: want an error%s, got %r"
+          % (what, " starting with %r" % prefix if prefix else "", reply if not isinstance(
+              reply, (bytes, list)) else repr(reply)[:300]))
+    if prefix is not None:
+        p = prefix.encode() if isinstance(prefix, str) else prefix
+        check(reply.startswith(p), "%s: error %r does not start with %r" % (what, reply, p))
+
+
+class Suite:
+    """Tests run in order; `fixture` is built once and rebuilt if its processes die."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tests = []
+        self._fixture_fn = None
+        self._before_each = None
+
+    def fixture(self, fn):
+        self._fixture_fn = fn
+        return fn
+
+    def before_each(self, fn):
+        self._before_each = fn
+        return fn
+
+    def test(self, fn=None, *, corral_only=False):
+        def wrap(f):
+            self.tests.append((f.__name__, f, corral_only))
+            return f
+        return wrap(fn) if fn is not None else wrap
+
+    def _watchdog(self):
+        def fire():
+            sys.stderr.write("\nharness: suite %s exceeded %.0fs; thread stacks:\n"
+                             % (self.name, SUITE_DEADLINE))
+            for tid, frame in sys._current_frames().items():
+                sys.stderr.write("--- thread %s ---\n%s" % (tid, "".join(
+                    traceback.format_stack(frame))))
+            sys.stderr.flush()
+            cleanup_all()
+            print("0 passed, 1 failed", flush=True)
+            os._exit(3)
+        t = threading.Timer(SUITE_DEADLINE, fire)
+        t.daemon = True
+        t.start()
+        return t
+
+    def main(self):
+        flt = os.environ.get("INTEGRATION_FILTER") or (sys.argv[1] if len(sys.argv) > 1 else "")
+        passed = failed = skipped = 0
+        print("suite %s: target=%s corral=%s redis=%s" % (self.name, TARGET, CORRAL_BIN or "-",
+                                                       REDIS_SERVER), flush=True)
+        dog = self._watchdog()
+        fixture = None
+        t_suite = time.monotonic()
+        try:
+            for name, fn, corral_only in self.tests:
+                if flt and flt not in name:
+                    continue
+                if corral_only and redis_mode():
+                    print("SKIP %s (corral only)" % name, flush=True)
+                    skipped += 1
+                    continue
+                t0 = time.monotonic()
+                try:
+                    if fixture is None and self._fixture_fn is not None:
+                        fixture = self._fixture_fn()
+                    if self._before_each is not None:
+                        self._before_each(fixture)
+                    fn(fixture)
+                    if fixture is not None and hasattr(fixture, "alive") and not fixture.alive():
+                        raise AssertionError("a process of the fixture died during the test")
+                    print("PASS %s (%.2fs)" % (name, time.monotonic() - t0), flush=True)
+                    passed += 1
+                except Skip as e:
+                    print("SKIP %s (%s)" % (name, e), flush=True)
+                    skipped += 1
+                except BaseException as e:  # noqa: BLE001 - a test failure of any kind
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    failed += 1
+                    print("FAIL %s (%.2fs): %s" % (name, time.monotonic() - t0,
+                                                   str(e)[:2000]), flush=True)
+                    traceback.print_exc(file=sys.stdout)
+                    if fixture is not None and hasattr(fixture, "describe_failure"):
+                        print(fixture.describe_failure(), flush=True)
+                    if fixture is not None and hasattr(fixture, "alive") and not fixture.alive():
+                        print("(fixture died: rebuilding it for the next tests)", flush=True)
+                        fixture.stop()
+                        fixture = None
+        finally:
+            if fixture is not None and hasattr(fixture, "stop"):
+                fixture.stop()
+            dog.cancel()
+            cleanup_all()
+        print("suite %s took %.1fs; %d skipped" % (self.name, time.monotonic() - t_suite,
+                                                  skipped), flush=True)
+        print("%d passed, %d failed" % (passed, failed), flush=True)
+        return 1 if failed else 0
