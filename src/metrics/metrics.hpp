@@ -22,27 +22,29 @@ enum class CommandResult : std::uint8_t { ok, error, refused, unavailable };
 inline constexpr std::size_t kCommandResults = 4;
 // Upper bounds (seconds) of the command latency histogram buckets; +Inf is implicit.
 inline constexpr std::array<double, 14> kLatencyBuckets = {
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-    0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0};
 
-// Counters of one io thread. Only that thread writes; the scraper reads.
-class ThreadStats {
+// Counters of one io thread. Only that thread writes; the scraper reads. Because there is a
+// single writer, increments are a relaxed load + store (no locked read-modify-write); a second
+// writing thread would lose counts, never corrupt memory. Cache-line aligned so that two threads'
+// blocks never share a line.
+class alignas(64) ThreadStats {
  public:
   explicit ThreadStats(std::size_t command_count);
 
   void command(std::size_t command_id, CommandResult result, std::chrono::nanoseconds latency);
   void client_connected();
   void client_disconnected();
-  void client_rejected();          // over max_clients
-  void client_output_overflow();   // disconnected for not reading its replies
+  void client_rejected();         // over max_clients
+  void client_output_overflow();  // disconnected for not reading its replies
   void protocol_error();
   void upstream_connected();
   void upstream_disconnected();
   void upstream_connect_failure();
-  void upstream_timeout();         // a command timed out; the connection was reset
-  void upstream_reply_lost();      // a command's reply was lost with its connection
+  void upstream_timeout();     // a command timed out; the connection was reset
+  void upstream_reply_lost();  // a command's reply was lost with its connection
 
-  struct CommandCell {
+  struct alignas(64) CommandCell {
     std::array<std::atomic<std::uint64_t>, kCommandResults> results{};
     std::array<std::atomic<std::uint64_t>, kLatencyBuckets.size() + 1> buckets{};
     std::atomic<std::uint64_t> latency_sum_ns{0};
@@ -72,6 +74,7 @@ class Metrics {
   ~Metrics();
 
   ThreadStats& thread(std::size_t index) { return *threads_[index]; }
+  std::size_t thread_count() const { return threads_.size(); }
   // Shared registry: other modules add their own families (cache, stampede ...).
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
   // The Prometheus text exposition of everything (thread stats summed + the registry).
