@@ -29,6 +29,8 @@ struct ParseResult {
 
 // Contract: parses at most one request from the front of `input`.
 // - ok: argv holds the arguments; slices stay valid while `input` and `scratch` are unchanged.
+//   argv is cleared on every call, and scratch is overwritten by the next quoted inline request,
+//   so use one request's argv before parsing the next with the same scratch.
 // - need_more: nothing consumed; call again with more bytes appended.
 // - invalid / too_large: the stream is broken; answer `-ERR <error>` and close the connection.
 // No buffer is ever sized from an unchecked wire length.

@@ -1,0 +1,14 @@
+// libFuzzer target for the client request parser (untrusted bytes from any client).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "resp_invariants.hpp"
+
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  corral::resp::fuzz::check_requests(input);
+  corral::resp::fuzz::check_requests(input, corral::resp::fuzz::small_request_limits());
+  return 0;
+}
