@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# Passthrough benchmark: redis-benchmark GET/SET against redis-server, twemproxy and Corral side by side.
+# Usage: scripts/bench.sh [--out FILE | FILE]   (FILE: also write the markdown report there)
+# Env: CORRAL_BIN (use this binary, skip the build), CORRAL_THREADS (auto), BENCH_RUNS (3),
+#      BENCH_REQUESTS (200000 at pipeline 16), BENCH_REQUESTS_P1 (BENCH_REQUESTS/2), BENCH_CLIENTS (50),
+#      BENCH_KEYSPACE (100000), BENCH_CACHE=1 (also the "cache hits" section)
+#
+# The targets in SPEC.md are ratios measured on one machine in one run, and that is what this reports.
+# Absolute numbers mean little here: redis-benchmark pins a core, and on a 2-core box the client,
+# redis-server and the proxy under test all share the CPUs. Runs of the three targets are interleaved
+# (redis, twemproxy, corral, then again) so drifting background load hits them alike, each measurement
+# is repeated BENCH_RUNS times, and the run with the median rps is reported (with its p50/p99).
+# Progress goes to stderr; the report (markdown) to stdout.
+set -euo pipefail
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+out_file=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) [ $# -ge 2 ] || { echo "--out needs a FILE" >&2; exit 2; }; out_file=$2; shift 2 ;;
+    --out=*) out_file=${1#--out=}; shift ;;
+    -h|--help) sed -n '2,6s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -*) echo "unknown option: $1" >&2; exit 2 ;;
+    *) out_file=$1; shift ;;
+  esac
+done
+[ -z "$out_file" ] || out_file=$(realpath -m "$out_file")
+
+threads=${CORRAL_THREADS:-auto}
+runs=${BENCH_RUNS:-3}
+requests_p16=${BENCH_REQUESTS:-200000}
+requests_p1=${BENCH_REQUESTS_P1:-$((requests_p16 / 2))}
+clients=${BENCH_CLIENTS:-50}
+keyspace=${BENCH_KEYSPACE:-100000}
+cache_section=${BENCH_CACHE:-0}
+host=127.0.0.1
+
+if [ -n "${CORRAL_BIN:-}" ]; then
+  corral_bin=$(realpath "$CORRAL_BIN")
+  install_packages nutcracker
+else
+  install_packages nutcracker
+  echo "== release build" >&2
+  build_preset release >&2
+  corral_bin=$CORRAL_ROOT/build/release/src/corral
+fi
+[ -x "$corral_bin" ] || { echo "no corral binary at $corral_bin" >&2; exit 1; }
+
+# --- processes: everything started here is killed on the way out, however the script ends ---------
+workdir=$(mktemp -d -t corral-bench.XXXXXX)
+pids=()  # children not yet reaped: a pid leaves the list once waited for, so it is never reused
+forget_pid() {
+  local kept=() pid
+  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+  pids=("${kept[@]}")
+}
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$workdir"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_ready PORT PID NAME: until a GET through PORT answers (the same probe works for all three).
+wait_ready() {
+  local port=$1 pid=$2 name=$3
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || { echo "$name exited at start; its log:" >&2; tail -20 "$workdir/$name.log" >&2; exit 1; }
+    redis-cli -h "$host" -p "$port" GET corral:bench:probe >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "$name did not answer on port $port" >&2
+  exit 1
+}
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
+start_redis() {
+  redis_port=$(free_port)
+  redis-server --bind "$host" --port "$redis_port" --save '' --appendonly no --dir "$workdir" \
+    >"$workdir/redis.log" 2>&1 &
+  redis_pid=$!
+  pids+=("$redis_pid")
+  wait_ready "$redis_port" "$redis_pid" redis
+}
+
+start_twemproxy() {
+  twem_port=$(free_port)
+  local stats_port
+  stats_port=$(free_port)
+  cat >"$workdir/nutcracker.yml" <<EOF
+bench:
+  listen: $host:$twem_port
+  redis: true
+  hash: fnv1a_64
+  distribution: ketama
+  auto_eject_hosts: false
+  server_connections: 1
+  servers:
+   - $host:$redis_port:1
+EOF
+  nutcracker -c "$workdir/nutcracker.yml" -s "$stats_port" -a "$host" -o "$workdir/nutcracker.log" \
+    -p "$workdir/nutcracker.pid" &
+  twem_pid=$!
+  pids+=("$twem_pid")
+  wait_ready "$twem_port" "$twem_pid" nutcracker
+}
+
+# start_corral NAME [extra YAML lines]: sets corral_port and corral_pid.
+start_corral() {
+  local name=$1 extra=${2:-}
+  corral_port=$(free_port)
+  {
+    echo "listen: $host:$corral_port"
+    echo "threads: $threads"
+    echo "log_level: warn"
+    echo "upstream: { address: redis://$host:$redis_port }"
+    [ -z "$extra" ] || echo "$extra"
+  } >"$workdir/$name.yml"
+  "$corral_bin" -c "$workdir/$name.yml" >"$workdir/$name.log" 2>&1 &
+  corral_pid=$!
+  pids+=("$corral_pid")
+  wait_ready "$corral_port" "$corral_pid" "$name"
+}
+
+stop_pid() {
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  forget_pid "$1"
+}
+
+# Every key the benchmark can touch exists before the first GET (redis-benchmark's key:%012d, 3 bytes).
+populate() {
+  awk -v n="$keyspace" 'BEGIN { for (i = 0; i < n; i++) {
+      k = sprintf("key:%012d", i); printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$3\r\nxxx\r\n", length(k), k } }' |
+    redis-cli -h "$host" -p "$redis_port" --pipe >"$workdir/populate.log" 2>&1 ||
+    { cat "$workdir/populate.log" >&2; exit 1; }
+  grep -q "errors: 0, replies: $keyspace" "$workdir/populate.log" ||
+    { echo "populating redis failed:" >&2; cat "$workdir/populate.log" >&2; exit 1; }
+}
+
+# A target answering errors fast would look fast to redis-benchmark, which counts any reply: check it.
+# (redis-benchmark's SET writes random 3-byte values, hence the length test on the benchmark key.)
+check_target() {
+  local name=$1 port=$2 got
+  got=$(redis-cli -h "$host" -p "$port" SET corral:bench:check v1 2>&1)
+  [ "$got" = "OK" ] || { echo "$name: SET gave '$got', not 'OK'" >&2; exit 1; }
+  got=$(redis-cli -h "$host" -p "$port" GET corral:bench:check 2>&1)
+  [ "$got" = "v1" ] || { echo "$name: GET corral:bench:check gave '$got', not 'v1'" >&2; exit 1; }
+  got=$(redis-cli -h "$host" -p "$port" GET key:000000000001 2>&1)
+  [ ${#got} -eq 3 ] || { echo "$name: GET key:000000000001 gave '$got', not a 3-byte value" >&2; exit 1; }
+}
+
+redis_commands() { redis-cli -h "$host" -p "$redis_port" INFO stats | awk -F: '/^total_commands_processed:/ {print $2+0}'; }
+
+# --- measuring ------------------------------------------------------------------------------------
+declare -A port_of=()
+declare -A commands_used=()
+failures=0
+max_load=0
+
+# measure LABEL TARGET TEST PIPELINE: one redis-benchmark run; appends "rps p50 p99" to its results file.
+measure() {
+  local label=$1 target=$2 test=$3 pipeline=$4
+  local port=${port_of[$target]} n=$requests_p1
+  [ "$pipeline" -eq 1 ] || n=$requests_p16
+  local cmd=(redis-benchmark -h "$host" -p "$port" -c "$clients" -n "$n" -r "$keyspace" -P "$pipeline"
+    -t "$test" --csv)
+  commands_used["$target $test P$pipeline"]="${cmd[*]}"
+  local load before after bench_pid
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  max_load=$(awk -v a="$load" -v b="$max_load" 'BEGIN { print (a > b) ? a : b }')
+  before=$(redis_commands)
+  # In the background and waited for, so a TERM to this script reaches the trap without delay.
+  "${cmd[@]}" >"$workdir/out.csv" 2>"$workdir/out.err" &
+  bench_pid=$!
+  pids+=("$bench_pid")
+  local status=0
+  wait "$bench_pid" || status=$?
+  forget_pid "$bench_pid"
+  if [ "$status" -ne 0 ]; then
+    echo "   $target $test P$pipeline: redis-benchmark failed: $(tail -3 "$workdir/out.err")" >&2
+    failures=$((failures + 1))
+    return 0
+  fi
+  after=$(redis_commands)
+  local line
+  line=$(awk -F'"' -v t="${test^^}" '$2 == t { print $4, $10, $14 }' "$workdir/out.csv" | tail -1)
+  if [ -z "$line" ]; then
+    echo "   $target $test P$pipeline: no result in: $(cat "$workdir/out.csv" "$workdir/out.err")" >&2
+    failures=$((failures + 1))
+    return 0
+  fi
+  # Passthrough targets must have sent every request on to redis (cache hits may not).
+  if [ "$label" = pass ] && [ $((after - before)) -lt "$n" ]; then
+    echo "   WARNING: $target $test P$pipeline: redis saw $((after - before)) commands for $n requests" >&2
+  fi
+  echo "$line" >>"$workdir/res.$label.$target.$test.$pipeline"
+  echo "   $target $test P$pipeline: rps p50 p99 = $line   (load $load)" >&2
+}
+
+# median LABEL TARGET TEST PIPELINE -> "rps p50 p99" of the run with the median rps, or "n/a n/a n/a".
+median() {
+  local file=$workdir/res.$1.$2.$3.$4
+  [ -s "$file" ] || { echo "n/a n/a n/a"; return; }
+  local count
+  count=$(wc -l <"$file")
+  sort -n -k1,1 "$file" | sed -n "$((count / 2 + 1))p"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+rps_fmt() { awk -v a="$1" 'BEGIN { if (a == "n/a") print a; else printf "%.0f", a }'; }
+
+# run_matrix LABEL "TARGETS" "TESTS": every test, pipeline and run, the targets interleaved.
+run_matrix() {
+  local label=$1 targets=$2 tests=$3 test pipeline run target
+  for test in $tests; do
+    for pipeline in 1 16; do
+      for run in $(seq "$runs"); do
+        echo "== $label $test P$pipeline run $run/$runs" >&2
+        for target in $targets; do measure "$label" "$target" "$test" "$pipeline"; done
+      done
+    done
+  done
+}
+
+# table LABEL PROXY_TARGET PROXY_TITLE "TESTS": the markdown table of the medians.
+table() {
+  local label=$1 proxy=$2 title=$3 tests=$4 test pipeline
+  echo "| test | pipeline | redis rps | twemproxy rps | $title rps | $title/twemproxy | $title/redis |" \
+    "redis p50 | twemproxy p50 | $title p50 | redis p99 | twemproxy p99 | $title p99 |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for test in $tests; do
+    for pipeline in 1 16; do
+      local r t c
+      read -r -a r <<<"$(median "$label" redis "$test" "$pipeline")"
+      read -r -a t <<<"$(median "$label" twemproxy "$test" "$pipeline")"
+      read -r -a c <<<"$(median "$label" "$proxy" "$test" "$pipeline")"
+      echo "| ${test^^} | $pipeline | $(rps_fmt "${r[0]}") | $(rps_fmt "${t[0]}") | $(rps_fmt "${c[0]}") |" \
+        "$(ratio "${c[0]}" "${t[0]}") | $(ratio "${c[0]}" "${r[0]}") |" \
+        "${r[1]} | ${t[1]} | ${c[1]} | ${r[2]} | ${t[2]} | ${c[2]} |"
+    done
+  done
+}
+
+# verdict VALUE OP LIMIT -> PASS or MISS (n/a is a MISS).
+verdict() {
+  awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
+    if (v == "n/a") { print "MISS (no data)"; exit }
+    ok = (op == ">=") ? (v + 0 >= l + 0) : (v + 0 <= l + 0)
+    print ok ? "PASS" : "MISS" }'
+}
+
+summary() {
+  local g16 s16 g1 s1
+  g16=$(ratio "$(median pass corral get 16 | cut -d' ' -f1)" "$(median pass twemproxy get 16 | cut -d' ' -f1)")
+  s16=$(ratio "$(median pass corral set 16 | cut -d' ' -f1)" "$(median pass twemproxy set 16 | cut -d' ' -f1)")
+  g1=$(ratio "$(median pass corral get 1 | cut -d' ' -f2)" "$(median pass redis get 1 | cut -d' ' -f2)")
+  s1=$(ratio "$(median pass corral set 1 | cut -d' ' -f2)" "$(median pass redis set 1 | cut -d' ' -f2)")
+  echo "| target | measured | verdict |"
+  echo "|---|---|---|"
+  echo "| GET P16 rps corral/twemproxy >= 2.0 | $g16 | $(verdict "$g16" '>=' 2.0) |"
+  echo "| SET P16 rps corral/twemproxy >= 2.0 | $s16 | $(verdict "$s16" '>=' 2.0) |"
+  echo "| GET P1 p50 corral/redis <= 1.2 | $g1 | $(verdict "$g1" '<=' 1.2) |"
+  echo "| SET P1 p50 corral/redis <= 1.2 | $s1 | $(verdict "$s1" '<=' 1.2) |"
+}
+
+# --- the run --------------------------------------------------------------------------------------
+echo "== starting redis-server, nutcracker, corral in $workdir" >&2
+start_redis
+populate
+start_twemproxy
+start_corral corral
+sleep 0.5
+corral_rss_idle=$(rss_kb "$corral_pid")
+port_of=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port)
+for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
+load_start=$(cat /proc/loadavg)
+
+run_matrix pass "redis twemproxy corral" "get set"
+kill -0 "$corral_pid" 2>/dev/null || { echo "corral died during the run:" >&2; tail -20 "$workdir/corral.log" >&2; failures=$((failures + 1)); }
+corral_rss_after=$(rss_kb "$corral_pid")
+load_end=$(cat /proc/loadavg)
+
+if [ "$cache_section" = 1 ]; then
+  stop_pid "$corral_pid"
+  start_corral corral-cache 'policies: [{prefix: "key:", origin: redis, ttl: 60s}]'
+  port_of[corral_cache]=$corral_port
+  check_target corral-cache "$corral_port"
+  # Warm the cache: 3x the keyspace in random GETs leaves ~5% of keys cold (e^-3).
+  echo "== warming corral-cache" >&2
+  redis-benchmark -h "$host" -p "$corral_port" -c "$clients" -n $((keyspace * 3)) -r "$keyspace" -P 16 \
+    -t get -q >/dev/null 2>&1 || true
+  cache_rss_warm=$(rss_kb "$corral_pid")
+  run_matrix cache "redis twemproxy corral_cache" get
+  cache_rss_after=$(rss_kb "$corral_pid")
+  load_end=$(cat /proc/loadavg)
+fi
+
+report() {
+  echo "# Corral passthrough benchmark ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+  echo
+  echo "## Machine"
+  echo "- cpus: $(nproc); model: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "- kernel: $(uname -srm)"
+  echo "- loadavg at start: $load_start; at end: $load_end; highest 1-min before a measurement: $max_load"
+  echo "- redis-server: $(redis-server --version)"
+  echo "- nutcracker: $(nutcracker --version 2>&1 | head -1)"
+  echo "- redis-benchmark: $(redis-benchmark --version)"
+  echo "- corral: $("$corral_bin" --version) ($corral_bin, threads: $threads)"
+  echo
+  echo "Same machine, same run: client, redis-server and proxy share $(nproc) cores, so read the ratios."
+  echo "Each cell is the median-rps run of $runs (its own p50/p99, ms); $clients clients, keyspace $keyspace,"
+  echo "$requests_p1 requests at pipeline 1, $requests_p16 at pipeline 16."
+  echo
+  echo "## Passthrough"
+  table pass corral corral "get set"
+  echo
+  echo "## Targets (SPEC.md)"
+  summary
+  echo
+  echo "## Memory (corral VmRSS)"
+  echo "- idle, after start: ${corral_rss_idle} kB (target: under 30 MB)"
+  echo "- after the passthrough run: ${corral_rss_after} kB"
+  if [ "$cache_section" = 1 ]; then
+    echo
+    echo "## Cache hits (policy key: ttl 60s; GET only)"
+    table cache corral_cache corral "get"
+    local c16 r16
+    c16=$(median cache corral_cache get 16 | cut -d' ' -f1)
+    r16=$(median cache redis get 16 | cut -d' ' -f1)
+    echo
+    echo "- GET P16 cached corral/redis >= 1.0: $(ratio "$c16" "$r16") $(verdict "$(ratio "$c16" "$r16")" '>=' 1.0)"
+    echo "- corral-cache VmRSS: ${cache_rss_warm} kB after warming, ${cache_rss_after} kB after the run"
+  fi
+  echo
+  echo "## Reproduce"
+  echo "Ports are those of this run. redis-server: \`redis-server --bind $host --port $redis_port --save '' --appendonly no\`;"
+  echo "keys key:000000000000..$(printf '%012d' $((keyspace - 1))) set to xxx first. nutcracker: \`nutcracker -c nutcracker.yml -s STATS_PORT -a $host\`."
+  echo
+  echo '```'
+  echo "# nutcracker.yml"
+  cat "$workdir/nutcracker.yml"
+  echo "# corral.yml"
+  cat "$workdir/corral.yml"
+  [ "$cache_section" != 1 ] || { echo "# corral-cache.yml"; cat "$workdir/corral-cache.yml"; }
+  echo "# redis-benchmark, each run $runs times"
+  local key
+  for key in "${!commands_used[@]}"; do echo "${commands_used[$key]}"; done | sort
+  echo '```'
+}
+
+report >"$workdir/report.md"
+cat "$workdir/report.md"
+[ -z "$out_file" ] || cp "$workdir/report.md" "$out_file"
+if [ "$failures" -gt 0 ]; then
+  echo "== $failures measurement(s) failed; see above" >&2
+  exit 1
+fi
