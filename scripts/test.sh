@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (unit, integration, fuzz smoke) with ctest.
+# Installs what is missing, builds, and runs every test: a short libFuzzer run of the RESP parsers,
+# then unit and integration tests with ctest (FUZZ_SECONDS sets the fuzz time per target).
 #   --asan   also build with AddressSanitizer + UBSan and run the unit and integration tests there
 # The last lines are ctest's summary of the release build.
 set -euo pipefail
@@ -9,7 +10,7 @@ asan=0
 for arg in "$@"; do
   case "$arg" in
     --asan) asan=1 ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
     *) echo "unknown option: $arg" >&2; exit 2 ;;
   esac
 done
@@ -22,6 +23,10 @@ if [ "$asan" -eq 1 ]; then
   echo "== asan-ubsan tests"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -LE fuzz || status=1
+fi
+if command -v clang++ >/dev/null 2>&1; then
+  echo "== fuzz smoke (${FUZZ_SECONDS:-15}s per target)"
+  "$CORRAL_ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}" || status=1
 fi
 echo "== release build"
 build_preset release

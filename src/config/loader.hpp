@@ -16,7 +16,8 @@ struct ConfigErrors {
 
 using LoadResult = std::variant<Settings, ConfigErrors>;
 
-// Reads `path`; ${NAME} in scalar values is replaced by the environment variable (an error if unset,
+// Reads `path`; ${NAME} in scalar values is replaced by the environment variable (an error if
+// unset,
 // ${NAME:-default} supplies a default). Unknown keys are errors. Never throws.
 LoadResult load_settings_file(const std::string& path);
 // Same, from text already in memory; `source_name` is used in messages.

@@ -20,27 +20,27 @@ struct Endpoint {
 struct UpstreamSettings {
   std::vector<Endpoint> servers;  // one for a single Redis; several with `cluster:`
   bool cluster = false;
-  std::string username;           // ACL user (empty: default user)
+  std::string username;  // ACL user (empty: default user)
   std::string password;
-  int database = 0;               // from redis://host:port/N
+  int database = 0;  // from redis://host:port/N
   Duration connect_timeout{1000};
   Duration command_timeout{2000};
-  int connections_per_thread = 1;  // multiplexed pipelined connections per io thread
+  int connections_per_thread = 1;     // multiplexed pipelined connections per io thread
   std::size_t max_in_flight = 65536;  // commands awaiting a reply on one connection
   Duration reconnect_backoff_min{50};
   Duration reconnect_backoff_max{2000};
 };
 
 struct ClientSettings {
-  std::string password;            // AUTH required when non-empty
-  std::string admin_password;      // CORRAL.* admin commands need AUTH with it when non-empty
+  std::string password;        // AUTH required when non-empty
+  std::string admin_password;  // CORRAL.* admin commands need AUTH with it when non-empty
   std::size_t max_clients = 10000;
   std::size_t max_request = 512u * 1024 * 1024;  // largest bulk argument
   std::size_t max_inline = 64 * 1024;
-  std::size_t max_pipeline = 4096;               // requests awaiting a reply per client
+  std::size_t max_pipeline = 4096;  // requests awaiting a reply per client
   std::size_t max_output_buffer = 64u * 1024 * 1024;
-  Duration idle_timeout{0};                      // 0: never
-  std::vector<std::string> allow_commands;       // dangerous commands let through (upper case)
+  Duration idle_timeout{0};                 // 0: never
+  std::vector<std::string> allow_commands;  // dangerous commands let through (upper case)
 };
 
 struct CacheSettings {
@@ -59,7 +59,7 @@ struct HttpOriginSettings {
 };
 
 struct VersionedSettings {
-  std::string pointer;        // key holding the current version number
+  std::string pointer;  // key holding the current version number
   int keep = 2;
   Duration grace{60000};
   Duration pointer_refresh{1000};
@@ -76,12 +76,12 @@ struct PolicySettings {
   HttpOriginSettings http;
   std::vector<std::string> commands{"GET", "MGET"};  // upper case
   Duration ttl{60000};
-  double jitter = 0.0;              // [0, 1)
-  double beta = 1.0;                // XFetch; 0 turns early refresh off
+  double jitter = 0.0;  // [0, 1)
+  double beta = 1.0;    // XFetch; 0 turns early refresh off
   Duration grace{0};
   Duration stale_if_error{0};
-  Duration negative_ttl{0};         // 0: nil replies are not cached
-  bool shared = false;              // fleet mode: value, shadow and lock in Redis
+  Duration negative_ttl{0};  // 0: nil replies are not cached
+  bool shared = false;       // fleet mode: value, shadow and lock in Redis
   std::size_t max_waiters = 10000;
   Duration wait_timeout{5000};
   OnOverflow on_overflow = OnOverflow::stale;
@@ -90,14 +90,14 @@ struct PolicySettings {
   WritePolicy writes = WritePolicy::passthrough;  // http origins default to refuse
   Duration backoff_min{100};
   Duration backoff_max{30000};
-  int breaker_failures = 5;         // consecutive failures that open the breaker
-  Duration breaker_open{5000};      // time before a half-open probe
-  Duration lock_ttl{0};             // fleet lock; 0: derived from the policy
+  int breaker_failures = 5;     // consecutive failures that open the breaker
+  Duration breaker_open{5000};  // time before a half-open probe
+  Duration lock_ttl{0};         // fleet lock; 0: derived from the policy
   std::optional<VersionedSettings> versioned;
 };
 
 struct Settings {
-  std::string source;               // file the settings came from
+  std::string source;  // file the settings came from
   Endpoint listen{"127.0.0.1", 6380};
   std::optional<Endpoint> metrics;  // /metrics, /healthz, /readyz
   int threads = 0;                  // resolved: `auto` becomes the core count

@@ -1,4 +1,5 @@
-// COMMAND, COMMAND COUNT / INFO / LIST / GETKEYS from the command table, in Redis 7.0's reply shape.
+// COMMAND, COMMAND COUNT / INFO / LIST / GETKEYS from the command table, in Redis 7.0's reply
+// shape.
 #include "proxy/command_info.hpp"
 
 #include <algorithm>
@@ -14,11 +15,16 @@ struct FlagName {
   std::string_view name;
 };
 constexpr std::array kFlagNames = {
-    FlagName{kWrite, "write"},       FlagName{kReadOnly, "readonly"},
-    FlagName{kAdmin, "admin"},       FlagName{kBlocking, "blocking"},
-    FlagName{kPubSub, "pubsub"},     FlagName{kNoAuth, "no_auth"},
-    FlagName{kMovableKeys, "movablekeys"}, FlagName{kFast, "fast"},
-    FlagName{kLoading, "loading"},   FlagName{kStale, "stale"},
+    FlagName{kWrite, "write"},
+    FlagName{kReadOnly, "readonly"},
+    FlagName{kAdmin, "admin"},
+    FlagName{kBlocking, "blocking"},
+    FlagName{kPubSub, "pubsub"},
+    FlagName{kNoAuth, "no_auth"},
+    FlagName{kMovableKeys, "movablekeys"},
+    FlagName{kFast, "fast"},
+    FlagName{kLoading, "loading"},
+    FlagName{kStale, "stale"},
 };
 
 bool is_top_level(const CommandSpec& spec) { return spec.name.find('|') == std::string_view::npos; }
@@ -28,7 +34,8 @@ std::size_t top_level_count() {
   return static_cast<std::size_t>(std::count_if(table.begin(), table.end(), is_top_level));
 }
 
-// [name, arity, [flags], first key, last key, step, [acl categories], [tips], [key specs], [subcommands]]
+// [name, arity, [flags], first key, last key, step, [acl categories], [tips], [key specs],
+// [subcommands]]
 void append_command_entry(std::string& out, const CommandSpec& spec) {
   resp::append_array_header(out, 10);
   resp::append_bulk(out, spec.name);

@@ -180,6 +180,8 @@ const CommandSpec* find_command(std::string_view name) {
 }
 
 const CommandSpec* find_subcommand(const CommandSpec& container, std::string_view subcommand) {
+  // Most commands have no subcommands: answer those without hashing the argument.
+  if (subcommands(container).empty()) return nullptr;
   LowerName lower;
   if (subcommand.empty() || subcommand.find('|') != std::string_view::npos ||
       !lower.append(container.name) || !lower.append("|") || !lower.append(subcommand)) {

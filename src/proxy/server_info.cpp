@@ -1,10 +1,10 @@
 // INFO [section ...]: server, clients and proxy sections.
 #include "proxy/server_info.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <unistd.h>
 
 #include "resp/encoder.hpp"
 

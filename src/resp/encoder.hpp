@@ -8,12 +8,14 @@
 
 namespace corral::resp {
 
-void append_simple(std::string& out, std::string_view text);   // +text\r\n
-void append_error(std::string& out, std::string_view message); // -message\r\n (message has its prefix, e.g. "ERR ...")
+void append_simple(std::string& out, std::string_view text);  // +text\r\n
+void append_error(
+    std::string& out,
+    std::string_view message);  // -message\r\n (message has its prefix, e.g. "ERR ...")
 void append_integer(std::string& out, std::int64_t value);
 void append_bulk(std::string& out, std::string_view value);
-void append_null(std::string& out);                             // $-1\r\n
-void append_null_array(std::string& out);                       // *-1\r\n
+void append_null(std::string& out);        // $-1\r\n
+void append_null_array(std::string& out);  // *-1\r\n
 void append_array_header(std::string& out, std::size_t count);
 // A command as a multibulk request.
 void append_command(std::string& out, std::span<const std::string_view> argv);

@@ -1,5 +1,6 @@
 // Frames one client request (RESP2 multibulk or inline) from the front of a read buffer.
-// Arguments are slices of the buffer (or of `scratch` for unescaped inline arguments): no copy per argument.
+// Arguments are slices of the buffer (or of `scratch` for unescaped inline arguments): no copy per
+// argument.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +20,11 @@ enum class ParseStatus { ok, need_more, invalid, too_large };
 
 struct ParseResult {
   ParseStatus status = ParseStatus::need_more;
-  // Bytes of the request (ok), or bytes to skip (an empty inline line also yields ok with argv empty).
+  // Bytes of the request (ok), or bytes to skip (an empty inline line also yields ok with argv
+  // empty).
   std::size_t consumed = 0;
-  // True when the request came in inline (telnet) form: its raw bytes are not RESP and must be re-encoded.
+  // True when the request came in inline (telnet) form: its raw bytes are not RESP and must be
+  // re-encoded.
   bool inline_form = false;
   // Redis-style text for invalid / too_large, without the leading "-ERR " (static storage).
   std::string_view error;

@@ -4,12 +4,12 @@
 
 #include <cstring>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "proxy/dispatcher.hpp"
 #include "resp/encoder.hpp"
@@ -53,8 +53,10 @@ void Session::start() {
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
   loops_running_ = 2;
   auto self = shared_from_this();
-  asio::co_spawn(socket_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
-  asio::co_spawn(socket_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
 }
 
 awaitable<void> Session::read_loop() {
@@ -67,6 +69,7 @@ awaitable<void> Session::read_loop() {
         asio::redirect_error(use_awaitable, ec));
     if (ec || closed_) break;
     input_end_ += n;
+    read_at_ = std::chrono::steady_clock::now();
     co_await process_input();
   }
   reader_done_ = true;
@@ -88,7 +91,7 @@ void Session::grow_input() {
     input_end_ -= input_begin_;
     input_begin_ = 0;
   }
-  // A request larger than the buffer: grow geometrically (the parser bounds the request size).
+  // A request larger than the buffer: grow geometrically (process_input bounds the request size).
   if (input_.size() - input_end_ < kMinReadSpace) input_.resize(input_.size() * 2);
 }
 
@@ -96,7 +99,13 @@ awaitable<void> Session::process_input() {
   while (!stop_reading_ && !closed_ && input_begin_ < input_end_) {
     const std::string_view pending(input_.data() + input_begin_, input_end_ - input_begin_);
     const auto parsed = resp::parse_request(pending, limits_, argv_, scratch_);
-    if (parsed.status == resp::ParseStatus::need_more) break;
+    if (parsed.status == resp::ParseStatus::need_more) {
+      // The parser bounds each argument; this bounds a whole request still arriving.
+      if (pending.size() > worker_.settings.client.max_request) {
+        reject_protocol("Protocol error: request larger than client.max_request");
+      }
+      break;
+    }
     if (parsed.status != resp::ParseStatus::ok) {
       reject_protocol(parsed.error);
       break;
@@ -133,7 +142,7 @@ awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
     if (closed_) co_return;
     const std::uint64_t tag = first_tag_ + slots_.size();
     auto& slot = slots_.emplace_back();
-    slot.started = std::chrono::steady_clock::now();
+    slot.started = read_at_;
     slot.metric_id = static_cast<std::uint32_t>(resolved.metric_id);
     const auto action = dispatcher.handle(client_, request, resolved, tag, self, slots_.size() - 1);
     if (action == proxy::Action::drain_then_retry) {
@@ -269,7 +278,8 @@ awaitable<void> Session::write_loop() {
     }
     writing_.swap(output_);
     error_code ec;
-    co_await asio::async_write(socket_, asio::buffer(writing_), asio::redirect_error(use_awaitable, ec));
+    co_await asio::async_write(socket_, asio::buffer(writing_),
+                               asio::redirect_error(use_awaitable, ec));
     if (ec) break;
     writing_.clear();
     if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);

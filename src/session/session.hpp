@@ -70,10 +70,11 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   std::string scratch_;
 
   std::deque<Slot> slots_;
-  std::uint64_t first_tag_ = 1;  // tag 0 marks replies that answer no request (pushes)
+  std::uint64_t first_tag_ = 1;   // tag 0 marks replies that answer no request (pushes)
   std::size_t parked_bytes_ = 0;  // reply bytes waiting in slots for their turn
   std::string output_;            // replies in order, not yet handed to the socket
   std::string writing_;           // the batch being written
+  std::chrono::steady_clock::time_point read_at_;  // when the requests being parsed arrived
 
   upstream::AsyncEvent output_ready_;
   upstream::AsyncEvent slots_drained_;

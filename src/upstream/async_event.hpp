@@ -1,4 +1,5 @@
-// A one-waiter wake-up signal for coroutines on one io_context (a condition variable without a lock).
+// A one-waiter wake-up signal for coroutines on one io_context (a condition variable without a
+// lock).
 #pragma once
 
 #include <utility>

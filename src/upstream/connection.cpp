@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "metrics/metrics.hpp"
 #include "resp/encoder.hpp"
@@ -45,7 +45,8 @@ Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions 
 Connection::~Connection() = default;
 
 void Connection::start() {
-  asio::co_spawn(executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
+  asio::co_spawn(
+      executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
 }
 
 void Connection::close() {
@@ -64,8 +65,7 @@ bool Connection::send(std::string_view command, std::shared_ptr<ReplyTarget> tar
                       std::uint64_t tag, bool exempt_from_timeout) {
   if (closing_ || state_ == State::backoff || state_ == State::closed) return false;
   if (in_flight_.size() >= options_.max_in_flight) return false;
-  in_flight_.push_back(
-      {std::move(target), tag, std::chrono::steady_clock::now(), exempt_from_timeout});
+  in_flight_.push_back({std::move(target), tag, tick_, exempt_from_timeout});
   write_buffer_.append(command);
   if (state_ == State::ready && !flushing_) start_flush();
   return true;
@@ -106,6 +106,8 @@ void Connection::fail_all(std::string_view error) {
 
 void Connection::break_connection() {
   if (state_ != State::ready) return;
+  // Leaving `ready` at once stops late completions of this socket from breaking the next one.
+  set_state(State::connecting);
   ++generation_;
   error_code ignored;
   socket_.close(ignored);
@@ -165,9 +167,9 @@ awaitable<bool> Connection::connect_once() {
     error_code ignored;
     socket_.close(ignored);
   });
-  auto endpoints = co_await resolver.async_resolve(
-      options_.server.host, std::to_string(options_.server.port),
-      asio::redirect_error(use_awaitable, ec));
+  auto endpoints =
+      co_await resolver.async_resolve(options_.server.host, std::to_string(options_.server.port),
+                                      asio::redirect_error(use_awaitable, ec));
   if (!ec && !closing_) {
     co_await asio::async_connect(socket_, endpoints, asio::redirect_error(use_awaitable, ec));
   }
@@ -211,7 +213,8 @@ awaitable<bool> Connection::handshake() {
     socket_.close(ignored);
   });
   error_code ec;
-  co_await asio::async_write(socket_, asio::buffer(commands), asio::redirect_error(use_awaitable, ec));
+  co_await asio::async_write(socket_, asio::buffer(commands),
+                             asio::redirect_error(use_awaitable, ec));
   while (!ec && expected > 0) {
     const std::string_view pending(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
     const auto frame = resp::frame_reply(pending);
@@ -244,7 +247,8 @@ void Connection::ensure_read_space() {
     read_end_ -= read_begin_;
     read_begin_ = 0;
   }
-  if (read_buffer_.size() - read_end_ < kReadChunk / 4) read_buffer_.resize(read_buffer_.size() * 2);
+  if (read_buffer_.size() - read_end_ < kReadChunk / 4)
+    read_buffer_.resize(read_buffer_.size() * 2);
 }
 
 awaitable<void> Connection::read_loop(std::uint64_t generation) {
@@ -294,45 +298,48 @@ bool Connection::deliver_replies(std::uint64_t generation) {
 
 void Connection::start_flush() {
   flushing_ = true;
-  asio::co_spawn(executor_, flush(generation_), asio::detached);
+  // Posted, so every command queued in this turn of the event loop leaves in the same write.
+  asio::post(executor_, [self = shared_from_this(), generation = generation_] {
+    self->write_batch(generation);
+  });
 }
 
-awaitable<void> Connection::flush(std::uint64_t generation) {
-  auto self = shared_from_this();
-  // Started through co_spawn's post, so every command queued in this turn of the loop
-  // leaves in the same write.
-  while (!write_buffer_.empty() && generation == generation_ && state_ == State::ready) {
-    writing_.swap(write_buffer_);
-    error_code ec;
-    co_await asio::async_write(socket_, asio::buffer(writing_), asio::redirect_error(use_awaitable, ec));
-    writing_.clear();
-    if (ec) {
-      if (generation == generation_) break_connection();
-      break;
-    }
+void Connection::write_batch(std::uint64_t generation) {
+  if (write_buffer_.empty() || generation != generation_ || state_ != State::ready) {
+    flushing_ = false;
+    if (!write_buffer_.empty() && state_ == State::ready) start_flush();
+    return;
   }
-  flushing_ = false;
-  if (!write_buffer_.empty() && state_ == State::ready) start_flush();
+  writing_.swap(write_buffer_);
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this(), generation](error_code ec, std::size_t) {
+                      self->writing_.clear();
+                      if (ec && generation == self->generation_) self->break_connection();
+                      // Commands queued during the write go out next, in one batch.
+                      self->write_batch(generation);
+                    });
 }
 
 awaitable<void> Connection::watch_timeouts(std::uint64_t generation) {
   auto self = shared_from_this();
-  const auto tick = std::max(options_.command_timeout / 4, config::Duration(10));
+  // A command times out after kTicks ticks, i.e. between command_timeout and 1.25x of it.
+  constexpr std::uint64_t kTicks = 4;
+  const auto tick =
+      std::max(options_.command_timeout / static_cast<int>(kTicks), config::Duration(5));
   asio::steady_timer timer(executor_);
   while (generation == generation_) {
     timer.expires_after(tick);
     error_code ec;
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    ++tick_;
     if (generation != generation_ || in_flight_.empty()) continue;
     const auto& oldest = in_flight_.front();
-    if (oldest.exempt_from_timeout) continue;
-    if (std::chrono::steady_clock::now() - oldest.sent > options_.command_timeout) {
-      spdlog::warn("upstream {}:{} did not answer within {} ms; resetting the connection",
-                   options_.server.host, options_.server.port, options_.command_timeout.count());
-      if (stats_) stats_->upstream_timeout();
-      timed_out_ = true;
-      break_connection();
-    }
+    if (oldest.exempt_from_timeout || tick_ - oldest.sent_tick <= kTicks) continue;
+    spdlog::warn("upstream {}:{} did not answer within {} ms; resetting the connection",
+                 options_.server.host, options_.server.port, options_.command_timeout.count());
+    if (stats_) stats_->upstream_timeout();
+    timed_out_ = true;
+    break_connection();
   }
 }
 

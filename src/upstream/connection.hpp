@@ -38,7 +38,8 @@ struct ConnectionOptions {
   std::size_t max_in_flight = 65536;
   config::Duration backoff_min{50};
   config::Duration backoff_max{2000};
-  bool reconnect = true;  // shared connections reconnect; dedicated ones end with their first failure
+  bool reconnect =
+      true;  // shared connections reconnect; dedicated ones end with their first failure
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -57,11 +58,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close();
 
   // Queues one complete RESP command; its outcome goes to target->on_*(tag). Returns false, without
-  // queueing, when the connection cannot take it now (backing off, closed, or max_in_flight reached):
-  // the caller answers for that command. Commands queued while connecting wait for the connection.
+  // queueing, when the connection cannot take it now (backing off, closed, or max_in_flight
+  // reached): the caller answers for that command. Commands queued while connecting wait for the
+  // connection.
   bool send(std::string_view command, std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
             bool exempt_from_timeout = false);
-  // For subscribed mode and MONITOR: replies that match no tracked command go to `target` with tag 0.
+  // For subscribed mode and MONITOR: replies that match no tracked command go to `target` with tag
+  // 0.
   void set_unsolicited_target(std::shared_ptr<ReplyTarget> target);
   bool send_untracked(std::string_view command);
 
@@ -72,7 +75,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct InFlight {
     std::shared_ptr<ReplyTarget> target;
     std::uint64_t tag;
-    std::chrono::steady_clock::time_point sent;
+    std::uint64_t sent_tick;  // watch_timeouts' tick count when queued: no clock read per command
     bool exempt_from_timeout;
   };
 
@@ -81,11 +84,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<bool> handshake();
   // Each connected socket is one generation; loops of an older generation stop by themselves.
   boost::asio::awaitable<void> read_loop(std::uint64_t generation);
-  boost::asio::awaitable<void> flush(std::uint64_t generation);
   boost::asio::awaitable<void> watch_timeouts(std::uint64_t generation);
   // Frames and delivers every complete reply in the read buffer; false on a protocol violation.
   bool deliver_replies(std::uint64_t generation);
   void start_flush();
+  void write_batch(std::uint64_t generation);
   void ensure_read_space();
   void fail_all(std::string_view error);
   void set_state(State next);
@@ -103,10 +106,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closing_ = false;
   bool flushing_ = false;
   bool timed_out_ = false;
+  std::uint64_t tick_ = 0;
   std::deque<InFlight> in_flight_;
   std::shared_ptr<ReplyTarget> unsolicited_;
-  std::string write_buffer_;   // commands not yet handed to the socket
-  std::string writing_;        // the batch being written
+  std::string write_buffer_;  // commands not yet handed to the socket
+  std::string writing_;       // the batch being written
   std::vector<char> read_buffer_;
   std::size_t read_begin_ = 0;
   std::size_t read_end_ = 0;

@@ -48,8 +48,8 @@ Connection& Pool::shared(int database, std::size_t affinity) {
     for (int i = 0; i < count; ++i) {
       // Only the default database's connections count for readiness.
       auto* ready = database == settings_.database ? ready_connections_ : nullptr;
-      auto connection = std::make_shared<Connection>(executor_, options_for(database, true),
-                                                     stats_, ready);
+      auto connection =
+          std::make_shared<Connection>(executor_, options_for(database, true), stats_, ready);
       connection->start();
       connections.push_back(std::move(connection));
     }

@@ -20,7 +20,8 @@ class Pool {
        metrics::ThreadStats* stats, std::atomic<int>* ready_connections);
   ~Pool();
 
-  // Opens the shared connections of the default database now, so readiness is known before clients come.
+  // Opens the shared connections of the default database now, so readiness is known before clients
+  // come.
   void start();
   void close();
 

@@ -11,7 +11,8 @@ namespace corral::upstream {
 class ReplyTarget {
  public:
   virtual ~ReplyTarget() = default;
-  // `reply` is one complete RESP2 reply (possibly an error reply from Redis); valid only during the call.
+  // `reply` is one complete RESP2 reply (possibly an error reply from Redis); valid only during the
+  // call.
   virtual void on_reply(std::uint64_t tag, std::string_view reply) = 0;
   // No reply will come: `error` is the text of an error line without the leading '-' (e.g.
   // "ERR upstream connection lost"). The command may or may not have run on Redis.

@@ -58,13 +58,20 @@ std::string str(const redisReply* r) { return std::string(r->str, r->len); }
 
 std::string type_name(int type) {
   switch (type) {
-    case REDIS_REPLY_STRING: return "string";
-    case REDIS_REPLY_ARRAY: return "array";
-    case REDIS_REPLY_INTEGER: return "integer";
-    case REDIS_REPLY_NIL: return "nil";
-    case REDIS_REPLY_STATUS: return "status";
-    case REDIS_REPLY_ERROR: return "error";
-    default: return "type " + std::to_string(type);
+    case REDIS_REPLY_STRING:
+      return "string";
+    case REDIS_REPLY_ARRAY:
+      return "array";
+    case REDIS_REPLY_INTEGER:
+      return "integer";
+    case REDIS_REPLY_NIL:
+      return "nil";
+    case REDIS_REPLY_STATUS:
+      return "status";
+    case REDIS_REPLY_ERROR:
+      return "error";
+    default:
+      return "type " + std::to_string(type);
   }
 }
 
@@ -129,8 +136,8 @@ TEST_CASE("10,000 pipelined commands come back in order", "[hiredis][pipeline]")
         // Unique per command, binary: CR LF NUL and RESP look-alikes inside.
         std::string value = "v" + std::to_string(i) + "\r\n$5\r\n" + std::string(1, '\0') +
                             random_bytes(rng, rng() % 64);
-        REQUIRE(redisAppendCommand(c.get(), "SET %s %b", key.c_str(), value.data(),
-                                   value.size()) == REDIS_OK);
+        REQUIRE(redisAppendCommand(c.get(), "SET %s %b", key.c_str(), value.data(), value.size()) ==
+                REDIS_OK);
         expects.push_back({REDIS_REPLY_STATUS, "OK"});
         REQUIRE(redisAppendCommand(c.get(), "GET %s", key.c_str()) == REDIS_OK);
         expects.push_back({REDIS_REPLY_STRING, value});
@@ -226,8 +233,8 @@ TEST_CASE("several contexts pipeline interleaved", "[hiredis]") {
       for (int j = 0; j < 200; ++j) {
         REQUIRE(redisAppendCommand(contexts[ci].get(), "SET hr:c:%d:%d r%d", static_cast<int>(ci),
                                    j, round) == REDIS_OK);
-        REQUIRE(redisAppendCommand(contexts[ci].get(), "GET hr:c:%d:%d", static_cast<int>(ci),
-                                   j) == REDIS_OK);
+        REQUIRE(redisAppendCommand(contexts[ci].get(), "GET hr:c:%d:%d", static_cast<int>(ci), j) ==
+                REDIS_OK);
       }
     }
     // Read back in reverse order of the contexts.
