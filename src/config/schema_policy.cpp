@@ -207,6 +207,7 @@ const Table<PolicySettings>& policy_table() {
       integer("breaker_failures", &S::breaker_failures, 1, 1'000'000),
       duration("breaker_open", &S::breaker_open, Min::positive),
       duration("lock_ttl", &S::lock_ttl, Min::zero),
+      duration("fetch_delay", &S::fetch_delay, Min::zero),
       {"versioned", read_versioned, show_versioned},
   };
   return table;

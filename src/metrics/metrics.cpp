@@ -323,11 +323,20 @@ Metrics::Metrics(std::size_t thread_count, std::size_t command_count,
 
 Metrics::~Metrics() = default;
 
+void Metrics::add_collectable(std::weak_ptr<prometheus::Collectable> collectable) {
+  extra_.push_back(std::move(collectable));
+}
+
 std::string Metrics::serialize() const {
   std::vector<MetricFamily> families = collector_->Collect();
-  std::vector<MetricFamily> registered = registry_->Collect();
-  families.insert(families.end(), std::make_move_iterator(registered.begin()),
-                  std::make_move_iterator(registered.end()));
+  auto append = [&families](std::vector<MetricFamily> more) {
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  };
+  append(registry_->Collect());
+  for (const auto& weak : extra_) {
+    if (auto collectable = weak.lock()) append(collectable->Collect());
+  }
   return prometheus::TextSerializer().Serialize(families);
 }
 

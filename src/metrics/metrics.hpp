@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace prometheus {
+class Collectable;
 class Registry;
 }
 
@@ -77,6 +78,9 @@ class Metrics {
   std::size_t thread_count() const { return threads_.size(); }
   // Shared registry: other modules add their own families (cache, stampede ...).
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  // Another module's collector (prometheus-cpp 1.0's Registry cannot hold custom ones). Held
+  // weakly: a collector that is gone is skipped. Call before serving scrapes.
+  void add_collectable(std::weak_ptr<prometheus::Collectable> collectable);
   // The Prometheus text exposition of everything (thread stats summed + the registry).
   std::string serialize() const;
 
@@ -85,6 +89,7 @@ class Metrics {
   std::vector<std::unique_ptr<ThreadStats>> threads_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<ThreadStatsCollector> collector_;
+  std::vector<std::weak_ptr<prometheus::Collectable>> extra_;
 };
 
 }  // namespace corral::metrics

@@ -9,6 +9,7 @@
 #include "proxy/local_commands.hpp"
 #include "proxy/subscriptions.hpp"
 #include "resp/encoder.hpp"
+#include "stampede/read_through.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/pool.hpp"
 
@@ -40,8 +41,9 @@ std::string normalized_command_name(std::string_view configured) {
 }
 }  // namespace
 
-Dispatcher::Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info)
-    : settings_(settings), pool_(pool), info_(info) {
+Dispatcher::Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
+                       stampede::ReadThrough* read_through, stampede::CacheRuntime* cache)
+    : settings_(settings), pool_(pool), info_(info), read_through_(read_through), cache_(cache) {
   for (const auto& allowed : settings_.client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
@@ -95,7 +97,7 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     const LocalHandler local =
         (row.flags & kLocal) && !redis_must_see ? find_local_handler(row) : nullptr;
     if (local == nullptr) return forward(client, request, resolved, tag, target, awaiting);
-    LocalCall call{client, argv, settings_, info_, awaiting, scratch_};
+    LocalCall call{client, argv, settings_, info_, awaiting, scratch_, cache_};
     const Action action = local(call);
     if (action == Action::drain_then_retry) return action;
     target->on_reply(tag, scratch_);
@@ -201,6 +203,13 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
   if (row.name == "exec" && client.multi_errored && client.dedicated) {
     return abort_transaction(client, tag, target);
   }
+  // The cache holds the configured database only; other databases pass through.
+  const bool cacheable = read_through_ && client.database == settings_.upstream.database;
+  if (cacheable && !client.dedicated && (row.flags & kReadOnly) &&
+      read_through_->handle_read(row.name, request.argv, tag, target)) {
+    return Action::done;
+  }
+  const auto& reply_to = cacheable ? invalidating_target(row, request, target) : target;
   const auto bytes = wire_bytes(request);
   bool sent = false;
   if (client.dedicated) {
@@ -215,13 +224,27 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
       if (sent) target->on_reply(tag, {});
     } else {
       const bool exempt = (row.flags & kBlocking) || route == Route::enter_tunnel;
-      sent = client.dedicated->send(bytes, target, tag, exempt);
+      sent = client.dedicated->send(bytes, reply_to, tag, exempt);
     }
   } else {
-    sent = pool_.shared(client.database, client.id).send(bytes, target, tag);
+    sent = pool_.shared(client.database, client.id).send(bytes, reply_to, tag);
   }
   if (!sent) target->on_failure(tag, kUnavailable);
   return Action::done;
+}
+
+// Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.
+std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
+    const CommandSpec& row, const Request& request,
+    const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (!(row.flags & kWrite)) return target;
+  if (row.name == "flushdb" || row.name == "flushall") {
+    read_through_->flush_all();
+    return target;
+  }
+  key_indices(row, request.argv, keys_);
+  if (keys_.empty()) return target;
+  return read_through_->wrap_write(request.argv, keys_, target);
 }
 
 namespace {

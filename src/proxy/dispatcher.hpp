@@ -17,6 +17,10 @@
 namespace corral::upstream {
 class Pool;
 }
+namespace corral::stampede {
+class ReadThrough;
+class CacheRuntime;
+}
 
 namespace corral::proxy {
 
@@ -34,7 +38,10 @@ struct Resolved {
 
 class Dispatcher {
  public:
-  Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info);
+  // `read_through` (may be null) serves the reads that cache policies cover.
+  Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
+             stampede::ReadThrough* read_through = nullptr,
+             stampede::CacheRuntime* cache = nullptr);
 
   // Ids for metrics: one per table row plus one for unknown commands.
   static std::size_t metric_id_count();
@@ -69,6 +76,9 @@ class Dispatcher {
                  std::size_t awaiting);
   Action abort_transaction(ClientState& client, std::uint64_t tag,
                            const std::shared_ptr<upstream::ReplyTarget>& target);
+  std::shared_ptr<upstream::ReplyTarget> invalidating_target(
+      const CommandSpec& row, const Request& request,
+      const std::shared_ptr<upstream::ReplyTarget>& target);
   Route route_for(const Resolved& resolved, const Request& request) const;
   std::string_view wire_bytes(const Request& request);
   bool command_allowed(const Resolved& resolved) const;
@@ -77,6 +87,9 @@ class Dispatcher {
   const config::Settings& settings_;
   upstream::Pool& pool_;
   ProcessInfo& info_;
+  stampede::ReadThrough* read_through_;
+  stampede::CacheRuntime* cache_;
+  std::vector<std::size_t> keys_;  // reused for write invalidation
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;
 };

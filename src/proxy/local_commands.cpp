@@ -1,15 +1,16 @@
 // Commands Corral answers itself, as a table from command row name to handler.
 #include "proxy/local_commands.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <unistd.h>
 
+#include "proxy/admin_commands.hpp"
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
-#include "upstream/connection.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/connection.hpp"
 
 namespace corral::proxy {
 
@@ -35,7 +36,8 @@ bool parse_int(std::string_view text, long long& value) {
 bool secret_equals(std::string_view given, std::string_view expected) {
   unsigned char diff = given.size() == expected.size() ? 0 : 1;
   for (std::size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<std::size_t>(1, expected.size())]);
+    diff |= static_cast<unsigned char>(given[i] ^
+                                       expected[i % std::max<std::size_t>(1, expected.size())]);
   }
   return diff == 0;
 }
@@ -47,12 +49,14 @@ std::string_view authenticate(LocalCall& call, std::string_view user, std::strin
     return "ERR AUTH <password> called without any password configured for the default user. "
            "Are you sure your configuration is correct?";
   }
-  if (!iequals(user, "default")) return "WRONGPASS invalid username-password pair or user is disabled.";
-  const bool admin = !client.admin_password.empty() && secret_equals(password, client.admin_password);
+  if (!iequals(user, "default"))
+    return "WRONGPASS invalid username-password pair or user is disabled.";
+  const bool admin =
+      !client.admin_password.empty() && secret_equals(password, client.admin_password);
   const bool ordinary = !client.password.empty() && secret_equals(password, client.password);
   if (!admin && !ordinary) return "WRONGPASS invalid username-password pair or user is disabled.";
   call.client.authenticated = true;
-  call.client.admin = admin;
+  call.client.admin = admin || client.admin_password.empty();
   return {};
 }
 
@@ -142,20 +146,23 @@ Action hello(LocalCall& call) {
       new_name = argv[++i];
       rename = true;
     } else {
-      resp::append_error(call.reply, "ERR Syntax error in HELLO option '" + std::string(argv[i]) + "'");
+      resp::append_error(call.reply,
+                         "ERR Syntax error in HELLO option '" + std::string(argv[i]) + "'");
       return Action::done;
     }
   }
   if (!call.client.authenticated) {
-    resp::append_error(call.reply, "NOAUTH HELLO must be called with the client already authenticated, "
-                                   "otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
-                                   "to authenticate the client and select the RESP protocol version at "
-                                   "the same time");
+    resp::append_error(call.reply,
+                       "NOAUTH HELLO must be called with the client already authenticated, "
+                       "otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
+                       "to authenticate the client and select the RESP protocol version at "
+                       "the same time");
     return Action::done;
   }
   if (rename) {
     if (!valid_client_name(new_name)) {
-      resp::append_error(call.reply, "ERR Client names cannot contain spaces, newlines or special characters.");
+      resp::append_error(call.reply,
+                         "ERR Client names cannot contain spaces, newlines or special characters.");
       return Action::done;
     }
     call.client.name = new_name;
@@ -179,7 +186,8 @@ Action select(LocalCall& call) {
 
 Action client_setname(LocalCall& call) {
   if (!valid_client_name(call.argv[2])) {
-    resp::append_error(call.reply, "ERR Client names cannot contain spaces, newlines or special characters.");
+    resp::append_error(call.reply,
+                       "ERR Client names cannot contain spaces, newlines or special characters.");
     return Action::done;
   }
   call.client.name = call.argv[2];
@@ -216,7 +224,7 @@ Action reset(LocalCall& call) {
   client.database = 0;
   client.name.clear();
   client.authenticated = call.settings.client.password.empty();
-  client.admin = false;
+  client.admin = call.settings.client.admin_password.empty();
   resp::append_simple(call.reply, "RESET");
   return Action::done;
 }
@@ -243,6 +251,9 @@ constexpr LocalRow kLocalCommands[] = {
     {"command|list", command_list},
     {"command|getkeys", command_getkeys},
     {"info", info},
+    {"corral.info", corral_info},
+    {"corral.invalidate", corral_invalidate},
+    {"corral.stats", corral_stats},
 };
 }  // namespace
 

@@ -12,6 +12,10 @@
 #include "proxy/dispatcher.hpp"
 #include "proxy/process_info.hpp"
 
+namespace corral::stampede {
+class CacheRuntime;
+}
+
 namespace corral::proxy {
 
 struct LocalCall {
@@ -21,6 +25,7 @@ struct LocalCall {
   ProcessInfo& info;
   std::size_t awaiting;  // the client's requests still waiting for a reply
   std::string& reply;    // the handler appends one RESP reply (unless it asks to drain first)
+  stampede::CacheRuntime* cache;  // the process's cache (CORRAL.* commands)
 };
 
 using LocalHandler = Action (*)(LocalCall&);

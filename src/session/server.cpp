@@ -2,6 +2,9 @@
 // admin thread for the metrics endpoint and signals.
 #include "session/server.hpp"
 
+#include <variant>
+
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -9,11 +12,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
+#include "config/loader.hpp"
 #include "metrics/http_endpoint.hpp"
 #include "session/session.hpp"
 #include "session/worker.hpp"
+#include "stampede/invalidation_listener.hpp"
 
 namespace corral::session {
 
@@ -40,8 +44,11 @@ constexpr std::string_view kTooManyClients = "-ERR max number of clients reached
 Server::Server(const config::Settings& settings, metrics::Metrics& metrics)
     : settings_(settings), metrics_(metrics), admin_(std::make_unique<Admin>()) {
   info_.threads = settings_.threads;
+  cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
+                                                    metrics_.registry());
+  metrics_.add_collectable(cache_->collectable());
   for (int i = 0; i < settings_.threads; ++i) {
-    workers_.push_back(std::make_unique<Worker>(settings_, metrics_.thread(i), info_));
+    workers_.push_back(std::make_unique<Worker>(settings_, metrics_.thread(i), info_, *cache_));
   }
 }
 
@@ -54,7 +61,8 @@ static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
   for (;;) {
     Worker& worker = *workers[next++ % workers.size()];
     error_code ec;
-    auto socket = co_await acceptor.async_accept(worker.io, asio::redirect_error(use_awaitable, ec));
+    auto socket =
+        co_await acceptor.async_accept(worker.io, asio::redirect_error(use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
       // Out of descriptors and the like: keep serving the clients already connected.
@@ -74,6 +82,27 @@ static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
   }
 }
 
+// SIGHUP: re-read the config file and apply its policies; on any error keep the running ones.
+// Other settings (addresses, threads, limits) need a restart, which the log says.
+void Server::wait_for_reload(asio::signal_set& signal) {
+  signal.async_wait([this, &signal](const error_code& ec, int) {
+    if (ec) return;
+    auto loaded = config::load_settings_file(settings_.source);
+    if (auto* errors = std::get_if<config::ConfigErrors>(&loaded)) {
+      spdlog::error("SIGHUP: {} has {} error(s); keeping the running config", settings_.source,
+                    errors->messages.size());
+      for (const auto& message : errors->messages) spdlog::error("  {}", message);
+    } else {
+      const auto& fresh = std::get<config::Settings>(loaded);
+      cache_->reload(fresh.policies);
+      asio::post(workers_.front()->io, [this] { listener_->restart(); });
+      spdlog::info("SIGHUP: reloaded {} policies from {} (other settings apply on restart)",
+                   fresh.policies.size(), settings_.source);
+    }
+    wait_for_reload(signal);
+  });
+}
+
 void Server::run() {
   auto& acceptor = admin_->acceptor;
   const auto endpoint = resolve_listen(settings_.listen);
@@ -90,18 +119,24 @@ void Server::run() {
     admin_->endpoint->start();
   }
 
+  asio::signal_set reload_signal(admin_->io, SIGHUP);
+  wait_for_reload(reload_signal);
   asio::signal_set signals(admin_->io, SIGINT, SIGTERM);
-  signals.async_wait([this](const error_code& ec, int signal_number) {
+  signals.async_wait([this, &reload_signal](const error_code& ec, int signal_number) {
     if (ec) return;
     spdlog::info("signal {}: shutting down", signal_number);
     error_code ignored;
     admin_->acceptor.close(ignored);
     if (admin_->endpoint) admin_->endpoint->stop();
+    reload_signal.cancel();
     for (auto& worker : workers_) worker->io.stop();
     admin_->io.stop();
   });
 
   asio::co_spawn(admin_->io, accept_loop(acceptor, workers_, info_, settings_), asio::detached);
+  listener_ = std::make_shared<stampede::InvalidationListener>(workers_.front()->io.get_executor(),
+                                                               settings_.upstream, *cache_);
+  asio::post(workers_.front()->io, [this] { listener_->start(); });
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     asio::post(w->io, [w] { w->pool.start(); });

@@ -8,10 +8,16 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include "config/settings.hpp"
 #include "metrics/metrics.hpp"
 #include "proxy/process_info.hpp"
+#include "stampede/cache_runtime.hpp"
+
+namespace corral::stampede {
+class InvalidationListener;
+}
 
 namespace corral::session {
 
@@ -28,12 +34,15 @@ class Server {
 
  private:
   struct Admin;
+  void wait_for_reload(boost::asio::signal_set& signal);
 
   const config::Settings& settings_;
   metrics::Metrics& metrics_;
   proxy::ProcessInfo info_;
+  std::unique_ptr<stampede::CacheRuntime> cache_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Admin> admin_;
+  std::shared_ptr<stampede::InvalidationListener> listener_;
 };
 
 }  // namespace corral::session

@@ -39,7 +39,7 @@ Session::Session(asio::ip::tcp::socket socket, Worker& worker)
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
   client_.id = worker_.info.next_client_id.fetch_add(1, std::memory_order_relaxed);
-  client_.authenticated = client.password.empty() && client.admin_password.empty();
+  client_.authenticated = client.password.empty();
   client_.admin = client.admin_password.empty();
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);

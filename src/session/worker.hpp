@@ -12,20 +12,22 @@
 #include "metrics/metrics.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/process_info.hpp"
+#include "stampede/read_through.hpp"
 #include "upstream/pool.hpp"
 
 namespace corral::session {
 
 struct Worker {
   Worker(const config::Settings& config, metrics::ThreadStats& thread_stats,
-         proxy::ProcessInfo& process_info)
+         proxy::ProcessInfo& process_info, stampede::CacheRuntime& cache)
       : settings(config),
         stats(thread_stats),
         info(process_info),
         work(io.get_executor()),
         pool(io.get_executor(), config.upstream, &thread_stats,
              &process_info.ready_upstream_connections),
-        dispatcher(config, pool, process_info) {}
+        read_through(io.get_executor(), cache, pool),
+        dispatcher(config, pool, process_info, &read_through, &cache) {}
 
   const config::Settings& settings;
   metrics::ThreadStats& stats;
@@ -33,6 +35,7 @@ struct Worker {
   boost::asio::io_context io{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
   upstream::Pool pool;
+  stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
   std::thread thread;
 };

@@ -292,7 +292,7 @@ def to_yaml(value, indent=0):
                 lines.append("%s%s: %s" % (pad, k, to_yaml(v, 0)))
         return "\n".join(lines)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(to_yaml(v, 0) for v in value) + "]"
+        return json.dumps(value)  # JSON is YAML flow style, and handles lists of mappings
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

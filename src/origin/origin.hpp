@@ -1,0 +1,50 @@
+// The origin interface: where a cache miss or a refresh gets its value. One asynchronous call,
+// so another origin (HTTP, SQL, gRPC) is one new class behind it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+
+namespace corral::origin {
+
+enum class Outcome : std::uint8_t {
+  value,        // a reply worth caching
+  nil,          // "not found" ($-1 or *-1): cached for negative_ttl
+  error_reply,  // the origin answered with an error (-WRONGTYPE ...): delivered, never cached
+  failure,      // no answer (unavailable, connection lost, timeout): the stale-if-error path
+};
+
+struct FetchResult {
+  Outcome outcome = Outcome::failure;
+  // value / nil / error_reply: one complete RESP2 reply, sent to clients as is.
+  // failure: the error text without the leading '-' (e.g. "ERR upstream unavailable").
+  // Valid only during the callback.
+  std::string_view reply;
+  std::chrono::nanoseconds duration{0};  // from fetch() to the answer, by the origin's clock
+};
+
+using FetchCallback = std::function<void(const FetchResult&)>;
+
+// Contract: fetch() asks for the reply to one read command (argv[0] the command, argv[1] the
+// key; an MGET may carry several keys). `done` runs exactly once, on the thread that called
+// fetch() and never from within fetch() itself, so callers may hold no state across it. argv
+// need only live during the call. Every fetch ends: implementations bound it with a timeout.
+class Origin {
+ public:
+  virtual ~Origin() = default;
+  virtual std::string_view name() const = 0;  // the `origin` metrics label
+  virtual void fetch(std::span<const std::string_view> argv, FetchCallback done) = 0;
+};
+
+// How a RESP reply from a Redis-speaking origin counts (an MGET array is a value even when
+// some of its elements are nil).
+inline Outcome classify_reply(std::string_view reply) {
+  if (!reply.empty() && reply.front() == '-') return Outcome::error_reply;
+  if (reply == "$-1\r\n" || reply == "*-1\r\n") return Outcome::nil;
+  return Outcome::value;
+}
+
+}  // namespace corral::origin

@@ -1,0 +1,141 @@
+// CORRAL.INFO key, CORRAL.INVALIDATE key|prefix*, CORRAL.STATS: answered from the cache runtime.
+#include "proxy/admin_commands.hpp"
+
+#include <chrono>
+
+#include "resp/encoder.hpp"
+#include "stampede/cache_runtime.hpp"
+
+namespace corral::proxy {
+
+namespace {
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+std::int64_t millis_between(cache::TimePoint from, cache::TimePoint to) {
+  return duration_cast<milliseconds>(to - from).count();
+}
+
+// Admin commands need the admin password when one is configured.
+bool refused(LocalCall& call) {
+  if (call.client.admin) return false;
+  resp::append_error(call.reply, "NOPERM CORRAL admin commands need AUTH with client.admin_password");
+  return true;
+}
+
+void pair(std::string& out, std::string_view name, std::string_view value) {
+  resp::append_bulk(out, name);
+  resp::append_bulk(out, value);
+}
+
+void pair(std::string& out, std::string_view name, std::int64_t value) {
+  resp::append_bulk(out, name);
+  resp::append_integer(out, value);
+}
+}  // namespace
+
+// A flat array of field/value pairs, like HGETALL: policy, state, age_ms, ttl_ms, grace_ms,
+// delta_ms, hits, bytes. Reports the key's GET entry (the unit most policies cache).
+Action corral_info(LocalCall& call) {
+  if (refused(call)) return Action::done;
+  auto& runtime = *call.cache;
+  const auto key = call.argv[1];
+  const auto policies = runtime.policies();
+  const auto index = policies->matcher.match(key);
+  if (!index) {
+    resp::append_array_header(call.reply, 4);
+    pair(call.reply, "policy", "none");
+    pair(call.reply, "state", "uncached");
+    return Action::done;
+  }
+  const auto now = runtime.clock().now();
+  const auto entry = runtime.store().peek(cache::CacheKey{key, "GET"}, now);
+  if (!entry) {
+    resp::append_array_header(call.reply, 4);
+    pair(call.reply, "policy", policies->settings[*index].prefix);
+    pair(call.reply, "state", "absent");
+    return Action::done;
+  }
+  const auto state = entry->state(now);
+  const std::string_view state_name =
+      entry->negative ? "negative" : state == cache::EntryState::fresh ? "fresh" : "stale";
+  resp::append_array_header(call.reply, 16);
+  pair(call.reply, "policy", policies->settings[*index].prefix);
+  pair(call.reply, "state", state_name);
+  pair(call.reply, "age_ms", millis_between(entry->stored_at, now));
+  pair(call.reply, "ttl_ms", std::max<std::int64_t>(0, millis_between(now, entry->soft_expiry)));
+  pair(call.reply, "grace_ms", std::max<std::int64_t>(0, millis_between(now, entry->hard_expiry)));
+  pair(call.reply, "delta_ms", duration_cast<milliseconds>(entry->delta).count());
+  pair(call.reply, "hits", entry->hits);
+  pair(call.reply, "bytes", static_cast<std::int64_t>(entry->value.size()));
+  return Action::done;
+}
+
+// CORRAL.INVALIDATE key drops every cached reply of the key; "prefix*" drops all keys under it.
+Action corral_invalidate(LocalCall& call) {
+  if (refused(call)) return Action::done;
+  auto& runtime = *call.cache;
+  const auto target = call.argv[1];
+  std::size_t dropped = 0;
+  if (!target.empty() && target.back() == '*') {
+    dropped = runtime.invalidate_prefix(target.substr(0, target.size() - 1),
+                                        stampede::InvalidationSource::admin);
+  } else {
+    dropped = runtime.invalidate_key(target, stampede::InvalidationSource::admin);
+  }
+  resp::append_integer(call.reply, static_cast<std::int64_t>(dropped));
+  return Action::done;
+}
+
+}  // namespace corral::proxy
+
+namespace corral::proxy {
+
+namespace {
+constexpr std::string_view kBreakerStates[] = {"closed", "open", "half-open"};
+
+void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& stats) {
+  using stampede::InvalidationSource;
+  using stampede::LookupOutcome;
+  constexpr LookupOutcome kOutcomes[] = {LookupOutcome::hit, LookupOutcome::stale,
+                                         LookupOutcome::miss, LookupOutcome::coalesced,
+                                         LookupOutcome::negative};
+  constexpr InvalidationSource kSources[] = {InvalidationSource::write,
+                                             InvalidationSource::tracking,
+                                             InvalidationSource::admin, InvalidationSource::flush};
+  const auto counter = [&out](std::string_view name, std::uint64_t value) {
+    pair(out, name, static_cast<std::int64_t>(value));
+  };
+  resp::append_array_header(out, 2 * (1 + std::size(kOutcomes) + 7 + std::size(kSources) + 2));
+  pair(out, "policy", stats.prefix);
+  for (auto outcome : kOutcomes) {
+    counter(std::string("lookups_") + std::string(stampede::to_string(outcome)),
+            stats.lookup(outcome));
+  }
+  counter("early_refreshes", stats.early_refreshes);
+  counter("background_refreshes", stats.background_refreshes);
+  counter("origin_requests", stats.origin_requests);
+  counter("origin_errors", stats.origin_errors);
+  counter("stampede_blocked", stats.stampede_blocked);
+  counter("waiters_overflowed", stats.waiters_overflowed);
+  counter("waiters_timed_out", stats.waiters_timed_out);
+  for (auto source : kSources) {
+    counter(std::string("invalidations_") + std::string(stampede::to_string(source)),
+            stats.invalidation(source));
+  }
+  const auto breaker = static_cast<std::size_t>(stats.breaker_state);
+  pair(out, "breaker", breaker < std::size(kBreakerStates) ? kBreakerStates[breaker] : "unknown");
+  counter("origin_in_flight", static_cast<std::uint64_t>(stats.origin_in_flight));
+}
+}  // namespace
+
+// One flat field/value array per policy, like HGETALL replies, in configuration order.
+Action corral_stats(LocalCall& call) {
+  if (refused(call)) return Action::done;
+  const auto all = call.cache->all_stats();
+  resp::append_array_header(call.reply, all.size());
+  for (const auto& stats : all) append_policy_stats(call.reply, stats);
+  return Action::done;
+}
+
+}  // namespace corral::proxy

@@ -1,0 +1,172 @@
+// Builds the caching layer's metric families from the relaxed counters at scrape time, so the
+// data path never touches a prometheus object.
+#include "stampede/cache_collector.hpp"
+
+#include <limits>
+#include <string>
+
+#include "stampede/cache_runtime.hpp"
+#include "stampede/policy_runtime.hpp"
+
+namespace corral::stampede {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+  MetricFamily out;
+  out.name = std::move(name);
+  out.help = std::move(help);
+  out.type = type;
+  return out;
+}
+
+ClientMetric sample(std::vector<ClientMetric::Label> labels, MetricType type, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  if (type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return metric;
+}
+
+ClientMetric histogram(std::vector<ClientMetric::Label> labels,
+                       const DurationHistogram::Snapshot& snapshot) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.histogram.sample_count = snapshot.count;
+  metric.histogram.sample_sum = snapshot.sum_seconds;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < snapshot.buckets.size(); ++i) {
+    cumulative += snapshot.buckets[i];
+    const double bound = i < DurationHistogram::kBounds.size()
+                             ? DurationHistogram::kBounds[i]
+                             : std::numeric_limits<double>::infinity();
+    metric.histogram.bucket.push_back({cumulative, bound});
+  }
+  return metric;
+}
+
+// One family per metric, filled policy by policy.
+struct Families {
+  MetricFamily lookups = family("corral_cache_lookups_total",
+                                "Cached-read lookups by policy and outcome.", MetricType::Counter);
+  MetricFamily early = family("corral_cache_early_refreshes_total",
+                              "Background refreshes started early by XFetch.", MetricType::Counter);
+  MetricFamily background =
+      family("corral_cache_background_refreshes_total",
+             "Background refreshes started (XFetch or grace).", MetricType::Counter);
+  MetricFamily background_seconds =
+      family("corral_cache_background_refresh_duration_seconds",
+             "Duration of background refreshes in seconds.", MetricType::Histogram);
+  MetricFamily origin_requests =
+      family("corral_origin_requests_total", "Requests made to the origin.", MetricType::Counter);
+  MetricFamily origin_errors =
+      family("corral_origin_errors_total",
+             "Origin requests that failed (unavailable, lost, timed out).", MetricType::Counter);
+  MetricFamily origin_seconds =
+      family("corral_origin_request_duration_seconds", "Origin request duration in seconds.",
+             MetricType::Histogram);
+  MetricFamily origin_in_flight =
+      family("corral_origin_requests_in_flight", "Origin requests in flight.", MetricType::Gauge);
+  MetricFamily blocked =
+      family("corral_stampede_blocked_total",
+             "Requests that did not reach the origin because a fetch of the key was in flight.",
+             MetricType::Counter);
+  MetricFamily overflowed =
+      family("corral_cache_waiters_overflowed_total",
+             "Requests that found the key's waiter queue full.", MetricType::Counter);
+  MetricFamily timed_out =
+      family("corral_cache_waiters_timed_out_total",
+             "Requests that stopped waiting for a fetch after wait_timeout.", MetricType::Counter);
+  MetricFamily breaker =
+      family("corral_circuit_breaker_state",
+             "Origin circuit breaker: 0 closed, 1 open, 2 half-open.", MetricType::Gauge);
+  MetricFamily invalidations =
+      family("corral_cache_invalidations_total",
+             "Invalidations by source (write through Corral, tracking, admin, flush).",
+             MetricType::Counter);
+
+  void add(const PolicyStats& stats, const PolicyRuntime& runtime, std::string_view origin) {
+    const std::string policy = stats.prefix();
+    const auto snapshot = stats.snapshot();
+    constexpr auto counter = MetricType::Counter;
+    constexpr auto gauge = MetricType::Gauge;
+    for (std::size_t i = 0; i < kLookupOutcomes; ++i) {
+      const std::string outcome(to_string(static_cast<LookupOutcome>(i)));
+      lookups.metric.push_back(sample({{"policy", policy}, {"outcome", outcome}}, counter,
+                                      static_cast<double>(snapshot.lookups[i])));
+    }
+    const auto by_policy = [&](MetricFamily& f, MetricType type, std::uint64_t value) {
+      f.metric.push_back(sample({{"policy", policy}}, type, static_cast<double>(value)));
+    };
+    by_policy(early, counter, snapshot.early_refreshes);
+    by_policy(background, counter, snapshot.background_refreshes);
+    background_seconds.metric.push_back(
+        histogram({{"policy", policy}}, stats.background_durations()));
+    const std::vector<ClientMetric::Label> by_origin{{"policy", policy},
+                                                     {"origin", std::string(origin)}};
+    origin_requests.metric.push_back(
+        sample(by_origin, counter, static_cast<double>(snapshot.origin_requests)));
+    origin_errors.metric.push_back(
+        sample(by_origin, counter, static_cast<double>(snapshot.origin_errors)));
+    origin_seconds.metric.push_back(histogram(by_origin, stats.origin_durations()));
+    by_policy(origin_in_flight, gauge, static_cast<std::uint64_t>(runtime.fetches_in_flight()));
+    by_policy(blocked, counter, snapshot.stampede_blocked);
+    by_policy(overflowed, counter, snapshot.waiters_overflowed);
+    by_policy(timed_out, counter, snapshot.waiters_timed_out);
+    by_policy(breaker, gauge, static_cast<std::uint64_t>(runtime.breaker()->state()));
+    for (std::size_t i = 0; i < kInvalidationSources; ++i) {
+      const std::string source(to_string(static_cast<InvalidationSource>(i)));
+      invalidations.metric.push_back(sample({{"policy", policy}, {"source", source}}, counter,
+                                            static_cast<double>(snapshot.invalidations[i])));
+    }
+  }
+
+  void move_into(std::vector<MetricFamily>& out) {
+    for (MetricFamily* f : {&lookups, &early, &background, &background_seconds, &origin_requests,
+                            &origin_errors, &origin_seconds, &origin_in_flight, &blocked,
+                            &overflowed, &timed_out, &breaker, &invalidations}) {
+      // An empty family would print HELP and TYPE lines without samples.
+      if (!f->metric.empty()) out.push_back(std::move(*f));
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<MetricFamily> CacheCollector::Collect() const {
+  std::vector<MetricFamily> out;
+  const auto policies = runtime_.policies();
+  Families families;
+  for (std::size_t i = 0; i < policies->settings.size(); ++i) {
+    const auto origin =
+        policies->settings[i].origin == config::OriginKind::redis ? "redis" : "http";
+    families.add(*policies->stats[i], *policies->runtimes[i], origin);
+  }
+  families.move_into(out);
+
+  const auto store = runtime_.store().stats();
+  const auto add = [&](std::string name, std::string help, MetricType type, std::uint64_t value) {
+    auto f = family(std::move(name), std::move(help), type);
+    f.metric.push_back(sample({}, type, static_cast<double>(value)));
+    out.push_back(std::move(f));
+  };
+  add("corral_cache_entries", "Entries in the cache.", MetricType::Gauge, store.entries);
+  add("corral_cache_bytes", "Bytes charged to the cache (keys, values and per-entry overhead).",
+      MetricType::Gauge, store.bytes);
+  add("corral_cache_max_bytes", "The cache's memory budget (cache.max_memory).", MetricType::Gauge,
+      runtime_.store().max_memory());
+  add("corral_cache_evictions_total", "Entries evicted to stay within cache.max_memory.",
+      MetricType::Counter, store.evictions);
+  add("corral_cache_expirations_total", "Entries removed because every window had passed.",
+      MetricType::Counter, store.expirations);
+  return out;
+}
+
+}  // namespace corral::stampede

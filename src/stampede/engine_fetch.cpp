@@ -1,0 +1,221 @@
+// The fetching side of a miss or a refresh: admission (origin concurrency cap, circuit breaker),
+// one origin request, and the outcome stored (with fill tickets, jittered lifetimes and the EWMA
+// of fetch times) and handed to every waiter of the flight.
+#include <algorithm>
+#include <charconv>
+
+#include "resp/reply_framer.hpp"
+#include "stampede/engine.hpp"
+#include "stampede/ewma.hpp"
+#include "stampede/jitter.hpp"
+
+namespace corral::stampede {
+
+namespace {
+
+constexpr std::string_view kBadMgetReply = "ERR corral: unexpected MGET reply from the origin";
+
+bool same_policy(const PolicyRef& a, const PolicyRef& b) { return &a.runtime() == &b.runtime(); }
+
+// The elements of an MGET array reply, or nullopt when it is not an array of `count` elements.
+std::optional<std::vector<std::string_view>> split_array(std::string_view reply,
+                                                         std::size_t count) {
+  const auto header_end = reply.find("\r\n");
+  if (reply.empty() || reply.front() != '*' || header_end == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::size_t declared = 0;
+  const auto digits = reply.substr(1, header_end - 1);
+  const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), declared);
+  if (parsed.ec != std::errc() || parsed.ptr != digits.data() + digits.size() ||
+      declared != count) {
+    return std::nullopt;
+  }
+  std::vector<std::string_view> elements;
+  elements.reserve(count);
+  std::string_view rest = reply.substr(header_end + 2);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto frame = resp::frame_reply(rest);
+    if (frame.status != resp::FrameStatus::complete) return std::nullopt;
+    elements.push_back(rest.substr(0, frame.size));
+    rest.remove_prefix(frame.size);
+  }
+  if (!rest.empty()) return std::nullopt;
+  return elements;
+}
+
+}  // namespace
+
+void Fetch::start(std::span<const std::string_view> argv) {
+  const auto now = runtime_.clock().now();
+  // max_origin_concurrency counts origin requests: a batch counts once per policy it serves.
+  for (auto& key : leaders) {
+    if (!key.active) continue;
+    const auto counted = std::any_of(counted_.begin(), counted_.end(), [&](const PolicyRef& p) {
+      return same_policy(p, key.policy);
+    });
+    if (counted) continue;
+    if (key.policy.runtime().try_begin_fetch(key.policy.settings().max_origin_concurrency)) {
+      counted_.push_back(key.policy);
+      continue;
+    }
+    for (auto& other : leaders) {
+      if (other.active && same_policy(other.policy, key.policy)) {
+        finish_key(other, {FlightResult::Kind::overflow, {}});
+      }
+    }
+  }
+  for (auto& key : leaders) {
+    if (!key.active) continue;
+    key.breaker = key.policy.runtime().breaker();
+    key.admission = key.breaker->admit(now);
+    if (key.admission == Admission::rejected) {
+      const auto reason =
+          "ERR corral: origin circuit open for policy '" + key.policy.settings().prefix + "'";
+      finish_key(key, stale_or_failure(key, reason));
+    }
+  }
+  std::erase_if(counted_, [&](const PolicyRef& policy) {
+    const bool used = std::any_of(leaders.begin(), leaders.end(), [&](const KeyFetch& key) {
+      return key.active && same_policy(key.policy, policy);
+    });
+    if (!used) policy.runtime().end_fetch();
+    return !used;
+  });
+
+  std::vector<std::string_view> batch;
+  if (elements.empty()) {
+    if (leaders.empty() || !leaders.front().active) return;
+  } else {
+    std::erase_if(elements,
+                  [&](const Element& e) { return e.leader >= 0 && !leaders[e.leader].active; });
+    if (elements.empty()) return;
+    batch.reserve(elements.size() + 1);
+    batch.push_back("MGET");
+    for (const auto& element : elements) batch.push_back(element.key);
+    argv = batch;
+  }
+  for (const auto& key : leaders) {
+    if (!key.active || !key.background) continue;
+    key.policy.stats().background_refresh();
+    if (key.early) key.policy.stats().early_refresh();
+  }
+  send(argv);
+}
+
+void Fetch::send(std::span<const std::string_view> argv) {
+  for (const auto& key : leaders) {
+    if (key.active)
+      delay_ = std::max<std::chrono::nanoseconds>(delay_, key.policy.settings().fetch_delay);
+  }
+  if (delay_.count() == 0) {
+    origin_.fetch(argv, [self = shared_from_this()](const origin::FetchResult& result) {
+      self->on_result(result);
+    });
+    return;
+  }
+  delayed_argv_ = copy_argv(argv);
+  delay_timer_.emplace(executor_, delay_);
+  delay_timer_->async_wait([self = shared_from_this()](boost::system::error_code) {
+    const auto delayed = view_argv(self->delayed_argv_);
+    self->origin_.fetch(delayed,
+                        [self](const origin::FetchResult& result) { self->on_result(result); });
+  });
+}
+
+void Fetch::on_result(const origin::FetchResult& reply) {
+  // The simulated delay is part of what a fetch costs (XFetch's delta must see it).
+  origin::FetchResult result = reply;
+  result.duration += delay_;
+  const bool failed = result.outcome == origin::Outcome::failure;
+  for (const auto& policy : counted_) {
+    policy.runtime().end_fetch();
+    policy.stats().origin_request(result.duration, failed);
+  }
+  counted_.clear();
+  if (elements.empty()) {
+    complete_key(leaders.front(), result.outcome, result.reply, result.duration);
+    return;
+  }
+  if (result.outcome != origin::Outcome::value) {
+    fail_elements(result.outcome, result.reply, result.duration);
+    return;
+  }
+  const auto items = split_array(result.reply, elements.size());
+  if (!items) {
+    fail_elements(origin::Outcome::failure, kBadMgetReply, result.duration);
+    return;
+  }
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    const auto& element = elements[i];
+    const auto item = (*items)[i];
+    if (element.leader >= 0) {
+      complete_key(leaders[element.leader], origin::classify_reply(item), item, result.duration);
+    } else {
+      element.assembly->on_reply(element.part, item);
+    }
+  }
+}
+
+void Fetch::fail_elements(origin::Outcome outcome, std::string_view reply,
+                          std::chrono::nanoseconds duration) {
+  for (const auto& element : elements) {
+    if (element.leader >= 0) {
+      complete_key(leaders[element.leader], outcome, reply, duration);
+    } else if (outcome == origin::Outcome::failure) {
+      element.assembly->on_failure(element.part, reply);
+    } else {
+      element.assembly->on_reply(element.part, reply);
+    }
+  }
+}
+
+void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
+                         std::chrono::nanoseconds duration) {
+  if (!key.active) return;
+  const auto now = runtime_.clock().now();
+  const auto& settings = key.policy.settings();
+  auto& policy_runtime = key.policy.runtime();
+  FlightResult result{FlightResult::Kind::reply, std::string(reply)};
+  if (outcome == origin::Outcome::failure) {
+    key.breaker->record_failure(key.admission, now);
+    policy_runtime.backoff().record_failure(key.flight_key, now, BackoffPolicy::from(settings),
+                                            random());
+    result = stale_or_failure(key, reply);
+  } else {
+    // An error reply (WRONGTYPE ...) is an answer too: the origin is healthy.
+    key.breaker->record_success(key.admission);
+    policy_runtime.backoff().record_success(key.flight_key);
+    const bool negative = outcome == origin::Outcome::nil;
+    if (outcome == origin::Outcome::value || (negative && settings.negative_ttl.count() > 0)) {
+      const auto lifetime = entry_lifetime(settings, negative, random());
+      const auto delta = ewma(key.previous_delta, duration);
+      // The ticket refuses the value if a write invalidated the key since the flight began.
+      runtime_.store().store(key.key(),
+                             cache::Entry::make(result.bytes, now, lifetime, delta, negative),
+                             key.flight->ticket);
+    }
+  }
+  if (key.background) key.policy.stats().background_refresh_done(duration);
+  finish_key(key, std::move(result));
+}
+
+void Fetch::finish_key(KeyFetch& key, FlightResult result) {
+  key.active = false;
+  // Stored first, then the flight ends: a request arriving in between finds the new entry
+  // instead of starting a second fetch.
+  key.policy.runtime().flights().finish(key.flight_key, key.flight);
+  key.flight->complete(std::move(result));
+}
+
+FlightResult Fetch::stale_or_failure(const KeyFetch& key, std::string_view error) {
+  // Read now, not when the flight began: a write meanwhile must not bring the old value back.
+  const auto now = runtime_.clock().now();
+  const auto entry = runtime_.store().peek(key.key(), now);
+  if (entry && !entry->negative && now < entry->stale_if_error_until) {
+    return {FlightResult::Kind::reply, entry->value};
+  }
+  return {FlightResult::Kind::failure, std::string(error)};
+}
+
+}  // namespace corral::stampede

@@ -1,0 +1,167 @@
+// The waiting side of a miss: waiters of a flight (woken on their own thread, bounded by
+// wait_timeout), the on_overflow answers, and MGET replies assembled from their parts.
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include "resp/encoder.hpp"
+#include "stampede/engine.hpp"
+
+namespace corral::stampede {
+
+namespace asio = boost::asio;
+
+namespace {
+std::string timeout_reason(const WaitPolicy& policy) {
+  return "ERR corral: timed out waiting for the origin (policy '" + policy.prefix + "')";
+}
+std::string concurrency_reason(const WaitPolicy& policy) {
+  return "ERR corral: origin concurrency limit reached for policy '" + policy.prefix + "'";
+}
+}  // namespace
+
+void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
+                          const std::optional<std::string>& stale,
+                          std::span<const std::string_view> argv, std::string_view reason,
+                          const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag) {
+  switch (overflow_action(policy.on_overflow, stale.has_value())) {
+    case OverflowAction::serve_stale:
+      target->on_reply(tag, *stale);
+      return;
+    case OverflowAction::fail:
+      target->on_failure(tag, reason);
+      return;
+    case OverflowAction::passthrough:
+      break;
+  }
+  origin::Origin* origin = engine ? engine->origin_for(policy.origin) : nullptr;
+  if (origin == nullptr || argv.empty()) {
+    target->on_failure(tag, reason);
+    return;
+  }
+  // Uncoalesced and uncached, as the operator asked: the reply goes straight to the client.
+  origin->fetch(argv, [target, tag](const origin::FetchResult& result) {
+    if (result.outcome == origin::Outcome::failure) {
+      target->on_failure(tag, result.reply);
+    } else {
+      target->on_reply(tag, result.reply);
+    }
+  });
+}
+
+Waiter::Waiter(const std::shared_ptr<Engine>& engine, const PolicyRef& policy,
+               std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag)
+    : executor_(engine->executor()),
+      engine_(engine),
+      policy_(policy),
+      target_(std::move(target)),
+      tag_(tag) {}
+
+void Waiter::wait(const std::shared_ptr<Flight>& flight, std::optional<std::string> flight_key,
+                  std::optional<std::string> stale, std::span<const std::string_view> argv) {
+  flight_ = flight;
+  flight_key_ = std::move(flight_key);
+  stale_ = std::move(stale);
+  if (policy_.on_overflow == config::OnOverflow::passthrough) argv_ = copy_argv(argv);
+  // Armed even without a wait_timeout (then it never fires): the pending wait is what owns us.
+  timer_.emplace(executor_);
+  if (policy_.wait_timeout.count() > 0) {
+    timer_->expires_after(policy_.wait_timeout);
+  } else {
+    timer_->expires_at(asio::steady_timer::time_point::max());
+  }
+  timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->on_timeout();
+  });
+  if (!flight->add(shared_from_this())) deliver(flight->result);
+}
+
+void Waiter::flight_done(std::shared_ptr<FlightWaiter> self,
+                         const std::shared_ptr<Flight>& flight) {
+  // Nothing of ours is touched here (another thread): only the hop home.
+  if (finished_.load(std::memory_order_acquire)) return;
+  asio::post(executor_, [self = std::move(self), flight] {
+    static_cast<Waiter&>(*self).deliver(flight->result);
+  });
+}
+
+void Waiter::deliver(const FlightResult& result) {
+  if (finished_.exchange(true, std::memory_order_acq_rel)) return;
+  const auto target = std::move(target_);
+  switch (result.kind) {
+    case FlightResult::Kind::reply:
+      target->on_reply(tag_, result.bytes);
+      break;
+    case FlightResult::Kind::failure:
+      target->on_failure(tag_, result.bytes);
+      break;
+    case FlightResult::Kind::overflow: {
+      policy_.stats->waiter_overflowed();
+      const auto engine = engine_.lock();
+      const auto argv = view_argv(argv_);
+      answer_without_fetch(engine.get(), policy_, stale_, argv, concurrency_reason(policy_), target,
+                           tag_);
+      break;
+    }
+  }
+  release();
+}
+
+void Waiter::on_timeout() {
+  if (finished_.exchange(true, std::memory_order_acq_rel)) return;
+  // Frees the place in the queue for someone else; the fetch itself goes on.
+  const auto flight = flight_.lock();
+  const auto runtime = policy_.runtime.lock();
+  if (flight && runtime && flight_key_) runtime->flights().leave(*flight_key_, flight);
+  policy_.stats->waiter_timed_out();
+  const auto engine = engine_.lock();
+  const auto argv = view_argv(argv_);
+  answer_without_fetch(engine.get(), policy_, stale_, argv, timeout_reason(policy_), target_, tag_);
+  release();
+}
+
+void Waiter::release() {
+  target_.reset();
+  timer_.reset();  // cancels a pending wait; safe from inside its own handler
+  flight_.reset();
+  stale_.reset();
+  argv_.clear();
+}
+
+MgetAssembly::MgetAssembly(std::shared_ptr<upstream::ReplyTarget> client, std::uint64_t tag,
+                           std::size_t parts)
+    : client_(std::move(client)), tag_(tag), parts_(parts), pending_(parts) {}
+
+void MgetAssembly::set_part(std::size_t part, std::string_view reply) { on_reply(part, reply); }
+
+void MgetAssembly::on_reply(std::uint64_t part, std::string_view reply) {
+  if (pending_ == 0 || part >= parts_.size()) return;
+  // Redis answers an MGET as a whole; an error for one key (none is expected) answers it all.
+  if (!reply.empty() && reply.front() == '-' && !error_reply_) error_reply_.emplace(reply);
+  parts_[part].assign(reply);
+  part_done();
+}
+
+void MgetAssembly::on_failure(std::uint64_t part, std::string_view error) {
+  if (pending_ == 0 || part >= parts_.size()) return;
+  if (!failure_) failure_.emplace(error);
+  part_done();
+}
+
+void MgetAssembly::part_done() {
+  if (--pending_ != 0) return;
+  const auto client = std::move(client_);
+  if (failure_) {
+    client->on_failure(tag_, *failure_);
+  } else if (error_reply_) {
+    client->on_reply(tag_, *error_reply_);
+  } else {
+    std::string reply;
+    resp::append_array_header(reply, parts_.size());
+    for (const auto& part : parts_) reply.append(part);
+    client->on_reply(tag_, reply);
+  }
+  parts_.clear();
+}
+
+}  // namespace corral::stampede

@@ -1,0 +1,61 @@
+// Sees writes that other Redis clients make straight to Redis, through server-assisted
+// client-side caching: one connection per process runs CLIENT TRACKING in BCAST mode for the
+// prefixes of redis-origin policies, redirected to itself and subscribed to __redis__:invalidate.
+#pragma once
+
+#include <utility>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config/settings.hpp"
+
+namespace corral::stampede {
+
+class CacheRuntime;
+
+class InvalidationListener : public std::enable_shared_from_this<InvalidationListener> {
+ public:
+  InvalidationListener(const boost::asio::any_io_executor& executor,
+                       const config::UpstreamSettings& upstream, CacheRuntime& runtime);
+  ~InvalidationListener();
+
+  void start();
+  void stop();
+  // The policies changed: re-establish tracking for the new prefix set.
+  void restart();
+
+  // True while tracking is established (a gauge for metrics and CORRAL.STATS).
+  bool tracking() const { return tracking_.load(std::memory_order_relaxed); }
+  std::uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
+
+ private:
+  boost::asio::awaitable<void> run();
+  // One connected session: handshake, then invalidation messages until the connection drops.
+  boost::asio::awaitable<void> serve(const std::vector<std::string>& prefixes);
+  boost::asio::awaitable<bool> connect();
+  boost::asio::awaitable<bool> call(const std::vector<std::string>& argv, std::string& reply);
+  boost::asio::awaitable<bool> read_reply(std::string& reply);
+  void apply(std::string_view message, const std::vector<std::string>& prefixes);
+  void flush(const std::vector<std::string>& prefixes);
+
+  boost::asio::any_io_executor executor_;
+  config::UpstreamSettings upstream_;
+  CacheRuntime& runtime_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer backoff_timer_;
+  std::string buffer_;
+  std::size_t buffered_ = 0;
+  bool stopping_ = false;
+  std::atomic<bool> tracking_{false};
+  std::atomic<std::uint64_t> reconnects_{0};
+};
+
+}  // namespace corral::stampede

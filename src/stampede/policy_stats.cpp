@@ -1,0 +1,74 @@
+// Per-policy counters and the lock-free duration histogram.
+#include "stampede/policy_stats.hpp"
+
+#include <algorithm>
+
+namespace corral::stampede {
+
+namespace {
+// Bucket bounds in whole nanoseconds, so placing a sample is an integer comparison.
+constexpr auto kBoundsNs = [] {
+  std::array<std::uint64_t, DurationHistogram::kBounds.size()> ns{};
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    ns[i] = static_cast<std::uint64_t>(DurationHistogram::kBounds[i] * 1e9 + 0.5);
+  }
+  return ns;
+}();
+
+std::uint64_t load(const std::atomic<std::uint64_t>& counter) {
+  return counter.load(std::memory_order_relaxed);
+}
+}  // namespace
+
+std::string_view to_string(LookupOutcome outcome) {
+  constexpr std::string_view kNames[] = {"hit", "stale", "miss", "coalesced", "negative"};
+  return kNames[static_cast<std::size_t>(outcome)];
+}
+
+std::string_view to_string(InvalidationSource source) {
+  constexpr std::string_view kNames[] = {"write", "tracking", "admin", "flush"};
+  return kNames[static_cast<std::size_t>(source)];
+}
+
+void DurationHistogram::observe(std::chrono::nanoseconds duration) {
+  const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, duration.count()));
+  std::size_t i = 0;
+  while (i < kBoundsNs.size() && ns > kBoundsNs[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(ns, std::memory_order_relaxed);
+}
+
+DurationHistogram::Snapshot DurationHistogram::snapshot() const {
+  Snapshot out;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    out.buckets[i] = load(buckets_[i]);
+    out.count += out.buckets[i];
+  }
+  out.sum_seconds = static_cast<double>(load(sum_ns_)) / 1e9;
+  return out;
+}
+
+void PolicyStats::origin_request(std::chrono::nanoseconds d, bool failed) {
+  add(origin_requests_);
+  if (failed) add(origin_errors_);
+  origin_durations_.observe(d);
+}
+
+PolicyStatsSnapshot PolicyStats::snapshot() const {
+  PolicyStatsSnapshot out;
+  out.prefix = prefix_;
+  for (std::size_t i = 0; i < kLookupOutcomes; ++i) out.lookups[i] = load(lookups_[i]);
+  out.early_refreshes = load(early_refreshes_);
+  out.background_refreshes = load(background_refreshes_);
+  out.origin_requests = load(origin_requests_);
+  out.origin_errors = load(origin_errors_);
+  out.stampede_blocked = load(stampede_blocked_);
+  out.waiters_overflowed = load(waiters_overflowed_);
+  out.waiters_timed_out = load(waiters_timed_out_);
+  for (std::size_t i = 0; i < kInvalidationSources; ++i) {
+    out.invalidations[i] = load(invalidations_[i]);
+  }
+  return out;
+}
+
+}  // namespace corral::stampede

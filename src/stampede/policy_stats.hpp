@@ -1,0 +1,110 @@
+// Per-policy counters of the caching layer: relaxed atomics written by every io thread on the
+// data path, read by the /metrics collector and by the CORRAL.STATS / CORRAL.INFO admin commands.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace corral::stampede {
+
+enum class LookupOutcome : std::uint8_t { hit, stale, miss, coalesced, negative };
+inline constexpr std::size_t kLookupOutcomes = 5;
+std::string_view to_string(LookupOutcome outcome);
+
+enum class InvalidationSource : std::uint8_t { write, tracking, admin, flush };
+inline constexpr std::size_t kInvalidationSources = 4;
+std::string_view to_string(InvalidationSource source);
+
+// A fixed-bucket histogram of durations; lock-free, so observing costs a few relaxed adds.
+class DurationHistogram {
+ public:
+  static constexpr std::array<double, 14> kBounds = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
+  struct Snapshot {
+    std::array<std::uint64_t, kBounds.size() + 1> buckets{};  // per bucket, last one is +Inf
+    std::uint64_t count = 0;
+    double sum_seconds = 0;
+  };
+
+  void observe(std::chrono::nanoseconds duration);
+  Snapshot snapshot() const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBounds.size() + 1> buckets_{};
+  std::atomic<std::uint64_t> sum_ns_{0};
+};
+
+// Plain values for admin commands (breaker state and concurrency come from the PolicyRuntime).
+struct PolicyStatsSnapshot {
+  std::string prefix;
+  std::array<std::uint64_t, kLookupOutcomes> lookups{};  // indexed by LookupOutcome
+  std::uint64_t early_refreshes = 0;
+  std::uint64_t background_refreshes = 0;
+  std::uint64_t origin_requests = 0;
+  std::uint64_t origin_errors = 0;
+  std::uint64_t stampede_blocked = 0;
+  std::uint64_t waiters_overflowed = 0;
+  std::uint64_t waiters_timed_out = 0;
+  std::array<std::uint64_t, kInvalidationSources> invalidations{};  // by InvalidationSource
+  int breaker_state = 0;                                            // 0 closed, 1 open, 2 half-open
+  int origin_in_flight = 0;
+
+  std::uint64_t lookup(LookupOutcome outcome) const {
+    return lookups[static_cast<std::size_t>(outcome)];
+  }
+  std::uint64_t invalidation(InvalidationSource source) const {
+    return invalidations[static_cast<std::size_t>(source)];
+  }
+};
+
+// Thread-safe; every counter is a relaxed atomic (exact when quiet, approximate while busy).
+class PolicyStats {
+ public:
+  explicit PolicyStats(std::string prefix) : prefix_(std::move(prefix)) {}
+  PolicyStats(const PolicyStats&) = delete;
+  PolicyStats& operator=(const PolicyStats&) = delete;
+
+  const std::string& prefix() const { return prefix_; }
+
+  void lookup(LookupOutcome outcome) { add(lookups_[static_cast<std::size_t>(outcome)]); }
+  void early_refresh() { add(early_refreshes_); }
+  void background_refresh() { add(background_refreshes_); }
+  void background_refresh_done(std::chrono::nanoseconds d) { background_durations_.observe(d); }
+  void origin_request(std::chrono::nanoseconds d, bool failed);
+  void stampede_blocked() { add(stampede_blocked_); }
+  void waiter_overflowed() { add(waiters_overflowed_); }
+  void waiter_timed_out() { add(waiters_timed_out_); }
+  void invalidation(InvalidationSource source, std::uint64_t n = 1) {
+    add(invalidations_[static_cast<std::size_t>(source)], n);
+  }
+
+  PolicyStatsSnapshot snapshot() const;
+  DurationHistogram::Snapshot origin_durations() const { return origin_durations_.snapshot(); }
+  DurationHistogram::Snapshot background_durations() const {
+    return background_durations_.snapshot();
+  }
+
+ private:
+  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  const std::string prefix_;
+  std::array<std::atomic<std::uint64_t>, kLookupOutcomes> lookups_{};
+  std::atomic<std::uint64_t> early_refreshes_{0};
+  std::atomic<std::uint64_t> background_refreshes_{0};
+  std::atomic<std::uint64_t> origin_requests_{0};
+  std::atomic<std::uint64_t> origin_errors_{0};
+  std::atomic<std::uint64_t> stampede_blocked_{0};
+  std::atomic<std::uint64_t> waiters_overflowed_{0};
+  std::atomic<std::uint64_t> waiters_timed_out_{0};
+  std::array<std::atomic<std::uint64_t>, kInvalidationSources> invalidations_{};
+  DurationHistogram origin_durations_;
+  DurationHistogram background_durations_;
+};
+
+}  // namespace corral::stampede

@@ -1,0 +1,65 @@
+// The cached-read path of one io thread: serves policy reads from the store and protects the
+// origin (coalescing, grace, XFetch, stale-if-error, backoff, breaker, negative caching).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "stampede/cache_runtime.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::upstream {
+class Pool;
+}
+namespace corral::origin {
+class Origin;
+}
+
+namespace corral::stampede {
+
+struct ReadThroughOptions {
+  std::shared_ptr<origin::Origin> redis_origin;  // serves the policies with `origin: redis`
+  cache::Random* random = nullptr;               // jitter, XFetch, backoff; null: thread_random()
+  bool sweeper = true;  // this thread may run the store's sweeper (one thread per process does)
+};
+
+class ReadThrough {
+ public:
+  // Production: policies with `origin: redis` read through `pool`'s shared connection of the
+  // configured database. Must be destroyed on (or after stopping) the executor's thread.
+  ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
+              upstream::Pool& pool);
+  // With origins of the caller's choice (tests drive fetches by hand through this seam).
+  ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
+              ReadThroughOptions options);
+  ~ReadThrough();
+  ReadThrough(const ReadThrough&) = delete;
+  ReadThrough& operator=(const ReadThrough&) = delete;
+
+  // `command` is the command table's row name ("get", "mget", "hget" ...). Returns true when
+  // the request is a cached read of a policy key: its reply will reach target->on_*(tag),
+  // exactly once, on this thread. False: the caller forwards it as usual.
+  bool handle_read(std::string_view command, std::span<const std::string_view> argv,
+                   std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target);
+
+  // For a write touching `argv[key_indices]`: the target to forward it with, so cached entries
+  // of those keys are dropped once Redis has answered (reply or not). Returns `target` itself
+  // when none of the keys falls under a policy.
+  std::shared_ptr<upstream::ReplyTarget> wrap_write(
+      std::span<const std::string_view> argv, std::span<const std::size_t> key_indices,
+      const std::shared_ptr<upstream::ReplyTarget>& target);
+
+  // FLUSHDB / FLUSHALL went through: everything cached goes.
+  void flush_all();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace corral::stampede

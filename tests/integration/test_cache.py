@@ -1,0 +1,251 @@
+#!/usr/bin/python3
+# The read-through cache against a real redis-server: one upstream fetch for 500 concurrent misses
+# (coalescing), stale values served in grace, XFetch early refresh, negative caching, MGET key by
+# key, invalidation by writes through Corral, and the metrics exposition (promtool-checked).
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cache.py [name-filter]
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import Raw, check, encode_command, eq  # noqa: E402
+
+suite = harness.Suite("cache")
+
+
+def _policy(prefix, **settings):
+    policy = {"prefix": prefix, "origin": "redis", "commands": ["GET", "MGET", "HGET"],
+              "ttl": "60s", "beta": 0, "jitter": 0}
+    policy.update(settings)
+    return policy
+
+
+POLICIES = [
+    _policy("st:"),                                       # coalescing
+    _policy("gr:", ttl="1s", grace="10s"),                # stale-while-revalidate
+    # delta ~ fetch_delay (100ms) * beta 10 = 1s: XFetch fires in the last second of the TTL.
+    _policy("xf:", ttl="2s", beta=10, fetch_delay="100ms"),
+    _policy("neg:", negative_ttl="30s"),
+    _policy("inv:"),
+]
+CONFIG = {"policies": POLICIES, "upstream": {"command_timeout": "5s"}}
+
+# The harness's YAML emitter writes lists inline and cannot hold a list of maps (the policies);
+# JSON is YAML too, so this suite's config is written as JSON.
+harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+
+
+@suite.fixture
+def fixture():
+    # DEBUG SLEEP stalls the upstream on purpose (disabled by default since Redis 7).
+    stack = harness.Stack(CONFIG, redis_args=["--enable-debug-command", "yes"], name="cache")
+    stack.start()
+    wait_tracking(stack)
+    return stack
+
+
+@suite.before_each
+def clean(stack):
+    direct = stack.direct()
+    direct.flushall()
+    direct.config_resetstat()
+
+
+def wait_tracking(stack):
+    """Corral's invalidation listener must be in place before tests write, or it would flush
+    the cache under them when it arrives."""
+    def tracking():
+        return any(c.get("name") == "corral-tracking" for c in stack.direct().client_list())
+    harness.wait_until(tracking, 5.0, what="corral's tracking connection")
+
+
+def calls(stack, command):
+    stats = stack.direct().info("commandstats")
+    return stats.get("cmdstat_" + command, {}).get("calls", 0)
+
+
+def metric(stack, name, **labels):
+    return stack.corral.metric(name, **labels)
+
+
+def stall_upstream(stack, seconds, then=()):
+    """Blocks redis-server for `seconds` (DEBUG SLEEP on a side connection), then runs `then`
+    (commands pipelined behind it, so they run before any other client is served)."""
+    side = stack.redis.raw()
+    side.send(encode_command("DEBUG", "SLEEP", str(seconds)) +
+              b"".join(encode_command(*c) for c in then))
+    time.sleep(0.05)  # let redis-server read it and fall asleep
+    return side
+
+
+def swap_in(stack, key, value):
+    """Gives `key` a new value in db 0 that no invalidation announces: SWAPDB sends no tracking
+    messages (Redis 7.0), so the cache really holds an outdated value afterwards. Call before the
+    cache reads the key: the db 1 write itself is announced (tracking goes by key name), and its
+    invalidation must have landed before the cache is filled."""
+    prefix = key.split(":", 1)[0] + ":"
+    def seen():
+        return metric(stack, "corral_cache_invalidations_total", policy=prefix, source="tracking")
+    before = seen()
+    stack.direct(db=1).set(key, value)
+    harness.wait_until(lambda: seen() > before, 3.0, what="the tracking invalidation of " + key)
+
+
+@suite.test(corral_only=True)
+def stampede_of_500_clients_makes_one_upstream_get(stack):
+    stack.direct().set("st:hot", "v")
+    clients = [Raw(stack.port, timeout=10) for _ in range(500)]
+    try:
+        for c in clients:  # all connected before the stampede starts
+            c.call("PING")
+        before = calls(stack, "get")
+        side = stall_upstream(stack, 0.5)
+        for c in clients:
+            c.send(encode_command("GET", "st:hot"))
+        replies = [c.read() for c in clients]
+        side.read()
+        side.close()
+    finally:
+        for c in clients:
+            c.close()
+    eq(set(replies), {b"v"}, "every client's reply")
+    eq(calls(stack, "get") - before, 1, "GETs that reached redis-server")
+    eq(metric(stack, "corral_cache_lookups_total", policy="st:", outcome="miss"), 1.0, "misses")
+    coalesced = metric(stack, "corral_cache_lookups_total", policy="st:", outcome="coalesced")
+    eq(coalesced, 499.0, "coalesced lookups")
+    eq(metric(stack, "corral_stampede_blocked_total", policy="st:"), 499.0, "stampede_blocked")
+
+
+@suite.test(corral_only=True)
+def stale_served_in_grace_then_refreshed(stack):
+    swap_in(stack, "gr:1", "new")
+    stack.direct().set("gr:1", "old")
+    client = stack.client()
+    eq(client.get("gr:1"), b"old", "first read")
+    stack.direct().swapdb(0, 1)  # redis-server now holds "new"; the cache does not know
+    eq(stack.direct().get("gr:1"), b"new", "redis-server's value")
+    before = calls(stack, "get")
+    time.sleep(1.2)  # past the 1s TTL, inside the 10s grace
+    # The upstream is stalled: an answer now can only come from the cache.
+    side = stall_upstream(stack, 0.5)
+    t0 = time.monotonic()
+    eq(client.get("gr:1"), b"old", "read in grace")
+    for _ in range(20):
+        eq(client.get("gr:1"), b"old", "reads while the refresh waits")
+    elapsed = time.monotonic() - t0
+    check(elapsed < 0.3, "stale reads took %.3fs: they waited for the upstream" % elapsed)
+    side.read()
+    side.close()
+    harness.wait_until(lambda: client.get("gr:1") == b"new", 3.0, what="the refreshed value")
+    eq(calls(stack, "get") - before, 1, "upstream GETs: one background refresh")
+    check(metric(stack, "corral_cache_lookups_total", policy="gr:", outcome="stale") >= 21,
+          "stale lookups were not counted")
+    eq(metric(stack, "corral_cache_background_refreshes_total", policy="gr:"), 1.0,
+       "background refreshes")
+    eq(metric(stack, "corral_cache_background_refresh_duration_seconds_count", policy="gr:"), 1.0,
+       "refresh durations observed")
+
+
+@suite.test(corral_only=True)
+def xfetch_refreshes_before_expiry_without_a_miss(stack):
+    swap_in(stack, "xf:1", "new")
+    stack.direct().set("xf:1", "old")
+    client = stack.client()
+    t0 = time.monotonic()
+    eq(client.get("xf:1"), b"old", "first read")
+    stack.direct().swapdb(0, 1)
+    seen = []
+    # Stop short of the 2s TTL: a change seen before it can only come from an early refresh.
+    while time.monotonic() - t0 < 1.85:
+        seen.append(client.get("xf:1"))
+        time.sleep(0.01)
+    check(b"new" in seen, "no early refresh within the TTL (%d reads)" % len(seen))
+    eq(seen[0], b"old", "first hit")
+    eq(metric(stack, "corral_cache_lookups_total", policy="xf:", outcome="miss"), 1.0,
+       "misses (only the first read)")
+    check(metric(stack, "corral_cache_early_refreshes_total", policy="xf:") >= 1,
+          "corral_cache_early_refreshes_total stayed 0")
+
+
+@suite.test(corral_only=True)
+def nil_replies_are_cached_for_negative_ttl(stack):
+    client = stack.client()
+    eq(client.get("neg:none"), None, "first read")
+    for _ in range(5):
+        eq(client.get("neg:none"), None, "cached not-found")
+    eq(calls(stack, "get"), 1, "upstream GETs")
+    eq(metric(stack, "corral_cache_lookups_total", policy="neg:", outcome="negative"), 5.0,
+       "negative hits")
+    # A write through Corral ends the negative entry at once.
+    client.set("neg:none", "here")
+    eq(client.get("neg:none"), b"here", "read after the write")
+
+
+@suite.test(corral_only=True)
+def writes_through_corral_invalidate(stack):
+    client = stack.client()
+    stack.direct().set("inv:1", "v1")
+    eq(client.get("inv:1"), b"v1", "first read")
+    eq(client.get("inv:1"), b"v1", "cached read")
+    client.set("inv:1", "v2")
+    eq(client.get("inv:1"), b"v2", "read after SET")
+    client.hset("inv:h", "f", "a")
+    eq(client.hget("inv:h", "f"), b"a", "HGET")
+    client.hset("inv:h", "f", "b")
+    eq(client.hget("inv:h", "f"), b"b", "HGET after HSET")
+    # Pipelined: the write and the read leave together; the read must see the write.
+    raw = stack.raw()
+    for i in range(20):
+        value = "p%d" % i
+        raw.send(encode_command("SET", "inv:1", value) + encode_command("GET", "inv:1"))
+        eq(raw.read(), b"OK", "SET reply")
+        eq(raw.read(), value.encode(), "pipelined read after write %d" % i)
+    raw.close()
+    client.delete("inv:1")
+    eq(client.get("inv:1"), None, "read after DEL")
+    check(metric(stack, "corral_cache_invalidations_total", policy="inv:", source="write") >= 24,
+          "write invalidations were not counted")
+
+
+@suite.test(corral_only=True)
+def mget_answered_key_by_key(stack):
+    direct, client = stack.direct(), stack.client()
+    direct.mset({"st:a": "A", "st:b": "B", "plain": "P"})
+    eq(client.get("st:a"), b"A", "GET caches st:a")
+    before = calls(stack, "mget")
+    eq(client.mget("st:a", "st:b", "plain", "st:missing"), [b"A", b"B", b"P", None], "MGET")
+    eq(calls(stack, "mget") - before, 1, "one upstream MGET for the missing keys")
+    eq(client.mget("st:b", "st:a"), [b"B", b"A"], "MGET of cached keys")
+    eq(calls(stack, "mget") - before, 1, "no upstream MGET for cached keys")
+    eq(calls(stack, "get"), 1, "upstream GETs")
+
+
+@suite.test(corral_only=True)
+def metrics_exposition_is_valid(stack):
+    client = stack.client()
+    client.get("st:m")
+    client.get("st:m")
+    status, body = stack.corral.http("/metrics")
+    eq(status, 200, "/metrics status")
+    for series in ('corral_cache_lookups_total{policy="st:",outcome="hit"}',
+                   'corral_origin_requests_total{policy="st:",origin="redis"}',
+                   'corral_circuit_breaker_state{policy="gr:"}',
+                   'corral_cache_invalidations_total{policy="inv:",source="tracking"}',
+                   "corral_cache_entries ", "corral_cache_bytes ", "corral_cache_evictions_total "):
+        check(series in body, "%s missing from /metrics" % series)
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        raise harness.Skip("promtool not installed (Debian package prometheus)")
+    checked = subprocess.run([promtool, "check", "metrics"], input=body.encode(),
+                             capture_output=True, timeout=30)
+    eq(checked.returncode, 0, "promtool check metrics (%s)" % (checked.stdout + checked.stderr)
+       .decode("utf-8", "replace")[:2000])
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+# Invalidation from outside Corral and operator controls: writes made straight to Redis reach the
+# cache through CLIENT TRACKING (BCAST), a killed tracking connection flushes and comes back,
+# CORRAL.INFO / INVALIDATE / STATS, the admin password, and SIGHUP reloading policies.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_invalidation.py [name-filter]
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, eq, is_err  # noqa: E402
+
+suite = harness.Suite("invalidation")
+
+POLICY = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
+          "beta": 0}
+CONFIG = {"client": {"admin_password": "admin-secret"}, "policies": [POLICY]}
+
+
+@suite.fixture
+def fixture():
+    return harness.Stack(CONFIG, name="invalidation").start()
+
+
+@suite.before_each
+def clean(stack):
+    stack.direct().flushall()
+    wait_tracking(stack)
+
+
+def admin(stack):
+    client = stack.client()
+    client.execute_command("AUTH", "admin-secret")
+    return client
+
+
+def tracking_client_id(stack):
+    for entry in stack.direct().client_list():
+        if entry.get("name") == "corral-tracking":
+            return int(entry["id"])
+    return None
+
+
+def wait_tracking(stack):
+    harness.wait_until(lambda: tracking_client_id(stack) is not None, 5.0,
+                       what="corral's tracking connection")
+
+
+def info(client, key):
+    flat = client.execute_command("CORRAL.INFO", key)
+    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+@suite.test(corral_only=True)
+def cached_until_written_elsewhere(stack):
+    direct, client = stack.direct(), stack.client()
+    direct.set("product:1", "v1")
+    eq(client.get("product:1"), b"v1", "first read")
+    eq(info(admin(stack), "product:1")["state"], b"fresh", "cached after the read")
+    # A write straight to Redis must reach the cache through tracking, not after the 60s TTL.
+    direct.set("product:1", "v2")
+    harness.wait_until(lambda: client.get("product:1") == b"v2", 3.0,
+                       what="the direct write to show through corral")
+    eq(info(admin(stack), "product:1")["state"], b"fresh", "cached again after the refetch")
+
+
+@suite.test(corral_only=True)
+def uncached_prefix_not_tracked(stack):
+    direct, client = stack.direct(), stack.client()
+    direct.set("other:1", "a")
+    eq(client.get("other:1"), b"a", "passthrough read")
+    eq(info(admin(stack), "other:1")["policy"], b"none", "no policy for other:")
+
+
+@suite.test(corral_only=True)
+def killed_tracking_connection_flushes_and_returns(stack):
+    direct, client = stack.direct(), stack.client()
+    direct.set("product:2", "old")
+    eq(client.get("product:2"), b"old", "cached read")
+    first_id = tracking_client_id(stack)
+    direct.execute_command("CLIENT", "KILL", "ID", str(first_id))
+    # While nobody tracks, this write is unseen; the flush on reconnect must still drop "old".
+    direct.set("product:2", "new")
+    harness.wait_until(lambda: (tracking_client_id(stack) or first_id) != first_id, 5.0,
+                       what="tracking re-established with a new connection")
+    harness.wait_until(lambda: client.get("product:2") == b"new", 3.0,
+                       what="the cached value flushed after the tracking connection died")
+    direct.set("product:2", "newer")
+    harness.wait_until(lambda: client.get("product:2") == b"newer", 3.0,
+                       what="invalidations flowing on the new tracking connection")
+
+
+@suite.test(corral_only=True)
+def flushall_upstream_flushes_cache(stack):
+    direct, client = stack.direct(), stack.client()
+    direct.set("product:3", "x")
+    eq(client.get("product:3"), b"x", "cached read")
+    direct.flushall()
+    harness.wait_until(lambda: client.get("product:3") is None, 3.0,
+                       what="FLUSHALL on Redis to empty the cached prefix")
+
+
+@suite.test(corral_only=True)
+def admin_commands(stack):
+    direct, client, operator = stack.direct(), stack.client(), admin(stack)
+    for i in range(5):
+        direct.set("product:a%d" % i, "v%d" % i)
+        eq(client.get("product:a%d" % i), b"v%d" % i, "warm")
+    fields = info(operator, "product:a0")
+    eq(fields["policy"], b"product:", "policy")
+    eq(fields["state"], b"fresh", "state")
+    check(0 < fields["ttl_ms"] <= 60000, "ttl_ms in (0, 60000]: %r" % fields["ttl_ms"])
+    eq(operator.execute_command("CORRAL.INVALIDATE", "product:a0"), 1, "one key dropped")
+    eq(info(operator, "product:a0")["state"], b"absent", "dropped")
+    eq(operator.execute_command("CORRAL.INVALIDATE", "product:a*"), 4, "the rest by prefix")
+    eq(info(operator, "product:a1")["state"], b"absent", "dropped by prefix")
+    stats = operator.execute_command("CORRAL.STATS")
+    check(b"product:" in b"".join(x if isinstance(x, bytes) else b"" for x in flatten(stats)),
+          "CORRAL.STATS names the policy: %r" % stats)
+
+
+def flatten(value):
+    if isinstance(value, list):
+        for item in value:
+            yield from flatten(item)
+    else:
+        yield value
+
+
+@suite.test(corral_only=True)
+def admin_needs_admin_password(stack):
+    with stack.raw() as r:
+        is_err(r.call("CORRAL.INFO", "product:1"), "NOPERM", "without AUTH")
+        is_err(r.call("CORRAL.INVALIDATE", "product:*"), "NOPERM", "without AUTH")
+        eq(r.call("AUTH", "admin-secret"), b"OK", "admin AUTH")
+        check(isinstance(r.call("CORRAL.INFO", "product:1"), list), "allowed after AUTH")
+
+
+@suite.test(corral_only=True)
+def sighup_reloads_policies(stack):
+    corral, operator = stack.corral, admin(stack)
+    eq(info(operator, "fresh:1")["policy"], b"none", "no policy before the reload")
+    overrides = dict(CONFIG, policies=[POLICY, {"prefix": "fresh:", "origin": "redis",
+                                                "ttl": "30s", "beta": 0}])
+    corral.overrides = overrides
+    with open(corral.config_path, "w") as f:
+        f.write(harness.to_yaml(corral.config()) + "\n")
+    corral.signal(signal.SIGHUP)
+    harness.wait_until(lambda: info(admin(stack), "fresh:1")["policy"] == b"fresh:", 3.0,
+                       what="the new policy after SIGHUP")
+    stack.direct().set("fresh:1", "v")
+    eq(stack.client().get("fresh:1"), b"v", "read under the new policy")
+    eq(info(admin(stack), "fresh:1")["state"], b"fresh", "cached under the new policy")
+
+    # A broken file is refused: the running policies stay.
+    with open(corral.config_path, "a") as f:
+        f.write("bogus_key: 1\n")
+    corral.signal(signal.SIGHUP)
+    time.sleep(0.5)
+    check(corral.alive(), "corral survives a bad reload")
+    eq(info(admin(stack), "fresh:1")["policy"], b"fresh:", "old policies kept")
+    check("keeping the running config" in corral.log_text(), "the refusal is logged")
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())
