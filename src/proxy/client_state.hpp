@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace corral::upstream {
 class Connection;
@@ -23,6 +24,7 @@ struct ClientState {
   std::shared_ptr<upstream::Connection> dedicated;
   bool in_multi = false;
   bool multi_errored = false;  // Corral refused a command queued in MULTI: EXEC must abort
+  std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
   bool watching = false;
   bool tracking = false;  // CLIENT TRACKING on
   bool sticky = false;    // held until the client leaves (MONITOR, CLIENT REPLY, CLIENT NO-EVICT)

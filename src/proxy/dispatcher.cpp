@@ -32,6 +32,25 @@ bool has_argument(std::span<const std::string_view> argv, std::string_view word)
                      [word](std::string_view arg) { return iequals(arg, word); });
 }
 
+// Clears the cache again when Redis confirms a flush, voiding fetches that raced it.
+class FlushOnReply : public upstream::ReplyTarget {
+ public:
+  FlushOnReply(std::shared_ptr<upstream::ReplyTarget> client, stampede::ReadThrough& cache)
+      : client_(std::move(client)), cache_(cache) {}
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    cache_.flush_all();
+    client_->on_reply(tag, reply);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    cache_.flush_all();
+    client_->on_failure(tag, error);
+  }
+
+ private:
+  std::shared_ptr<upstream::ReplyTarget> client_;
+  stampede::ReadThrough& cache_;
+};
+
 std::string normalized_command_name(std::string_view configured) {
   std::string name;
   for (char c : configured) {
@@ -149,6 +168,7 @@ void Dispatcher::release_dedicated(ClientState& client) {
   client.in_multi = client.multi_errored = client.watching = client.tracking = false;
   client.sticky = false;
   client.tunnel = client.subscribed = false;
+  client.queued_write_keys.clear();
 }
 
 // Tracks the connection state a command leaves behind on the client's dedicated connection.
@@ -209,7 +229,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
       read_through_->handle_read(row.name, request.argv, tag, target)) {
     return Action::done;
   }
-  const auto& reply_to = cacheable ? invalidating_target(row, request, target) : target;
+  const auto& reply_to = cacheable ? invalidating_target(client, row, request, target) : target;
   const auto bytes = wire_bytes(request);
   bool sent = false;
   if (client.dedicated) {
@@ -234,16 +254,30 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
 }
 
 // Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.
+// Writes queued in MULTI only run at EXEC, so EXEC's reply drops their keys again.
 std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
-    const CommandSpec& row, const Request& request,
+    ClientState& client, const CommandSpec& row, const Request& request,
     const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (row.name == "exec" && !client.queued_write_keys.empty()) {
+    std::vector<std::string_view> keys(client.queued_write_keys.begin(),
+                                       client.queued_write_keys.end());
+    keys_.resize(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) keys_[i] = i;
+    auto wrapped = read_through_->wrap_write(keys, keys_, target);
+    client.queued_write_keys.clear();
+    return wrapped;
+  }
+  if (row.name == "discard") client.queued_write_keys.clear();
   if (!(row.flags & kWrite)) return target;
   if (row.name == "flushdb" || row.name == "flushall") {
     read_through_->flush_all();
-    return target;
+    return std::make_shared<FlushOnReply>(target, *read_through_);
   }
   key_indices(row, request.argv, keys_);
   if (keys_.empty()) return target;
+  if (client.in_multi) {
+    for (auto index : keys_) client.queued_write_keys.emplace_back(request.argv[index]);
+  }
   return read_through_->wrap_write(request.argv, keys_, target);
 }
 
@@ -268,6 +302,7 @@ class FixedReply : public upstream::ReplyTarget {
 Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
                                      const std::shared_ptr<upstream::ReplyTarget>& target) {
   client.in_multi = client.multi_errored = client.watching = false;
+  client.queued_write_keys.clear();
   std::string reply;
   resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
   std::string discard;

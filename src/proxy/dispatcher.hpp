@@ -77,7 +77,7 @@ class Dispatcher {
   Action abort_transaction(ClientState& client, std::uint64_t tag,
                            const std::shared_ptr<upstream::ReplyTarget>& target);
   std::shared_ptr<upstream::ReplyTarget> invalidating_target(
-      const CommandSpec& row, const Request& request,
+      ClientState& client, const CommandSpec& row, const Request& request,
       const std::shared_ptr<upstream::ReplyTarget>& target);
   Route route_for(const Resolved& resolved, const Request& request) const;
   std::string_view wire_bytes(const Request& request);

@@ -1,6 +1,6 @@
 // The tracking connection: handshake (AUTH, CLIENT ID, CLIENT TRACKING ... BCAST PREFIX ...,
 // SUBSCRIBE __redis__:invalidate), then invalidation messages; tracked prefixes are flushed
-// whenever tracking is lost or (re)established, since writes in between went unseen.
+// whenever tracking is (re)established, since writes made while nobody tracked went unseen.
 #include "stampede/invalidation_listener.hpp"
 
 #include <algorithm>
@@ -76,9 +76,10 @@ awaitable<void> InvalidationListener::run() {
       backoff_timer_.expires_at(asio::steady_timer::time_point::max());
     } else {
       co_await serve(prefixes);
+      // The tracked prefixes are flushed when tracking is re-established, not now: if Redis
+      // itself went away, the cached copies are what stale-if-error serves meanwhile.
       if (tracking_.exchange(false)) {
-        spdlog::warn("tracking connection lost: flushing {} tracked prefixes", prefixes.size());
-        flush(prefixes);
+        spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
         backoff = upstream_.reconnect_backoff_min;
       }
       reconnects_.fetch_add(1, std::memory_order_relaxed);

@@ -83,8 +83,8 @@ def main():
     axes[0][0].set_ylim(top=top * 3)
     axes[-1][0].set_xlabel("time since start of load (s)")
     fig.suptitle(args.title, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.legend(legend.values(), legend.keys(), loc="upper right", ncol=3, fontsize=8,
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8,
                frameon=False)
     fig.savefig(args.out, dpi=110)
     print(args.out)

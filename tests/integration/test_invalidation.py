@@ -26,8 +26,15 @@ def fixture():
 
 @suite.before_each
 def clean(stack):
-    stack.direct().flushall()
     wait_tracking(stack)
+    # FLUSHALL reaches the cache asynchronously (a tracking message): wait until a sentinel
+    # cached before it is gone, so the flush cannot land in the middle of the next test.
+    direct, client = stack.direct(), stack.client()
+    direct.set("product:sentinel", "1")
+    client.get("product:sentinel")
+    direct.flushall()
+    harness.wait_until(lambda: client.get("product:sentinel") is None, 3.0,
+                       what="the FLUSHALL of the cleanup to reach the cache")
 
 
 def admin(stack):
@@ -100,6 +107,20 @@ def flushall_upstream_flushes_cache(stack):
     direct.flushall()
     harness.wait_until(lambda: client.get("product:3") is None, 3.0,
                        what="FLUSHALL on Redis to empty the cached prefix")
+
+
+@suite.test(corral_only=True)
+def exec_drops_keys_written_in_multi(stack):
+    direct, reader = stack.direct(), stack.client()
+    direct.set("product:m", "a")
+    eq(reader.get("product:m"), b"a", "cached")
+    with stack.raw() as tx:
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("SET", "product:m", "b"), b"QUEUED", "SET queued")
+        # Queued, not run: another client's read caches the old value again.
+        eq(reader.get("product:m"), b"a", "old value before EXEC")
+        eq(tx.call("EXEC"), [b"OK"], "EXEC")
+    eq(reader.get("product:m"), b"b", "EXEC's write dropped the cached value")
 
 
 @suite.test(corral_only=True)
