@@ -12,12 +12,14 @@
 #   aside     the clients do cache-aside themselves against redis-server: GET; on nil "compute" for the
 #             fetch time, then SET key value PX ttl. Origin fetches = computes (counted by the generator).
 #   coalesce  Corral, policy hot: with ttl, beta 0, grace 0 and fetch_delay = the fetch time: coalescing
-#             only. Origin fetches from Corral's corral_origin_requests_total, after minus before.
+#             only.
 #   grace     Corral, same policy with beta 1.0 and grace 10s: stale-while-revalidate plus XFetch.
 # The generator (tests/bench/stampede_load.cpp) polls the key's expiry (PEXPIRETIME on Redis, CORRAL.INFO
 # through Corral) to find the expiry instants E; a request sent in [E - 50 ms, E + fetch + 100 ms] is
 # "during expiry", any other is a plain hit. Through Corral an expiry is one TTL cycle of the cached value
-# (a value refreshed early by XFetch still marks its nominal expiry).
+# (a value refreshed early by XFetch still marks its nominal expiry), and its origin fetches are the
+# policy's CORRAL.STATS origin_requests counted between the first sightings of the old and the new value;
+# corral_origin_requests_total from /metrics (after minus before, minus the cold fill) is the cross-check.
 # Progress goes to stderr; the report (markdown) to stdout and DIR/report.md.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
@@ -179,7 +181,7 @@ metric() {
 field() { sed -n "s/^$2=//p" "$out_dir/$1.out" | head -1; }
 
 # --- one setup ------------------------------------------------------------------------------------
-declare -A skipped=() fetches=() commands=() lookups=()
+declare -A skipped=() fetches=() expiries=() metric_fetches=() commands=() lookups=()
 ran=()
 failures=0
 
@@ -206,10 +208,24 @@ run_load() {
   ran+=("$setup")
 }
 
+# count_refreshes SETUP FALLBACK_FETCHES: expiries[SETUP] and fetches[SETUP] for the table. The
+# generator pairs each expiry with the fetches that served it (see tests/bench/expiry_log.hpp); without
+# that (no CORRAL.STATS), all fetches in the run over the expiries inside it.
+count_refreshes() {
+  local setup=$1
+  if [ "$(field "$setup" refreshes)" != n/a ] && [ -n "$(field "$setup" refreshes)" ]; then
+    expiries[$setup]=$(field "$setup" refreshes)
+    fetches[$setup]=$(field "$setup" refresh_fetches)
+  else
+    expiries[$setup]=$(field "$setup" expiries)
+    fetches[$setup]=$2
+  fi
+}
+
 run_aside() {
   redis_cmd DEL "$key" >/dev/null
   run_load aside "$redis_port" --cache-aside --ttl-ms "$ttl_ms" || return 0
-  fetches[aside]=$(field aside computes)
+  count_refreshes aside "$(field aside computes)"
 }
 
 run_corral() {
@@ -229,11 +245,12 @@ run_corral() {
     after=$(metric "$out_dir/$setup.metrics.after" corral_origin_requests_total)
     # The generator's warm-up GET, before its clock starts, is the cold fill: one fetch, not an expiry's.
     if [ $((after - before)) -gt 0 ]; then
-      fetches[$setup]=$((after - before - 1))
+      metric_fetches[$setup]=$((after - before - 1))
     else
       echo "   WARNING: $setup: no origin fetch counted (corral_origin_requests_total{policy=\"hot:\"})" >&2
-      fetches[$setup]=n/a
+      metric_fetches[$setup]=n/a
     fi
+    count_refreshes "$setup" "${metric_fetches[$setup]}"
     lookups[$setup]=""
     for outcome in hit stale miss coalesced; do
       before=$(metric "$out_dir/$setup.metrics.before" corral_cache_lookups_total "$outcome")
@@ -273,9 +290,8 @@ report() {
   echo "| setup | expiries | origin fetches | fetches per expiry | p50 | p99 | p99 during expiry | max |"
   echo "|---|---|---|---|---|---|---|---|"
   for setup in "${ran[@]}"; do
-    local expiries
-    expiries=$(field "$setup" expiries)
-    echo "| $(describe "$setup") | $expiries | ${fetches[$setup]} | $(div "${fetches[$setup]}" "$expiries") |" \
+    echo "| $(describe "$setup") | ${expiries[$setup]} | ${fetches[$setup]} |" \
+      "$(div "${fetches[$setup]}" "${expiries[$setup]}") |" \
       "$(ms "$(field "$setup" all_p50_ms)") | $(ms "$(field "$setup" all_p99_ms)") |" \
       "$(ms "$(field "$setup" expiry_p99_ms)") | $(ms "$(field "$setup" all_max_ms)") |"
   done
@@ -289,7 +305,7 @@ report() {
     hit=$(field "$setup" hit_p99_ms)
     expiry=$(field "$setup" expiry_p99_ms)
     ratio=$(div "$expiry" "$hit")
-    per=$(div "${fetches[$setup]}" "$(field "$setup" expiries)")
+    per=$(div "${fetches[$setup]}" "${expiries[$setup]}")
     echo "| $(describe "$setup") | $(field "$setup" rps) | $(ms "$hit") | $(ms "$expiry") | $ratio |" \
       "$(verdict "$ratio" 2) | $per | $(verdict "$per" 1) |"
   done
@@ -302,12 +318,16 @@ report() {
     [ "$(field "$setup" errors)" = 0 ] || notes+=" error replies: $(field "$setup" errors);"
     [ -z "${lookups[$setup]:-}" ] || notes+=" cache lookups: ${lookups[$setup]%, };"
     [ "$setup" != aside ] || notes+=" nil replies (each one a compute): $(field aside nil_replies);"
-    notes+=" origin fetches per TTL period: $(div "${fetches[$setup]}" "$periods");"
+    [ -z "${metric_fetches[$setup]:-}" ] ||
+      notes+=" origin fetches in /metrics over the whole run: ${metric_fetches[$setup]};"
+    notes+=" origin fetches per TTL period: $(div "${metric_fetches[$setup]:-${fetches[$setup]}}" "$periods");"
     [ -z "$(field "$setup" watch_problem)" ] || notes+=" no expiry windows: $(field "$setup" watch_problem);"
-    echo "- $(describe "$setup"): expiries at $(field "$setup" expiry_times_s)s;$notes"
+    echo "- $(describe "$setup"): expiry windows at $(field "$setup" expiry_times_s)s;$notes"
   done
-  echo "- TTL periods in the run: $periods;" \
-    "the Corral rows exclude the one cold-fill fetch made before the clock starts."
+  echo "- TTL periods in the run: $periods. Through Corral, an expiry is one TTL cycle of the cached value, and"
+  echo "  its fetches are those counted (CORRAL.STATS) between the first sightings of the old and the new value;"
+  echo "  XFetch refreshes before the TTL runs out, so its cycles are shorter than the TTL. The cold fill made"
+  echo "  before the clock starts is not counted."
   echo
   echo "Plot: $plot_file"
   echo
@@ -340,9 +360,8 @@ report() {
 plot() {
   local args=() setup
   for setup in "${ran[@]}"; do
-    local expiries subtitle
-    expiries=$(field "$setup" expiries)
-    subtitle="${fetches[$setup]} origin fetches, $expiries expiries; p99 $(ms "$(field "$setup" all_p99_ms)") ms,"
+    local subtitle
+    subtitle="${fetches[$setup]} origin fetches, ${expiries[$setup]} expiries; p99 $(ms "$(field "$setup" all_p99_ms)") ms,"
     subtitle+=" during expiry $(ms "$(field "$setup" expiry_p99_ms)") ms, plain hits $(ms "$(field "$setup" hit_p99_ms)") ms"
     args+=(--setup "$(describe "$setup")" "$out_dir/$setup.csv" "$out_dir/$setup.expiries.csv"
       "$(field "$setup" hit_p99_ms)" "$subtitle")
