@@ -92,8 +92,8 @@ struct PolicySettings {
   Duration backoff_max{30000};
   int breaker_failures = 5;     // consecutive failures that open the breaker
   Duration breaker_open{5000};  // time before a half-open probe
-  Duration fetch_delay{0};      // added before every origin fetch: simulates a slow origin (benchmarks)
-  Duration lock_ttl{0};         // fleet lock; 0: derived from the policy
+  Duration fetch_delay{0};  // added before every origin fetch: simulates a slow origin (benchmarks)
+  Duration lock_ttl{0};     // fleet lock; 0: derived from the policy
   std::optional<VersionedSettings> versioned;
 };
 

@@ -15,7 +15,7 @@
 namespace prometheus {
 class Collectable;
 class Registry;
-}
+}  // namespace prometheus
 
 namespace corral::metrics {
 

@@ -19,7 +19,8 @@ std::int64_t millis_between(cache::TimePoint from, cache::TimePoint to) {
 // Admin commands need the admin password when one is configured.
 bool refused(LocalCall& call) {
   if (call.client.admin) return false;
-  resp::append_error(call.reply, "NOPERM CORRAL admin commands need AUTH with client.admin_password");
+  resp::append_error(call.reply,
+                     "NOPERM CORRAL admin commands need AUTH with client.admin_password");
   return true;
 }
 
@@ -57,8 +58,9 @@ Action corral_info(LocalCall& call) {
     return Action::done;
   }
   const auto state = entry->state(now);
-  const std::string_view state_name =
-      entry->negative ? "negative" : state == cache::EntryState::fresh ? "fresh" : "stale";
+  const std::string_view state_name = entry->negative                     ? "negative"
+                                      : state == cache::EntryState::fresh ? "fresh"
+                                                                          : "stale";
   resp::append_array_header(call.reply, 16);
   pair(call.reply, "policy", policies->settings[*index].prefix);
   pair(call.reply, "state", state_name);

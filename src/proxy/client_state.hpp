@@ -34,4 +34,7 @@ struct ClientState {
   bool subscribed = false;
 };
 
+// Closes the client's dedicated connection (if any) and clears every mode that held it.
+void release_dedicated(ClientState& client);
+
 }  // namespace corral::proxy

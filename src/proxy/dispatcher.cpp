@@ -158,19 +158,6 @@ std::string_view Dispatcher::wire_bytes(const Request& request) {
   return scratch_;
 }
 
-void Dispatcher::release_dedicated(ClientState& client) {
-  if (client.dedicated) {
-    // Closing must not reach the client as a lost subscription: it no longer has one.
-    client.dedicated->set_unsolicited_target(nullptr);
-    client.dedicated->close();
-  }
-  client.dedicated.reset();
-  client.in_multi = client.multi_errored = client.watching = client.tracking = false;
-  client.sticky = false;
-  client.tunnel = client.subscribed = false;
-  client.queued_write_keys.clear();
-}
-
 // Tracks the connection state a command leaves behind on the client's dedicated connection.
 static void note_mode_change(ClientState& client, const CommandSpec& row,
                              std::span<const std::string_view> argv) {
@@ -200,18 +187,18 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
                            std::size_t awaiting) {
   if (client.dedicated && client.dedicated->state() == upstream::Connection::State::closed) {
     const bool state_lost = client.in_multi || client.watching || client.tracking;
-    release_dedicated(client);
+    proxy::release_dedicated(client);
     if (state_lost) {
       target->on_failure(tag, kStateLost);
       return Action::done;
     }
   }
   const Route route = route_for(resolved, request);
-  const bool holds_state = client.in_multi || client.watching || client.tracking ||
-                           client.sticky || client.tunnel;
+  const bool holds_state =
+      client.in_multi || client.watching || client.tracking || client.sticky || client.tunnel;
   if (client.dedicated && !holds_state && route == Route::shared && awaiting == 0 &&
       client.dedicated->in_flight() == 0) {
-    release_dedicated(client);
+    proxy::release_dedicated(client);
   }
   if (!client.dedicated && route != Route::shared) {
     // Commands of one client must run in order, so it switches connections only when idle.
@@ -334,6 +321,6 @@ void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
   }
 }
 
-void Dispatcher::end_session(ClientState& client) { release_dedicated(client); }
+void Dispatcher::end_session(ClientState& client) { proxy::release_dedicated(client); }
 
 }  // namespace corral::proxy

@@ -20,7 +20,7 @@ class Pool;
 namespace corral::stampede {
 class ReadThrough;
 class CacheRuntime;
-}
+}  // namespace corral::stampede
 
 namespace corral::proxy {
 
@@ -82,14 +82,13 @@ class Dispatcher {
   Route route_for(const Resolved& resolved, const Request& request) const;
   std::string_view wire_bytes(const Request& request);
   bool command_allowed(const Resolved& resolved) const;
-  void release_dedicated(ClientState& client);
 
   const config::Settings& settings_;
   upstream::Pool& pool_;
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;
-  std::vector<std::size_t> keys_;  // reused for write invalidation
+  std::vector<std::size_t> keys_;     // reused for write invalidation
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;
 };

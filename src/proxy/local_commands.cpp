@@ -10,7 +10,6 @@
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
 #include "resp/encoder.hpp"
-#include "upstream/connection.hpp"
 
 namespace corral::proxy {
 
@@ -213,14 +212,7 @@ Action client_id(LocalCall& call) {
 Action reset(LocalCall& call) {
   if (call.awaiting > 0) return Action::drain_then_retry;
   auto& client = call.client;
-  if (client.dedicated) {
-    client.dedicated->set_unsolicited_target(nullptr);
-    client.dedicated->close();
-  }
-  client.dedicated.reset();
-  client.in_multi = client.multi_errored = client.watching = client.tracking = false;
-  client.sticky = false;
-  client.tunnel = client.subscribed = false;
+  release_dedicated(client);
   client.database = 0;
   client.name.clear();
   client.authenticated = call.settings.client.password.empty();

@@ -63,9 +63,8 @@ void Waiter::wait(const std::shared_ptr<Flight>& flight, std::optional<std::stri
   flight_key_ = std::move(flight_key);
   stale_ = std::move(stale);
   // Kept for an uncached read on overflow (see deliver()); only misses pay for the copy.
-  const bool may_pass_through =
-      policy_.on_overflow == config::OnOverflow::passthrough ||
-      (policy_.origin == config::OriginKind::redis && !stale_);
+  const bool may_pass_through = policy_.on_overflow == config::OnOverflow::passthrough ||
+                                (policy_.origin == config::OriginKind::redis && !stale_);
   if (may_pass_through) argv_ = copy_argv(argv);
   // Armed even without a wait_timeout (then it never fires): the pending wait is what owns us.
   timer_.emplace(executor_);

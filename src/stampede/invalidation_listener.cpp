@@ -5,13 +5,13 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <spdlog/spdlog.h>
 
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
@@ -50,7 +50,8 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
 InvalidationListener::~InvalidationListener() = default;
 
 void InvalidationListener::start() {
-  asio::co_spawn(executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
+  asio::co_spawn(
+      executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
 }
 
 void InvalidationListener::stop() {
@@ -155,7 +156,8 @@ awaitable<bool> InvalidationListener::call(const std::vector<std::string>& argv,
   std::string command;
   resp::append_command(command, views);
   error_code ec;
-  co_await asio::async_write(socket_, asio::buffer(command), asio::redirect_error(use_awaitable, ec));
+  co_await asio::async_write(socket_, asio::buffer(command),
+                             asio::redirect_error(use_awaitable, ec));
   if (ec) co_return false;
   co_return co_await read_reply(reply);
 }
@@ -180,7 +182,8 @@ awaitable<bool> InvalidationListener::read_reply(std::string& reply) {
   }
 }
 
-void InvalidationListener::apply(std::string_view message, const std::vector<std::string>& prefixes) {
+void InvalidationListener::apply(std::string_view message,
+                                 const std::vector<std::string>& prefixes) {
   const auto decoded = resp::decode_reply(message);
   if (!decoded || decoded->type != resp::Reply::Type::array || decoded->elements.size() != 3 ||
       decoded->elements[0].text != "message") {
@@ -191,7 +194,8 @@ void InvalidationListener::apply(std::string_view message, const std::vector<std
     flush(prefixes);  // FLUSHALL / FLUSHDB upstream
     return;
   }
-  for (const auto& key : keys.elements) runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+  for (const auto& key : keys.elements)
+    runtime_.invalidate_key(key.text, InvalidationSource::tracking);
 }
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
