@@ -134,8 +134,11 @@ void Server::run() {
   });
 
   asio::co_spawn(admin_->io, accept_loop(acceptor, workers_, info_, settings_), asio::detached);
-  listener_ = std::make_shared<stampede::InvalidationListener>(workers_.front()->io.get_executor(),
-                                                               settings_.upstream, *cache_);
+  // The listener lives on the first io thread; on_invalidate: refresh refetches through it.
+  auto& first = *workers_.front();
+  listener_ = std::make_shared<stampede::InvalidationListener>(
+      first.io.get_executor(), settings_.upstream, *cache_,
+      [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
   asio::post(workers_.front()->io, [this] { listener_->start(); });
   for (auto& worker : workers_) {
     Worker* w = worker.get();

@@ -219,6 +219,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
   enum class MissPlan { answered, waiting, lead, uncached };
 
   const PolicySet& snapshot();
+
+ public:
+  // on_invalidate: refresh: fetches a just-invalidated key's GET reply again in the background
+  // (other cached variants of it are simply refetched on their next read).
+  void refresh_invalidated(std::string_view key);
+
+ private:
   bool serve_key(const PolicyRef& policy, cache::CacheKey key,
                  std::span<const std::string_view> argv, std::uint64_t tag,
                  const std::shared_ptr<upstream::ReplyTarget>& target);

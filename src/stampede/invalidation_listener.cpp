@@ -40,10 +40,12 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
 
 InvalidationListener::InvalidationListener(const asio::any_io_executor& executor,
                                            const config::UpstreamSettings& upstream,
-                                           CacheRuntime& runtime)
+                                           CacheRuntime& runtime,
+                                           std::function<void(std::string_view)> invalidated)
     : executor_(executor),
       upstream_(upstream),
       runtime_(runtime),
+      invalidated_(std::move(invalidated)),
       socket_(executor),
       backoff_timer_(executor) {}
 
@@ -194,8 +196,10 @@ void InvalidationListener::apply(std::string_view message,
     flush(prefixes);  // FLUSHALL / FLUSHDB upstream
     return;
   }
-  for (const auto& key : keys.elements)
+  for (const auto& key : keys.elements) {
     runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+    if (invalidated_) invalidated_(key.text);
+  }
 }
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,8 +24,10 @@ class CacheRuntime;
 
 class InvalidationListener : public std::enable_shared_from_this<InvalidationListener> {
  public:
+  // `invalidated` is called (on `executor`) for each key a tracking message dropped.
   InvalidationListener(const boost::asio::any_io_executor& executor,
-                       const config::UpstreamSettings& upstream, CacheRuntime& runtime);
+                       const config::UpstreamSettings& upstream, CacheRuntime& runtime,
+                       std::function<void(std::string_view)> invalidated = {});
   ~InvalidationListener();
 
   void start();
@@ -49,6 +52,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings upstream_;
   CacheRuntime& runtime_;
+  std::function<void(std::string_view)> invalidated_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer backoff_timer_;
   std::string buffer_;

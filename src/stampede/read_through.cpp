@@ -70,7 +70,10 @@ class InvalidatingTarget final : public upstream::ReplyTarget {
     // fills of fetches that raced the write are superseded.
     for (const auto& key : keys_) runtime_.store().invalidate(key);
     if (const auto engine = engine_.lock()) {
-      for (const auto& key : keys_) engine->write_done(key);
+      for (const auto& key : keys_) {
+        engine->write_done(key);
+        engine->refresh_invalidated(key);
+      }
     }
   }
 
@@ -398,6 +401,14 @@ std::shared_ptr<upstream::ReplyTarget> Engine::wrap_write(
   return std::make_shared<InvalidatingTarget>(weak_from_this(), runtime_, target, std::move(keys));
 }
 
+void Engine::refresh_invalidated(std::string_view key) {
+  const PolicySet& set = snapshot();
+  const auto index = set.match(key);
+  if (!index || set.settings[*index].on_invalidate != config::OnInvalidate::refresh) return;
+  const std::string_view argv[] = {"GET", key};
+  refresh(policy_refs_[*index], cache::CacheKey{key, "GET"}, argv, cache::Duration{}, false);
+}
+
 void Engine::flush_all() {
   runtime_.store().clear();
   runtime_.count_invalidation_all(InvalidationSource::flush);
@@ -435,5 +446,9 @@ std::shared_ptr<upstream::ReplyTarget> ReadThrough::wrap_write(
 }
 
 void ReadThrough::flush_all() { impl_->engine->flush_all(); }
+
+void ReadThrough::refresh_invalidated(std::string_view key) {
+  impl_->engine->refresh_invalidated(key);
+}
 
 }  // namespace corral::stampede

@@ -57,6 +57,9 @@ class ReadThrough {
   // FLUSHDB / FLUSHALL went through: everything cached goes.
   void flush_all();
 
+  // For policies with on_invalidate: refresh, fetches an invalidated key again in the background.
+  void refresh_invalidated(std::string_view key);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

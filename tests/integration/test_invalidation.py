@@ -15,7 +15,9 @@ suite = harness.Suite("invalidation")
 
 POLICY = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
           "beta": 0}
-CONFIG = {"client": {"admin_password": "admin-secret"}, "policies": [POLICY]}
+REFRESHED = {"prefix": "live:", "origin": "redis", "ttl": "60s", "beta": 0,
+             "on_invalidate": "refresh"}
+CONFIG = {"client": {"admin_password": "admin-secret"}, "policies": [POLICY, REFRESHED]}
 
 
 @suite.fixture
@@ -123,6 +125,26 @@ def exec_drops_keys_written_in_multi(stack):
         eq(reader.get("product:m"), b"a", "old value before EXEC")
         eq(tx.call("EXEC"), [b"OK"], "EXEC")
     eq(reader.get("product:m"), b"b", "EXEC's write dropped the cached value")
+
+
+@suite.test(corral_only=True)
+def on_invalidate_refresh_refetches_without_a_read(stack):
+    direct, client, operator = stack.direct(), stack.client(), admin(stack)
+    direct.set("live:1", "v1")
+    direct.set("product:r", "v1")
+    eq(client.get("live:1"), b"v1", "cached (refresh policy)")
+    eq(client.get("product:r"), b"v1", "cached (drop policy)")
+    direct.set("live:1", "v2")      # seen through tracking
+    client.set("live:2", "w1")      # a write through corral
+    direct.set("product:r", "v2")
+    harness.wait_until(lambda: info(operator, "live:1").get("state") == b"fresh" and
+                       info(operator, "live:1").get("age_ms", 10**9) < 1000 and
+                       info(operator, "live:2").get("state") == b"fresh", 3.0,
+                       what="refresh-on-invalidate to cache the new values without a read")
+    harness.wait_until(lambda: info(operator, "product:r")["state"] == b"absent", 3.0,
+                       what="the drop policy to drop")
+    eq(client.get("live:1"), b"v2", "refetched value")
+    eq(client.get("live:2"), b"w1", "refetched after the write through corral")
 
 
 @suite.test(corral_only=True)
