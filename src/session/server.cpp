@@ -33,6 +33,29 @@ struct Server::Admin {
 };
 
 namespace {
+// Settings parsed and validated for the fleet/HTTP/versioned features that are not built yet:
+// say so loudly instead of silently behaving differently from the config.
+void warn_unimplemented(const std::vector<config::PolicySettings>& policies) {
+  for (const auto& policy : policies) {
+    if (policy.origin == config::OriginKind::http) {
+      spdlog::warn(
+          "policy '{}': origin http is not implemented yet; its reads pass through "
+          "to the upstream Redis uncached",
+          policy.prefix);
+    }
+    if (policy.shared) {
+      spdlog::warn(
+          "policy '{}': shared (fleet mode) is not implemented yet; caching is "
+          "per process",
+          policy.prefix);
+    }
+    if (policy.versioned) {
+      spdlog::warn("policy '{}': versioned keys are not implemented yet; keys are read as named",
+                   policy.prefix);
+    }
+  }
+}
+
 asio::ip::tcp::endpoint resolve_listen(const config::Endpoint& listen) {
   return {asio::ip::make_address(listen.host), listen.port};
 }
@@ -94,6 +117,7 @@ void Server::wait_for_reload(asio::signal_set& signal) {
       for (const auto& message : errors->messages) spdlog::error("  {}", message);
     } else {
       const auto& fresh = std::get<config::Settings>(loaded);
+      warn_unimplemented(fresh.policies);
       cache_->reload(fresh.policies);
       asio::post(workers_.front()->io, [this] { listener_->restart(); });
       spdlog::info("SIGHUP: reloaded {} policies from {} (other settings apply on restart)",
@@ -111,6 +135,13 @@ void Server::run() {
   acceptor.bind(endpoint);
   acceptor.listen(asio::socket_base::max_listen_connections);
 
+  warn_unimplemented(settings_.policies);
+  if (settings_.upstream.cluster) {
+    spdlog::warn(
+        "upstream cluster: slot routing is not implemented yet; every command goes to "
+        "the first seed, {}:{}, as to a standalone Redis",
+        settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
+  }
   std::atomic<int>& ready = info_.ready_upstream_connections;
   if (settings_.metrics) {
     admin_->endpoint = std::make_unique<metrics::HttpEndpoint>(
