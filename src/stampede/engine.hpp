@@ -143,6 +143,8 @@ struct KeyFetch {
 
 // One origin request on behalf of leader keys (and of an MGET's uncached parts). Owned by the
 // origin's callback, never by a client.
+class Engine;
+
 class Fetch : public std::enable_shared_from_this<Fetch> {
  public:
   struct Element {    // one key of a batched MGET, in order
@@ -158,6 +160,8 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
 
   std::vector<KeyFetch> leaders;
   std::vector<Element> elements;  // empty: a single-key fetch of leaders[0] with `argv`
+  // Set for on_invalidate: refresh: an invalidation that supersedes this fill asks for another.
+  std::weak_ptr<Engine> refresh_again;
 
   // Applies the concurrency cap and the breakers, then asks the origin. `argv` is the
   // single-key command (ignored for an MGET batch, whose command is built from `elements`).
@@ -169,6 +173,7 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
                     std::chrono::nanoseconds duration);
   // Ends the key's flight (after anything to store was stored) and wakes its waiters.
   void finish_key(KeyFetch& key, FlightResult result);
+  void refetch_after_invalidation(const KeyFetch& key);
   // For a failed or refused fetch: the key's stale-if-error copy if it has one, else `error`.
   FlightResult stale_or_failure(const KeyFetch& key, std::string_view error);
   void fail_elements(origin::Outcome outcome, std::string_view reply,

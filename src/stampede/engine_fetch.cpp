@@ -1,8 +1,12 @@
 // The fetching side of a miss or a refresh: admission (origin concurrency cap, circuit breaker),
 // one origin request, and the outcome stored (with fill tickets, jittered lifetimes and the EWMA
 // of fetch times) and handed to every waiter of the flight.
+#include <utility>
+
 #include <algorithm>
 #include <charconv>
+
+#include <boost/asio/post.hpp>
 
 #include "resp/reply_framer.hpp"
 #include "stampede/engine.hpp"
@@ -170,6 +174,17 @@ void Fetch::fail_elements(origin::Outcome outcome, std::string_view reply,
   }
 }
 
+// With on_invalidate: refresh, the invalidation that refused this fill wanted a fresh value:
+// fetch again once this flight has ended (its refresh would otherwise see this one in flight).
+void Fetch::refetch_after_invalidation(const KeyFetch& key) {
+  if (key.policy.settings().on_invalidate != config::OnInvalidate::refresh) return;
+  auto engine = refresh_again.lock();
+  if (!engine) return;
+  boost::asio::post(executor_, [engine, user_key = std::string(key.key().user_key)] {
+    engine->refresh_invalidated(user_key);
+  });
+}
+
 void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
                          std::chrono::nanoseconds duration) {
   if (!key.active) return;
@@ -191,9 +206,10 @@ void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_vie
       const auto lifetime = entry_lifetime(settings, negative, random());
       const auto delta = ewma(key.previous_delta, duration);
       // The ticket refuses the value if a write invalidated the key since the flight began.
-      runtime_.store().store(key.key(),
-                             cache::Entry::make(result.bytes, now, lifetime, delta, negative),
-                             key.flight->ticket);
+      const auto stored = runtime_.store().store(
+          key.key(), cache::Entry::make(result.bytes, now, lifetime, delta, negative),
+          key.flight->ticket);
+      if (stored == cache::StoreResult::superseded) refetch_after_invalidation(key);
     }
   }
   if (key.background) key.policy.stats().background_refresh_done(duration);

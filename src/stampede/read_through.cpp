@@ -228,6 +228,7 @@ void Engine::refresh(const PolicyRef& policy, cache::CacheKey key,
   lead.early = early;
   auto fetch =
       std::make_shared<Fetch>(executor_, runtime_, random_, *origin_for(policy.settings()));
+  fetch->refresh_again = weak_from_this();
   fetch->leaders.push_back(std::move(lead));
   fetch->start(argv);
 }

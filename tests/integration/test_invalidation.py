@@ -139,7 +139,7 @@ def on_invalidate_refresh_refetches_without_a_read(stack):
     direct.set("product:r", "v2")
     harness.wait_until(lambda: info(operator, "live:1").get("state") == b"fresh" and
                        info(operator, "live:1").get("age_ms", 10**9) < 1000 and
-                       info(operator, "live:2").get("state") == b"fresh", 3.0,
+                       info(operator, "live:2").get("state") == b"fresh", 5.0,
                        what="refresh-on-invalidate to cache the new values without a read")
     harness.wait_until(lambda: info(operator, "product:r")["state"] == b"absent", 3.0,
                        what="the drop policy to drop")
