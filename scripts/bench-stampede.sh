@@ -76,33 +76,9 @@ corral_setups=$(echo "$setups" | tr ' ' '\n' | grep -cv '^aside$\|^$' || true)
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 # --- processes: everything started here is killed on the way out, however the script ends ---------
-workdir=$(mktemp -d -t corral-stampede-run.XXXXXX)
-pids=()  # children not yet reaped: a pid leaves the list once waited for, so it is never reused
-forget_pid() {
-  local kept=() pid
-  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
-  pids=("${kept[@]}")
-}
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$workdir"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=scripts/lib/processes.sh
+source "$CORRAL_ROOT/scripts/lib/processes.sh"
+track_processes corral-stampede-run
 
 stop_pid() {
   kill "$1" 2>/dev/null || true

@@ -48,33 +48,9 @@ fi
 [ -x "$corral_bin" ] || { echo "no corral binary at $corral_bin" >&2; exit 1; }
 
 # --- processes: everything started here is killed on the way out, however the script ends ---------
-workdir=$(mktemp -d -t corral-bench.XXXXXX)
-pids=()  # children not yet reaped: a pid leaves the list once waited for, so it is never reused
-forget_pid() {
-  local kept=() pid
-  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
-  pids=("${kept[@]}")
-}
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  rm -rf "$workdir"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=scripts/lib/processes.sh
+source "$CORRAL_ROOT/scripts/lib/processes.sh"
+track_processes corral-bench
 
 # wait_ready PORT PID NAME: until a GET through PORT answers (the same probe works for all three).
 wait_ready() {
