@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "proxy/ascii.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/subscriptions.hpp"
@@ -19,13 +20,6 @@ namespace {
 constexpr std::string_view kUnavailable = "ERR upstream unavailable";
 constexpr std::string_view kStateLost =
     "ERR upstream connection lost; the transaction, WATCH or tracking state was discarded";
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 bool has_argument(std::span<const std::string_view> argv, std::string_view word) {
   return std::any_of(argv.begin() + 1, argv.end(),

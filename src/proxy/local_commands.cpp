@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "proxy/admin_commands.hpp"
+#include "proxy/ascii.hpp"
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
 #include "resp/encoder.hpp"
@@ -17,13 +18,6 @@ namespace {
 // Redis's default database count; SELECT outside it fails like Redis's would.
 constexpr int kDatabases = 16;
 constexpr std::string_view kImplementedRedisVersion = "7.0.0";
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 bool parse_int(std::string_view text, long long& value) {
   const auto* end = text.data() + text.size();

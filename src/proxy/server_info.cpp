@@ -6,18 +6,12 @@
 #include <cctype>
 #include <chrono>
 
+#include "proxy/ascii.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::proxy {
 
 namespace {
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 void field(std::string& out, std::string_view name, const std::string& value) {
   out.append(name).append(":").append(value).append("\r\n");
 }
