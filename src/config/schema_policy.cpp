@@ -173,6 +173,15 @@ void check_policy(Reader& r, const YAML::Node& map, const std::string& p, Policy
   if (s.versioned && s.origin == OriginKind::http)
     r.error(locate(map, "versioned"), child(p, "versioned"),
             "needs origin: redis (versions live in the upstream Redis)");
+  if (s.shared && s.origin != OriginKind::http)
+    r.error(locate(map, "shared"), child(p, "shared"),
+            "needs an http origin (with origin: redis the value already lives in the shared "
+            "Redis)");
+  if (s.shared)
+    for (const std::string& c : s.commands)
+      if (c != "GET" && c != "MGET")
+        r.error(locate(map, "commands"), child(p, "commands"),
+                c + " is not cached in fleet mode (shared: true caches GET and MGET)");
   if (s.origin != OriginKind::http) return;
   for (const std::string& c : s.commands) {
     if (std::find(kStringCommands.begin(), kStringCommands.end(), c) == kStringCommands.end())

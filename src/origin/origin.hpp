@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <utility>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -17,13 +19,31 @@ enum class Outcome : std::uint8_t {
   failure,      // no answer (unavailable, connection lost, timeout): the stale-if-error path
 };
 
+// The lifetime of a value as a shared store (fleet mode: the upstream Redis) knows it, so every
+// process keeps its copy exactly as long: measured from the answer, on the store's clock.
+struct SharedLifetime {
+  std::chrono::milliseconds fresh_for{0};  // 0: already stale (a shadow copy)
+  std::chrono::milliseconds usable_for{0};  // until the shadow copy expires (>= fresh_for)
+  std::chrono::milliseconds delta{0};      // the recompute time stored with it, for XFetch
+  bool fetched = false;  // this process asked the origin (else: read from the shared store)
+};
+
+// Why the engine asks: a cold miss, or a background refresh of a copy it still serves.
+enum class FetchReason : std::uint8_t { miss, stale, early };
+
 struct FetchResult {
+  FetchResult() = default;
+  FetchResult(Outcome what, std::string_view bytes, std::chrono::nanoseconds took,
+              std::optional<SharedLifetime> shared = std::nullopt)
+      : outcome(what), reply(bytes), duration(took), lifetime(shared) {}
+
   Outcome outcome = Outcome::failure;
   // value / nil / error_reply: one complete RESP2 reply, sent to clients as is.
   // failure: the error text without the leading '-' (e.g. "ERR upstream unavailable").
   // Valid only during the callback.
   std::string_view reply;
   std::chrono::nanoseconds duration{0};  // from fetch() to the answer, by the origin's clock
+  std::optional<SharedLifetime> lifetime;  // set: overrides the policy's ttl, grace and delta
 };
 
 using FetchCallback = std::function<void(const FetchResult&)>;
@@ -37,6 +57,12 @@ class Origin {
   virtual ~Origin() = default;
   virtual std::string_view name() const = 0;  // the `origin` metrics label
   virtual void fetch(std::span<const std::string_view> argv, FetchCallback done) = 0;
+  // A background refresh of a copy still being served (stale, or early by XFetch). Origins that
+  // coordinate with other processes tell it from a miss; the rest fetch as usual.
+  virtual void refresh(std::span<const std::string_view> argv, FetchReason /*reason*/,
+                       FetchCallback done) {
+    fetch(argv, std::move(done));
+  }
 };
 
 // How a RESP reply from a Redis-speaking origin counts (an MGET array is a value even when

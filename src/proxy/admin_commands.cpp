@@ -108,7 +108,7 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
   const auto counter = [&out](std::string_view name, std::uint64_t value) {
     pair(out, name, static_cast<std::int64_t>(value));
   };
-  resp::append_array_header(out, 2 * (1 + std::size(kOutcomes) + 7 + std::size(kSources) + 2));
+  resp::append_array_header(out, 2 * (1 + std::size(kOutcomes) + 11 + std::size(kSources) + 2));
   pair(out, "policy", stats.prefix);
   for (auto outcome : kOutcomes) {
     counter(std::string("lookups_") + std::string(stampede::to_string(outcome)),
@@ -121,6 +121,10 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
   counter("stampede_blocked", stats.stampede_blocked);
   counter("waiters_overflowed", stats.waiters_overflowed);
   counter("waiters_timed_out", stats.waiters_timed_out);
+  counter("locks_acquired", stats.locks_acquired);
+  counter("locks_contended", stats.locks_contended);
+  counter("writes_fenced", stats.writes_fenced);
+  counter("version_fallbacks", stats.version_fallbacks);
   for (auto source : kSources) {
     counter(std::string("invalidations_") + std::string(stampede::to_string(source)),
             stats.invalidation(source));

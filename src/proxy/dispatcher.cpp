@@ -9,6 +9,7 @@
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/subscriptions.hpp"
+#include "proxy/version_commands.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/read_through.hpp"
 #include "upstream/connection.hpp"
@@ -107,6 +108,11 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     // SELECT on a dedicated connection must reach it too.
     const bool redis_must_see = (client.in_multi && row.name != "quit" && row.name != "reset") ||
                                 (row.name == "select" && client.dedicated);
+    // CORRAL.ROLLOVER / CORRAL.PURGE talk to Redis: they answer the slot later.
+    if ((row.flags & kLocal) && !redis_must_see && is_version_command(row.name)) {
+      run_version_command({row.name, client, argv, pool_, cache_}, tag, target);
+      return Action::done;
+    }
     const LocalHandler local =
         (row.flags & kLocal) && !redis_must_see ? find_local_handler(row) : nullptr;
     if (local == nullptr) return forward(client, request, resolved, tag, target, awaiting);
@@ -209,6 +215,14 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
   if (cacheable && !client.dedicated && (row.flags & kReadOnly) &&
       read_through_->handle_read(row.name, request.argv, tag, target)) {
     return Action::done;
+  }
+  if (cacheable && (row.flags & kWrite) && row.name != "del" && row.name != "unlink") {
+    key_indices(row, request.argv, keys_);
+    if (auto refusal = read_through_->refused_write(request.argv, keys_)) {
+      if (client.in_multi) client.multi_errored = true;
+      target->on_failure(tag, *refusal);
+      return Action::done;
+    }
   }
   const auto& reply_to = cacheable ? invalidating_target(client, row, request, target) : target;
   const auto bytes = wire_bytes(request);

@@ -18,6 +18,7 @@
 #include "session/session.hpp"
 #include "session/worker.hpp"
 #include "stampede/invalidation_listener.hpp"
+#include "stampede/pointer_watch.hpp"
 
 namespace corral::session {
 
@@ -33,29 +34,6 @@ struct Server::Admin {
 };
 
 namespace {
-// Settings parsed and validated for the fleet/HTTP/versioned features that are not built yet:
-// say so loudly instead of silently behaving differently from the config.
-void warn_unimplemented(const std::vector<config::PolicySettings>& policies) {
-  for (const auto& policy : policies) {
-    if (policy.origin == config::OriginKind::http) {
-      spdlog::warn(
-          "policy '{}': origin http is not implemented yet; its reads pass through "
-          "to the upstream Redis uncached",
-          policy.prefix);
-    }
-    if (policy.shared) {
-      spdlog::warn(
-          "policy '{}': shared (fleet mode) is not implemented yet; caching is "
-          "per process",
-          policy.prefix);
-    }
-    if (policy.versioned) {
-      spdlog::warn("policy '{}': versioned keys are not implemented yet; keys are read as named",
-                   policy.prefix);
-    }
-  }
-}
-
 asio::ip::tcp::endpoint resolve_listen(const config::Endpoint& listen) {
   return {asio::ip::make_address(listen.host), listen.port};
 }
@@ -117,7 +95,6 @@ void Server::wait_for_reload(asio::signal_set& signal) {
       for (const auto& message : errors->messages) spdlog::error("  {}", message);
     } else {
       const auto& fresh = std::get<config::Settings>(loaded);
-      warn_unimplemented(fresh.policies);
       cache_->reload(fresh.policies);
       asio::post(workers_.front()->io, [this] { listener_->restart(); });
       spdlog::info("SIGHUP: reloaded {} policies from {} (other settings apply on restart)",
@@ -135,7 +112,6 @@ void Server::run() {
   acceptor.bind(endpoint);
   acceptor.listen(asio::socket_base::max_listen_connections);
 
-  warn_unimplemented(settings_.policies);
   if (settings_.upstream.cluster) {
     spdlog::warn(
         "upstream cluster: slot routing is not implemented yet; every command goes to "
@@ -171,6 +147,10 @@ void Server::run() {
       first.io.get_executor(), settings_.upstream, *cache_,
       [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
   asio::post(workers_.front()->io, [this] { listener_->start(); });
+  // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
+  const auto pointer_watch =
+      std::make_shared<stampede::PointerWatch>(first.io.get_executor(), first.pool, *cache_);
+  asio::post(first.io, [pointer_watch] { pointer_watch->start(); });
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     asio::post(w->io, [w] { w->pool.start(); });

@@ -87,6 +87,17 @@ struct Families {
   MetricFamily breaker =
       family("corral_circuit_breaker_state",
              "Origin circuit breaker: 0 closed, 1 open, 2 half-open.", MetricType::Gauge);
+  MetricFamily locks = family("corral_fleet_locks_total",
+                              "Fleet refresh lock attempts by result (acquired, contended).",
+                              MetricType::Counter);
+  MetricFamily fenced =
+      family("corral_fleet_writes_fenced_total",
+             "Fleet refresh writes refused because the lock had passed to another process.",
+             MetricType::Counter);
+  MetricFamily fallbacks =
+      family("corral_version_fallbacks_total",
+             "Versioned reads answered from the previous version (nil in the current one).",
+             MetricType::Counter);
   MetricFamily invalidations =
       family("corral_cache_invalidations_total",
              "Invalidations by source (write through Corral, tracking, admin, flush).",
@@ -121,6 +132,12 @@ struct Families {
     by_policy(overflowed, counter, snapshot.waiters_overflowed);
     by_policy(timed_out, counter, snapshot.waiters_timed_out);
     by_policy(breaker, gauge, static_cast<std::uint64_t>(runtime.breaker()->state()));
+    locks.metric.push_back(sample({{"policy", policy}, {"result", "acquired"}}, counter,
+                                  static_cast<double>(snapshot.locks_acquired)));
+    locks.metric.push_back(sample({{"policy", policy}, {"result", "contended"}}, counter,
+                                  static_cast<double>(snapshot.locks_contended)));
+    by_policy(fenced, counter, snapshot.writes_fenced);
+    by_policy(fallbacks, counter, snapshot.version_fallbacks);
     for (std::size_t i = 0; i < kInvalidationSources; ++i) {
       const std::string source(to_string(static_cast<InvalidationSource>(i)));
       invalidations.metric.push_back(sample({{"policy", policy}, {"source", source}}, counter,
@@ -131,7 +148,8 @@ struct Families {
   void move_into(std::vector<MetricFamily>& out) {
     for (MetricFamily* f : {&lookups, &early, &background, &background_seconds, &origin_requests,
                             &origin_errors, &origin_seconds, &origin_in_flight, &blocked,
-                            &overflowed, &timed_out, &breaker, &invalidations}) {
+                            &overflowed, &timed_out, &breaker, &locks, &fenced, &fallbacks,
+                            &invalidations}) {
       // An empty family would print HELP and TYPE lines without samples.
       if (!f->metric.empty()) out.push_back(std::move(*f));
     }

@@ -2,6 +2,8 @@
 // over by prefix), counters lookup for admin commands, and the metrics collector.
 #include "stampede/cache_runtime.hpp"
 
+#include "stampede/version_key.hpp"
+
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -102,7 +104,15 @@ void CacheRuntime::count_invalidation(std::string_view user_key, InvalidationSou
 
 std::size_t CacheRuntime::invalidate_key(std::string_view user_key, InvalidationSource source) {
   count_invalidation(user_key, source);
-  return store_.invalidate(user_key);
+  std::size_t dropped = store_.invalidate(user_key);
+  // `feat:U1:v3` changed: readers of `feat:U1` may have cached it (versioned policies).
+  const auto reader_key = unversioned_key(user_key);
+  if (reader_key.size() != user_key.size()) {
+    const auto set = policies();
+    const auto index = set->match(user_key);
+    if (index && set->settings[*index].versioned) dropped += store_.invalidate(reader_key);
+  }
+  return dropped;
 }
 
 std::size_t CacheRuntime::invalidate_prefix(std::string_view prefix, InvalidationSource source) {

@@ -42,13 +42,14 @@ struct PolicyRef {
 // holds the flights, so a waiter owning the set would make a cycle that outlives the runtime
 // whenever a fetch never ends (shutdown).
 struct WaitPolicy {
-  explicit WaitPolicy(const PolicyRef& policy)
+  WaitPolicy(const PolicyRef& policy, std::shared_ptr<origin::Origin> policy_origin)
       : on_overflow(policy.settings().on_overflow),
         origin(policy.settings().origin),
         wait_timeout(policy.settings().wait_timeout),
         prefix(policy.settings().prefix),
         runtime(policy.set->runtimes[policy.index]),
-        stats(policy.set->stats[policy.index]) {}
+        stats(policy.set->stats[policy.index]),
+        source(std::move(policy_origin)) {}
 
   config::OnOverflow on_overflow;
   config::OriginKind origin;
@@ -56,6 +57,7 @@ struct WaitPolicy {
   std::string prefix;
   std::weak_ptr<PolicyRuntime> runtime;
   std::shared_ptr<PolicyStats> stats;
+  std::shared_ptr<origin::Origin> source;  // for an uncached read (on_overflow: passthrough)
 };
 
 class Engine;
@@ -74,7 +76,7 @@ void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
 // its waiters with it.
 class Waiter final : public FlightWaiter, public std::enable_shared_from_this<Waiter> {
  public:
-  Waiter(const std::shared_ptr<Engine>& engine, const PolicyRef& policy,
+  Waiter(const std::shared_ptr<Engine>& engine, WaitPolicy policy,
          std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag);
 
   // `flight_key` set: a follower, which leaves the flight when it gives up. `stale`: the copy
@@ -155,8 +157,8 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   };
 
   Fetch(const boost::asio::any_io_executor& executor, CacheRuntime& runtime, cache::Random* random,
-        origin::Origin& origin)
-      : executor_(executor), runtime_(runtime), random_(random), origin_(origin) {}
+        std::shared_ptr<origin::Origin> origin)
+      : executor_(executor), runtime_(runtime), random_(random), origin_(std::move(origin)) {}
 
   std::vector<KeyFetch> leaders;
   std::vector<Element> elements;  // empty: a single-key fetch of leaders[0] with `argv`
@@ -170,7 +172,8 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
  private:
   void on_result(const origin::FetchResult& result);
   void complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
-                    std::chrono::nanoseconds duration);
+                    std::chrono::nanoseconds duration,
+                    const std::optional<origin::SharedLifetime>& shared = std::nullopt);
   // Ends the key's flight (after anything to store was stored) and wakes its waiters.
   void finish_key(KeyFetch& key, FlightResult result);
   void refetch_after_invalidation(const KeyFetch& key);
@@ -181,11 +184,12 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   cache::Random& random() { return random_ ? *random_ : cache::thread_random(); }
   // Asks the origin, after the policies' fetch_delay (a simulated slow origin) if any.
   void send(std::span<const std::string_view> argv);
+  void ask_origin(std::span<const std::string_view> argv);
 
   boost::asio::any_io_executor executor_;
   CacheRuntime& runtime_;
   cache::Random* random_;
-  origin::Origin& origin_;
+  std::shared_ptr<origin::Origin> origin_;  // shared: a reload must not destroy it mid-fetch
   std::vector<PolicyRef> counted_;  // policies whose concurrency count this fetch holds
   std::chrono::nanoseconds delay_{0};
   std::vector<std::string> delayed_argv_;
@@ -207,16 +211,18 @@ class Engine : public std::enable_shared_from_this<Engine> {
       std::span<const std::string_view> argv, std::span<const std::size_t> key_indices,
       const std::shared_ptr<upstream::ReplyTarget>& target);
   void flush_all();
+  std::optional<std::string> refused_write(std::span<const std::string_view> argv,
+                                           std::span<const std::size_t> key_indices);
 
   const boost::asio::any_io_executor& executor() const { return executor_; }
   CacheRuntime& runtime() { return runtime_; }
   cache::Random* random() const { return random_; }
-  origin::Origin* origin_for(config::OriginKind kind) const {
-    return kind == config::OriginKind::redis ? redis_origin_.get() : nullptr;
+  // The origin of a policy of the current snapshot (redis, http, or a fleet / versioned layer
+  // over one).
+  const std::shared_ptr<origin::Origin>& origin_for(const PolicyRef& policy) const {
+    return origins_[policy.index];
   }
-  origin::Origin* origin_for(const config::PolicySettings& policy) const {
-    return origin_for(policy.origin);
-  }
+  const std::shared_ptr<origin::Origin>& redis_origin() const { return redis_origin_; }
   // A write to `user_key` was answered: reads of it may use the cache again.
   void write_done(const std::string& user_key);
 
@@ -246,6 +252,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
                      KeyFetch& lead);
   bool handle_mget(std::span<const std::string_view> argv, std::uint64_t tag,
                    const std::shared_ptr<upstream::ReplyTarget>& target);
+  // MGET parts of policies whose origin is not the upstream Redis itself: each one a GET.
+  void serve_mget_part(const PolicyRef& policy, std::string_view user_key, std::size_t part,
+                       const std::shared_ptr<MgetAssembly>& assembly);
+  // For a versioned policy: the current version into `variant_` and the versioned key into
+  // `versioned_argv_`. False when the read is not resolved (answered with an error or, for a
+  // key naming its version itself, left to pass through: `answered` tells which).
+  bool resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
+                       std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                       bool& answered);
+  void fetch_uncached(const PolicyRef& policy, std::span<const std::string_view> argv,
+                      const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag);
   bool write_pending(std::string_view user_key) const;
   void sweep();
 
@@ -259,6 +276,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   boost::asio::any_io_executor executor_;
   CacheRuntime& runtime_;
   std::shared_ptr<origin::Origin> redis_origin_;
+  OriginFactory make_origin_;
+  std::vector<std::shared_ptr<origin::Origin>> origins_;  // one per policy of snapshot_
   cache::Random* random_;
   bool sweeper_wanted_;
   bool sweeper_running_ = false;
@@ -271,6 +290,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::unordered_map<std::string, std::uint32_t, KeyHash, std::equal_to<>> pending_writes_;
   // Reused per request, so a hit allocates nothing beyond the reply copy.
   std::string variant_;
+  std::string versioned_key_;
+  std::vector<std::string_view> versioned_argv_;
   cache::Entry entry_;
   std::string mget_values_;
   std::string mget_reply_;

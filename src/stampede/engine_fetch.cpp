@@ -113,18 +113,27 @@ void Fetch::send(std::span<const std::string_view> argv) {
       delay_ = std::max<std::chrono::nanoseconds>(delay_, key.policy.settings().fetch_delay);
   }
   if (delay_.count() == 0) {
-    origin_.fetch(argv, [self = shared_from_this()](const origin::FetchResult& result) {
-      self->on_result(result);
-    });
+    ask_origin(argv);
     return;
   }
   delayed_argv_ = copy_argv(argv);
   delay_timer_.emplace(executor_, delay_);
   delay_timer_->async_wait([self = shared_from_this()](boost::system::error_code) {
-    const auto delayed = view_argv(self->delayed_argv_);
-    self->origin_.fetch(delayed,
-                        [self](const origin::FetchResult& result) { self->on_result(result); });
+    self->ask_origin(view_argv(self->delayed_argv_));
   });
+}
+
+void Fetch::ask_origin(std::span<const std::string_view> argv) {
+  auto done = [self = shared_from_this()](const origin::FetchResult& result) {
+    self->on_result(result);
+  };
+  const KeyFetch* single = elements.empty() && !leaders.empty() ? &leaders.front() : nullptr;
+  if (single && single->background) {
+    const auto reason = single->early ? origin::FetchReason::early : origin::FetchReason::stale;
+    origin_->refresh(argv, reason, std::move(done));
+    return;
+  }
+  origin_->fetch(argv, std::move(done));
 }
 
 void Fetch::on_result(const origin::FetchResult& reply) {
@@ -132,13 +141,15 @@ void Fetch::on_result(const origin::FetchResult& reply) {
   origin::FetchResult result = reply;
   result.duration += delay_;
   const bool failed = result.outcome == origin::Outcome::failure;
+  // A value read from the fleet's shared copy cost the origin nothing.
+  const bool asked_origin = !result.lifetime || result.lifetime->fetched;
   for (const auto& policy : counted_) {
     policy.runtime().end_fetch();
-    policy.stats().origin_request(result.duration, failed);
+    if (asked_origin) policy.stats().origin_request(result.duration, failed);
   }
   counted_.clear();
   if (elements.empty()) {
-    complete_key(leaders.front(), result.outcome, result.reply, result.duration);
+    complete_key(leaders.front(), result.outcome, result.reply, result.duration, result.lifetime);
     return;
   }
   if (result.outcome != origin::Outcome::value) {
@@ -186,7 +197,8 @@ void Fetch::refetch_after_invalidation(const KeyFetch& key) {
 }
 
 void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
-                         std::chrono::nanoseconds duration) {
+                         std::chrono::nanoseconds duration,
+                         const std::optional<origin::SharedLifetime>& shared) {
   if (!key.active) return;
   const auto now = runtime_.clock().now();
   const auto& settings = key.policy.settings();
@@ -203,8 +215,14 @@ void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_vie
     policy_runtime.backoff().record_success(key.flight_key);
     const bool negative = outcome == origin::Outcome::nil;
     if (outcome == origin::Outcome::value || (negative && settings.negative_ttl.count() > 0)) {
-      const auto lifetime = entry_lifetime(settings, negative, random());
-      const auto delta = ewma(key.previous_delta, duration);
+      auto lifetime = entry_lifetime(settings, negative, random());
+      auto delta = ewma(key.previous_delta, duration);
+      if (shared) {
+        // The shared store's clock decides, so every process of a fleet expires it together.
+        lifetime.ttl = shared->fresh_for;
+        lifetime.grace = shared->usable_for - shared->fresh_for;
+        delta = shared->delta;
+      }
       // The ticket refuses the value if a write invalidated the key since the flight began.
       const auto stored = runtime_.store().store(
           key.key(), cache::Entry::make(result.bytes, now, lifetime, delta, negative),

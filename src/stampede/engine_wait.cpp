@@ -34,8 +34,8 @@ void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
     case OverflowAction::passthrough:
       break;
   }
-  origin::Origin* origin = engine ? engine->origin_for(policy.origin) : nullptr;
-  if (origin == nullptr || argv.empty()) {
+  const auto& origin = policy.source;
+  if (!engine || !origin || argv.empty()) {
     target->on_failure(tag, reason);
     return;
   }
@@ -49,11 +49,11 @@ void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
   });
 }
 
-Waiter::Waiter(const std::shared_ptr<Engine>& engine, const PolicyRef& policy,
+Waiter::Waiter(const std::shared_ptr<Engine>& engine, WaitPolicy policy,
                std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag)
     : executor_(engine->executor()),
       engine_(engine),
-      policy_(policy),
+      policy_(std::move(policy)),
       target_(std::move(target)),
       tag_(tag) {}
 

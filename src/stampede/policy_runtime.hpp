@@ -13,6 +13,7 @@
 #include "stampede/backoff.hpp"
 #include "stampede/breaker.hpp"
 #include "stampede/flight_table.hpp"
+#include "stampede/version_state.hpp"
 
 namespace corral::stampede {
 
@@ -79,6 +80,7 @@ class PolicyRuntime {
   std::shared_ptr<CircuitBreaker> breaker() const;
   BackoffTable& backoff() { return backoff_; }
   FlightTable<Flight>& flights() { return flights_; }
+  VersionState& versions() { return versions_; }
 
   // max_origin_concurrency: counts one origin fetch in; false (nothing counted) over `limit`.
   // limit <= 0 means no limit.
@@ -94,6 +96,7 @@ class PolicyRuntime {
   BackoffTable backoff_;
   FlightTable<Flight> flights_;
   std::atomic<int> in_flight_{0};
+  VersionState versions_;
 };
 
 }  // namespace corral::stampede

@@ -65,6 +65,10 @@ PolicyStatsSnapshot PolicyStats::snapshot() const {
   out.stampede_blocked = load(stampede_blocked_);
   out.waiters_overflowed = load(waiters_overflowed_);
   out.waiters_timed_out = load(waiters_timed_out_);
+  out.locks_acquired = load(locks_acquired_);
+  out.locks_contended = load(locks_contended_);
+  out.writes_fenced = load(writes_fenced_);
+  out.version_fallbacks = load(version_fallbacks_);
   for (std::size_t i = 0; i < kInvalidationSources; ++i) {
     out.invalidations[i] = load(invalidations_[i]);
   }

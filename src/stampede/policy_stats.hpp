@@ -49,6 +49,10 @@ struct PolicyStatsSnapshot {
   std::uint64_t stampede_blocked = 0;
   std::uint64_t waiters_overflowed = 0;
   std::uint64_t waiters_timed_out = 0;
+  std::uint64_t locks_acquired = 0;    // fleet mode: refresh locks this process won
+  std::uint64_t locks_contended = 0;   // fleet mode: refresh locks another process held
+  std::uint64_t writes_fenced = 0;     // fleet mode: late writes refused (lock lost meanwhile)
+  std::uint64_t version_fallbacks = 0; // versioned: nil in the current version, previous served
   std::array<std::uint64_t, kInvalidationSources> invalidations{};  // by InvalidationSource
   int breaker_state = 0;                                            // 0 closed, 1 open, 2 half-open
   int origin_in_flight = 0;
@@ -78,6 +82,10 @@ class PolicyStats {
   void stampede_blocked() { add(stampede_blocked_); }
   void waiter_overflowed() { add(waiters_overflowed_); }
   void waiter_timed_out() { add(waiters_timed_out_); }
+  void lock_acquired() { add(locks_acquired_); }
+  void lock_contended() { add(locks_contended_); }
+  void write_fenced() { add(writes_fenced_); }
+  void version_fallback() { add(version_fallbacks_); }
   void invalidation(InvalidationSource source, std::uint64_t n = 1) {
     add(invalidations_[static_cast<std::size_t>(source)], n);
   }
@@ -102,6 +110,10 @@ class PolicyStats {
   std::atomic<std::uint64_t> stampede_blocked_{0};
   std::atomic<std::uint64_t> waiters_overflowed_{0};
   std::atomic<std::uint64_t> waiters_timed_out_{0};
+  std::atomic<std::uint64_t> locks_acquired_{0};
+  std::atomic<std::uint64_t> locks_contended_{0};
+  std::atomic<std::uint64_t> writes_fenced_{0};
+  std::atomic<std::uint64_t> version_fallbacks_{0};
   std::array<std::atomic<std::uint64_t>, kInvalidationSources> invalidations_{};
   DurationHistogram origin_durations_;
   DurationHistogram background_durations_;

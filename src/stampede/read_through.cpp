@@ -8,6 +8,8 @@
 #include "origin/redis_origin.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/engine.hpp"
+#include "stampede/policy_origins.hpp"
+#include "stampede/version_key.hpp"
 #include "stampede/xfetch.hpp"
 
 namespace corral::stampede {
@@ -91,6 +93,7 @@ Engine::Engine(const boost::asio::any_io_executor& executor, CacheRuntime& runti
     : executor_(executor),
       runtime_(runtime),
       redis_origin_(std::move(options.redis_origin)),
+      make_origin_(std::move(options.make_origin)),
       random_(options.random),
       sweeper_wanted_(options.sweeper) {}
 
@@ -124,8 +127,11 @@ const PolicySet& Engine::snapshot() {
     snapshot_ = runtime_.policies();
     snapshot_version_ = version;
     policy_refs_.clear();
+    origins_.clear();
     for (std::size_t i = 0; i < snapshot_->settings.size(); ++i) {
       policy_refs_.push_back({snapshot_, i});
+      origins_.push_back(make_origin_ ? make_origin_(policy_refs_.back(), redis_origin_)
+                                      : redis_origin_);
     }
   }
   return *snapshot_;
@@ -151,9 +157,59 @@ bool Engine::handle_read(std::string_view command, std::span<const std::string_v
   if (argv.size() < 2 || (*cached == CachedCommand::exists && argv.size() != 2)) return false;
   const auto index = set.match(argv[1]);
   if (!index || !mask_has(set.command_masks[*index], *cached)) return false;
-  if (!origin_for(set.settings[*index]) || write_pending(argv[1])) return false;
   build_variant(*cached, argv, variant_);
-  return serve_key(policy_refs_[*index], {argv[1], variant_}, argv, tag, target);
+  const PolicyRef& policy = policy_refs_[*index];
+  std::span<const std::string_view> read_argv = argv;
+  if (set.settings[*index].versioned) {
+    bool answered = false;
+    if (!resolve_version(policy, argv, tag, target, answered)) return answered;
+    read_argv = versioned_argv_;
+  }
+  if (write_pending(argv[1])) {
+    // Forwarded behind the write on the client's connection when Redis is the origin; other
+    // origins are asked directly, uncached.
+    if (origin_for(policy) == redis_origin_) return false;
+    fetch_uncached(policy, read_argv, target, tag);
+    return true;
+  }
+  return serve_key(policy, {argv[1], variant_}, read_argv, tag, target);
+}
+
+bool Engine::resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
+                             std::uint64_t tag,
+                             const std::shared_ptr<upstream::ReplyTarget>& target,
+                             bool& answered) {
+  answered = false;
+  // A key that names its version (a writer loading the next one) is read as it is.
+  if (named_version(argv[1]) != 0) return false;
+  const auto version = policy.runtime().versions().current();
+  if (version == 0) {
+    target->on_failure(tag, "ERR corral: policy '" + policy.settings().prefix +
+                                "' has no current version (pointer '" +
+                                policy.settings().versioned->pointer +
+                                "' is not set: load a version, then CORRAL.ROLLOVER)");
+    answered = true;
+    return false;
+  }
+  // The version is part of the cached variant: after a swap no reader finds the old one's values.
+  variant_ += "@v";
+  variant_ += std::to_string(version);
+  versioned_key_ = versioned_key(argv[1], version);
+  versioned_argv_.assign(argv.begin(), argv.end());
+  versioned_argv_[1] = versioned_key_;
+  return true;
+}
+
+void Engine::fetch_uncached(const PolicyRef& policy, std::span<const std::string_view> argv,
+                            const std::shared_ptr<upstream::ReplyTarget>& target,
+                            std::uint64_t tag) {
+  origin_for(policy)->fetch(argv, [target, tag](const origin::FetchResult& result) {
+    if (result.outcome == origin::Outcome::failure) {
+      target->on_failure(tag, result.reply);
+    } else {
+      target->on_reply(tag, result.reply);
+    }
+  });
 }
 
 bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
@@ -178,12 +234,13 @@ bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
     case MissPlan::uncached:
       // The redis origin is the upstream: the dispatcher forwards it on the client's own
       // connection, in order with the client's other commands.
-      return false;
+      if (origin_for(policy) == redis_origin_) return false;
+      fetch_uncached(policy, argv, target, tag);
+      return true;
     case MissPlan::lead:
       break;
   }
-  auto fetch =
-      std::make_shared<Fetch>(executor_, runtime_, random_, *origin_for(policy.settings()));
+  auto fetch = std::make_shared<Fetch>(executor_, runtime_, random_, origin_for(policy));
   fetch->leaders.push_back(std::move(lead));
   fetch->start(argv);
   return true;
@@ -226,8 +283,7 @@ void Engine::refresh(const PolicyRef& policy, cache::CacheKey key,
   KeyFetch lead = make_lead(policy, key, std::move(flight_key), ticket.flight, previous_delta);
   lead.background = true;
   lead.early = early;
-  auto fetch =
-      std::make_shared<Fetch>(executor_, runtime_, random_, *origin_for(policy.settings()));
+  auto fetch = std::make_shared<Fetch>(executor_, runtime_, random_, origin_for(policy));
   fetch->refresh_again = weak_from_this();
   fetch->leaders.push_back(std::move(lead));
   fetch->start(argv);
@@ -262,7 +318,7 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
     if (overflow_action(settings.on_overflow, stale.has_value()) == OverflowAction::passthrough) {
       return MissPlan::uncached;
     }
-    answer_without_fetch(this, WaitPolicy(policy), stale, argv, overflow_reason(policy), target,
+    answer_without_fetch(this, WaitPolicy(policy, origin_for(policy)), stale, argv, overflow_reason(policy), target,
                          tag);
     return MissPlan::answered;
   }
@@ -276,7 +332,8 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
   const bool leader = ticket.role == FlightRole::leader;
   stats.lookup(leader ? LookupOutcome::miss : LookupOutcome::coalesced);
   if (!leader) stats.stampede_blocked();
-  const auto waiter = std::make_shared<Waiter>(shared_from_this(), policy, target, tag);
+  const auto waiter =
+      std::make_shared<Waiter>(shared_from_this(), WaitPolicy(policy, origin_for(policy)), target, tag);
   if (leader) {
     lead =
         make_lead(policy, key, flight_key, ticket.flight, copy ? copy->delta : cache::Duration{});
@@ -296,10 +353,9 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
   bool any_cached = false;
   for (std::size_t i = 0; i < count; ++i) {
     const auto index = set.match(argv[i + 1]);
-    if (!index || !mask_has(set.command_masks[*index], CachedCommand::mget) ||
-        !origin_for(set.settings[*index])) {
-      continue;
-    }
+    if (!index || !mask_has(set.command_masks[*index], CachedCommand::mget)) continue;
+    // A versioned key naming its own version is read as it is, uncached.
+    if (set.settings[*index].versioned && named_version(argv[i + 1]) != 0) continue;
     if (write_pending(argv[i + 1])) return false;
     mget_parts_[i].policy = static_cast<int>(*index);
     any_cached = true;
@@ -316,6 +372,10 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
       continue;
     }
     const PolicyRef& policy = policy_refs_[static_cast<std::size_t>(part.policy)];
+    if (origin_for(policy) != redis_origin_) {
+      complete = false;  // served key by key below
+      continue;
+    }
     const cache::CacheKey key{argv[i + 1], command_name(CachedCommand::get)};
     const bool found = runtime_.store().lookup(key, now, entry_);
     const auto state = found ? entry_.state(now) : cache::EntryState::dead;
@@ -342,7 +402,7 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
   // Some keys are missing: their parts come from flights (coalesced with GETs of the same keys
   // from any thread) and from one MGET of every key this request leads or does not cache.
   auto assembly = std::make_shared<MgetAssembly>(target, tag, count);
-  auto fetch = std::make_shared<Fetch>(executor_, runtime_, random_, *redis_origin_);
+  auto fetch = std::make_shared<Fetch>(executor_, runtime_, random_, redis_origin_);
   for (std::size_t i = 0; i < count; ++i) {
     const auto& part = mget_parts_[i];
     const std::string_view user_key = argv[i + 1];
@@ -355,6 +415,10 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
       continue;
     }
     const PolicyRef& policy = policy_refs_[static_cast<std::size_t>(part.policy)];
+    if (origin_for(policy) != redis_origin_) {
+      serve_mget_part(policy, user_key, i, assembly);
+      continue;
+    }
     const cache::CacheKey key{user_key, command_name(CachedCommand::get)};
     const std::string_view get_argv[] = {key.variant, user_key};
     const auto copy = runtime_.store().peek(key, now);
@@ -378,6 +442,19 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
   return true;
 }
 
+void Engine::serve_mget_part(const PolicyRef& policy, std::string_view user_key, std::size_t part,
+                             const std::shared_ptr<MgetAssembly>& assembly) {
+  variant_ = command_name(CachedCommand::get);
+  const std::string_view get_argv[] = {command_name(CachedCommand::get), user_key};
+  std::span<const std::string_view> argv = get_argv;
+  if (policy.settings().versioned) {
+    bool answered = false;
+    if (!resolve_version(policy, get_argv, part, assembly, answered)) return;
+    argv = versioned_argv_;
+  }
+  serve_key(policy, {user_key, variant_}, argv, part, assembly);
+}
+
 std::shared_ptr<upstream::ReplyTarget> Engine::wrap_write(
     std::span<const std::string_view> argv, std::span<const std::size_t> key_indices,
     const std::shared_ptr<upstream::ReplyTarget>& target) {
@@ -388,6 +465,11 @@ std::shared_ptr<upstream::ReplyTarget> Engine::wrap_write(
     if (i >= argv.size()) continue;
     if (const auto index = set.match(argv[i])) {
       keys.emplace_back(argv[i]);
+      // Writing `feat:U1:v3` changes what `feat:U1` reads while version 3 is current.
+      const auto reader_key = unversioned_key(argv[i]);
+      if (set.settings[*index].versioned && reader_key.size() != argv[i].size()) {
+        keys.emplace_back(reader_key);
+      }
       set.stats[*index]->invalidation(InvalidationSource::write);
     }
   }
@@ -407,7 +489,17 @@ void Engine::refresh_invalidated(std::string_view key) {
   const auto index = set.match(key);
   if (!index || set.settings[*index].on_invalidate != config::OnInvalidate::refresh) return;
   const std::string_view argv[] = {"GET", key};
-  refresh(policy_refs_[*index], cache::CacheKey{key, "GET"}, argv, cache::Duration{}, false);
+  const PolicyRef& policy = policy_refs_[*index];
+  if (!policy.settings().versioned) {
+    refresh(policy, cache::CacheKey{key, "GET"}, argv, cache::Duration{}, false);
+    return;
+  }
+  const auto version = policy.runtime().versions().current();
+  if (version == 0 || named_version(key) != 0) return;
+  variant_ = "GET@v" + std::to_string(version);
+  versioned_key_ = versioned_key(key, version);
+  const std::string_view versioned_argv[] = {"GET", versioned_key_};
+  refresh(policy, cache::CacheKey{key, variant_}, versioned_argv, cache::Duration{}, false);
 }
 
 void Engine::flush_all() {
@@ -423,7 +515,8 @@ ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRunt
                          upstream::Pool& pool)
     : ReadThrough(executor, runtime,
                   ReadThroughOptions{std::make_shared<origin::RedisOrigin>(
-                      executor, pool, runtime.database(), runtime.clock())}) {}
+                                         executor, pool, runtime.database(), runtime.clock()),
+                                     nullptr, true, policy_origins(executor, pool, runtime)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          ReadThroughOptions options)
@@ -447,6 +540,27 @@ std::shared_ptr<upstream::ReplyTarget> ReadThrough::wrap_write(
 }
 
 void ReadThrough::flush_all() { impl_->engine->flush_all(); }
+
+std::optional<std::string> ReadThrough::refused_write(std::span<const std::string_view> argv,
+                                                      std::span<const std::size_t> key_indices) {
+  return impl_->engine->refused_write(argv, key_indices);
+}
+
+std::optional<std::string> Engine::refused_write(std::span<const std::string_view> argv,
+                                                 std::span<const std::size_t> key_indices) {
+  const PolicySet& set = snapshot();
+  if (set.settings.empty()) return std::nullopt;
+  for (const auto i : key_indices) {
+    if (i >= argv.size()) continue;
+    const auto index = set.match(argv[i]);
+    if (!index || set.settings[*index].writes != config::WritePolicy::refuse) continue;
+    const auto& policy = set.settings[*index];
+    return "ERR corral: writes to '" + std::string(argv[i]) + "' are refused: policy '" +
+           policy.prefix + "' reads from its origin, the source of truth (DEL drops the cached " +
+           "value; set writes: passthrough to allow writes to Redis)";
+  }
+  return std::nullopt;
+}
 
 void ReadThrough::refresh_invalidated(std::string_view key) {
   impl_->engine->refresh_invalidated(key);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -22,10 +25,18 @@ class Origin;
 
 namespace corral::stampede {
 
+struct PolicyRef;
+
+// Builds the origin of one policy on one io thread (http, fleet and versioned layers); returns
+// `redis` itself for a plain `origin: redis` policy.
+using OriginFactory = std::function<std::shared_ptr<origin::Origin>(
+    const PolicyRef& policy, const std::shared_ptr<origin::Origin>& redis)>;
+
 struct ReadThroughOptions {
   std::shared_ptr<origin::Origin> redis_origin;  // serves the policies with `origin: redis`
   cache::Random* random = nullptr;               // jitter, XFetch, backoff; null: thread_random()
   bool sweeper = true;  // this thread may run the store's sweeper (one thread per process does)
+  OriginFactory make_origin;  // null: every policy reads through `redis_origin` (tests)
 };
 
 class ReadThrough {
@@ -53,6 +64,11 @@ class ReadThrough {
   std::shared_ptr<upstream::ReplyTarget> wrap_write(
       std::span<const std::string_view> argv, std::span<const std::size_t> key_indices,
       const std::shared_ptr<upstream::ReplyTarget>& target);
+
+  // The error for a write (other than DEL / UNLINK) to a key whose policy has `writes: refuse`
+  // (http origins by default: the origin is the source of truth), or nullopt.
+  std::optional<std::string> refused_write(std::span<const std::string_view> argv,
+                                           std::span<const std::size_t> key_indices);
 
   // FLUSHDB / FLUSHALL went through: everything cached goes.
   void flush_all();

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string_view>
+#include <utility>
 
 namespace corral::upstream {
 
@@ -17,6 +20,22 @@ class ReplyTarget {
   // No reply will come: `error` is the text of an error line without the leading '-' (e.g.
   // "ERR upstream connection lost"). The command may or may not have run on Redis.
   virtual void on_failure(std::uint64_t tag, std::string_view error) = 0;
+};
+
+// For Corral's own commands: one callable receives the reply, or the error text when `failed`.
+class CallbackTarget final : public ReplyTarget {
+ public:
+  using Callback = std::function<void(std::string_view reply, bool failed)>;
+  explicit CallbackTarget(Callback done) : done_(std::move(done)) {}
+  static std::shared_ptr<CallbackTarget> make(Callback done) {
+    return std::make_shared<CallbackTarget>(std::move(done));
+  }
+
+  void on_reply(std::uint64_t, std::string_view reply) override { done_(reply, false); }
+  void on_failure(std::uint64_t, std::string_view error) override { done_(error, true); }
+
+ private:
+  Callback done_;
 };
 
 }  // namespace corral::upstream

@@ -99,6 +99,13 @@ TEST_CASE("policy errors name the policy index and key", "[config][errors]") {
        "t.yaml:3: policies[0].negative_ttl: expected a duration like 300ms, 10s, 5m"},
       {"\npolicies:\n  - prefix: a\n    shared: maybe",
        "t.yaml:3: policies[0].shared: expected true or false"},
+      {"\npolicies:\n  - prefix: a\n    shared: true",
+       "t.yaml:3: policies[0].shared: needs an http origin (with origin: redis the value already "
+       "lives in the shared Redis)"},
+      {"\npolicies:\n  - prefix: a\n    origin: { http: 'http://h/{key}' }\n    shared: true\n"
+       "    commands: [GET, STRLEN]",
+       "t.yaml:5: policies[0].commands: STRLEN is not cached in fleet mode (shared: true caches "
+       "GET and MGET)"},
       {"\npolicies:\n  - prefix: a\n    max_waiters: -1",
        "t.yaml:3: policies[0].max_waiters: must be >= 0"},
       {"\npolicies:\n  - prefix: a\n    wait_timeout: 0",

@@ -129,7 +129,6 @@ policies:
     grace: 10s
     stale_if_error: 1h
     negative_ttl: 30s
-    shared: yes
     max_waiters: 0
     wait_timeout: 2s
     on_overflow: passthrough
@@ -153,7 +152,7 @@ policies:
   CHECK(p.grace == 10s);
   CHECK(p.stale_if_error == 1h);
   CHECK(p.negative_ttl == 30s);
-  CHECK(p.shared);
+  CHECK_FALSE(p.shared);
   CHECK(p.max_waiters == 0);
   CHECK(p.wait_timeout == 2s);
   CHECK(p.on_overflow == OnOverflow::passthrough);

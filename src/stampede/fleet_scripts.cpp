@@ -1,0 +1,117 @@
+// The Lua scripts of fleet mode and the decoding of their replies.
+#include "stampede/fleet_scripts.hpp"
+
+#include <charconv>
+
+#include "resp/reply.hpp"
+#include "upstream/hash_tag.hpp"
+
+namespace corral::stampede::fleet {
+
+namespace {
+
+// Lua's numbers are doubles: milliseconds since 1970 fit exactly.
+constexpr std::string_view kNow = R"(local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+)";
+
+// A value is fresh while its soft expiry is ahead and the plain key still holds it (a DEL of the
+// plain key by anyone makes the shadow a stale copy to refresh).
+constexpr std::string_view kRead = R"(
+local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil')
+return {now, s[1], s[2], s[3], s[4], s[5], redis.call('PTTL', KEYS[2]),
+        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3])})";
+
+constexpr std::string_view kLock = R"(
+if ARGV[3] == '1' then
+  local soft = tonumber(redis.call('HGET', KEYS[2], 'soft') or '0')
+  local cached_nil = redis.call('HGET', KEYS[2], 'nil') == '1'
+  if soft > now and (cached_nil or redis.call('EXISTS', KEYS[1]) == 1) then return 2 end
+end
+if redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0)";
+
+// Fencing: only the lock's current holder writes; a holder whose lock expired while the origin
+// was slow must not overwrite what its successor stored.
+constexpr std::string_view kWrite = R"(
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
+if ARGV[6] == '1' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'v', ARGV[2], 'stored', now, 'delta', ARGV[5],
+           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('DEL', KEYS[3])
+return 1)";
+
+constexpr std::string_view kRelease = R"(
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0)";
+
+std::string with_clock(std::string_view body) {
+  std::string source(kNow);
+  source += body;
+  return source;
+}
+
+std::int64_t number(const resp::Reply& reply) {
+  if (reply.type == resp::Reply::Type::integer) return reply.integer;
+  if (reply.type != resp::Reply::Type::bulk) return 0;
+  std::int64_t value = 0;
+  const auto& text = reply.text;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+}  // namespace
+
+FleetKeys::FleetKeys(std::string_view user_key)
+    : plain(user_key),
+      shadow(upstream::companion_key(user_key, "corral:shadow")),
+      lock(upstream::companion_key(user_key, "corral:lock")) {}
+
+const upstream::Script& read_script() {
+  static const upstream::Script script(with_clock(kRead));
+  return script;
+}
+const upstream::Script& lock_script() {
+  static const upstream::Script script(with_clock(kLock));
+  return script;
+}
+const upstream::Script& write_script() {
+  static const upstream::Script script(with_clock(kWrite));
+  return script;
+}
+const upstream::Script& release_script() {
+  static const upstream::Script script{std::string(kRelease)};
+  return script;
+}
+
+std::optional<SharedState> parse_state(std::string_view bytes) {
+  const auto reply = resp::decode_reply(bytes);
+  if (!reply || reply->type != resp::Reply::Type::array || reply->elements.size() != 9) {
+    return std::nullopt;
+  }
+  const auto& e = reply->elements;
+  using std::chrono::milliseconds;
+  SharedState state;
+  const std::int64_t now = number(e[0]);
+  state.has_value = e[1].type == resp::Reply::Type::bulk;
+  state.value = e[1].text;
+  state.stored_ms = number(e[2]);
+  state.delta = milliseconds(std::max<std::int64_t>(0, number(e[3])));
+  state.nil = number(e[5]) == 1;
+  state.shadow_for = milliseconds(std::max<std::int64_t>(0, number(e[6])));
+  const bool plain_exists = number(e[7]) == 1;
+  state.lock_for = milliseconds(std::max<std::int64_t>(0, number(e[8])));
+  const std::int64_t soft = number(e[4]);
+  if (state.has_value && (plain_exists || state.nil) && soft > now) {
+    state.fresh_for = milliseconds(soft - now);
+  }
+  return state;
+}
+
+}  // namespace corral::stampede::fleet

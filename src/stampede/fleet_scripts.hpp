@@ -1,0 +1,52 @@
+// Fleet mode's view of one key in the upstream Redis: the plain key (fresh value, fresh TTL), the
+// shadow hash (value + stored/delta/soft metadata, long TTL) and the refresh lock, read and
+// written by Lua scripts so every step is atomic and uses Redis's clock, the fleet's one clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "upstream/script.hpp"
+
+namespace corral::stampede::fleet {
+
+struct FleetKeys {
+  explicit FleetKeys(std::string_view user_key);
+  std::string plain;   // the user's key: other Redis clients read the fresh value here
+  std::string shadow;  // same slot (hash tag): value and metadata, kept through grace
+  std::string lock;    // same slot: the token of the process refreshing the key
+};
+
+// KEYS plain shadow lock -> {now_ms, value, stored_ms, delta_ms, soft_ms, nil, shadow_pttl,
+// plain_exists, lock_pttl}
+const upstream::Script& read_script();
+// KEYS plain shadow lock, ARGV token lock_ttl_ms stale_only -> 1 won, 0 held, 2 already fresh
+// (only with stale_only=1: someone refreshed since the caller's copy went stale).
+const upstream::Script& lock_script();
+// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil -> 1 written (and the
+// lock released), 0 fenced: the lock is no longer this token's, nothing written.
+const upstream::Script& write_script();
+// KEYS lock, ARGV token -> 1 released, 0 not ours (compare-and-delete).
+const upstream::Script& release_script();
+
+// A decoded read_script reply.
+struct SharedState {
+  std::chrono::milliseconds fresh_for{0};   // > 0: fresh
+  std::chrono::milliseconds shadow_for{0};  // the shadow's PTTL; 0: no shadow
+  std::chrono::milliseconds delta{0};
+  std::chrono::milliseconds lock_for{0};  // > 0: someone holds the refresh lock
+  std::int64_t stored_ms = 0;             // Redis time the value was written
+  bool has_value = false;                 // a shadow with a value or a cached nil
+  bool nil = false;                       // the origin said "not found"
+  std::string value;                      // the raw value (not RESP encoded)
+
+  bool fresh() const { return has_value && fresh_for.count() > 0; }
+};
+
+// nullopt when the reply is not what read_script returns (an error, a garbled array).
+std::optional<SharedState> parse_state(std::string_view reply);
+
+}  // namespace corral::stampede::fleet

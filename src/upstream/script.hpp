@@ -1,0 +1,48 @@
+// A Lua script run on the upstream Redis: EVALSHA once its digest is known, EVAL before that
+// and whenever Redis answers NOSCRIPT (restarted, failed over or SCRIPT FLUSHed).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "upstream/reply_target.hpp"
+
+namespace corral::upstream {
+
+class Connection;
+
+// Shared by every io thread (a static per script is the intended use). The digest is learned
+// from Redis (SCRIPT LOAD), so Corral needs no SHA-1 of its own.
+class Script {
+ public:
+  explicit Script(std::string source) : source_(std::move(source)) {}
+  Script(const Script&) = delete;
+  Script& operator=(const Script&) = delete;
+
+  // Sends the script with `keys` and `args` on `connection`; its reply (after at most one
+  // NOSCRIPT retry) reaches target->on_reply(tag) or on_failure(tag), exactly once. Returns
+  // false, having told nobody, when the connection is unavailable.
+  bool run(Connection& connection, std::span<const std::string_view> keys,
+           std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
+           std::uint64_t tag) const;
+
+  const std::string& source() const { return source_; }
+  std::string digest() const;  // empty until Redis told us
+
+ private:
+  friend class ScriptDigestTarget;
+  void learn(std::string_view digest) const;
+  std::string command(bool by_digest, std::span<const std::string_view> keys,
+                      std::span<const std::string_view> args) const;
+
+  std::string source_;
+  mutable std::mutex mutex_;
+  mutable std::string digest_;
+  mutable bool loading_ = false;
+};
+
+}  // namespace corral::upstream
