@@ -162,7 +162,8 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
 
   std::vector<KeyFetch> leaders;
   std::vector<Element> elements;  // empty: a single-key fetch of leaders[0] with `argv`
-  // Set for on_invalidate: refresh: an invalidation that supersedes this fill asks for another.
+  // Asked for another fetch of a key: an invalidation superseded this fill (on_invalidate:
+  // refresh), or the fleet's shared copy was already stale (it is served, and refreshed).
   std::weak_ptr<Engine> refresh_again;
 
   // Applies the concurrency cap and the breakers, then asks the origin. `argv` is the
@@ -235,6 +236,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // on_invalidate: refresh: fetches a just-invalidated key's GET reply again in the background
   // (other cached variants of it are simply refetched on their next read).
   void refresh_invalidated(std::string_view key);
+  // Fleet mode: a miss was answered with the shared copy in grace; refresh it in the background.
+  void refresh_shared_copy(std::string_view key);
 
  private:
   bool serve_key(const PolicyRef& policy, cache::CacheKey key,

@@ -228,6 +228,14 @@ void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_vie
           key.key(), cache::Entry::make(result.bytes, now, lifetime, delta, negative),
           key.flight->ticket);
       if (stored == cache::StoreResult::superseded) refetch_after_invalidation(key);
+      if (shared && shared->fresh_for.count() == 0 && !key.background) {
+        // After finish_key: a refresh started before the flight ends would see it in flight.
+        if (auto engine = refresh_again.lock()) {
+          boost::asio::post(executor_, [engine, user_key = std::string(key.user_key)] {
+            engine->refresh_shared_copy(user_key);
+          });
+        }
+      }
     }
   }
   if (key.background) key.policy.stats().background_refresh_done(duration);

@@ -15,8 +15,7 @@ constexpr std::string_view kNow = R"(local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 )";
 
-// A value is fresh while its soft expiry is ahead and the plain key still holds it (a DEL of the
-// plain key by anyone makes the shadow a stale copy to refresh).
+// A value is fresh while its soft expiry is ahead and the plain key still holds it.
 constexpr std::string_view kRead = R"(
 local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil')
 return {now, s[1], s[2], s[3], s[4], s[5], redis.call('PTTL', KEYS[2]),
@@ -50,6 +49,8 @@ return 1)";
 constexpr std::string_view kRelease = R"(
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0)";
+
+constexpr std::int64_t kDeletedMargin = 5;  // ms
 
 std::string with_clock(std::string_view body) {
   std::string source(kNow);
@@ -110,6 +111,13 @@ std::optional<SharedState> parse_state(std::string_view bytes) {
   const std::int64_t soft = number(e[4]);
   if (state.has_value && (plain_exists || state.nil) && soft > now) {
     state.fresh_for = milliseconds(soft - now);
+  }
+  // The plain key gone well before its expiry: a client deleted it (DEL through Corral or not),
+  // so its value must not come back as a stale copy. (The plain key's PX and `soft` end together,
+  // give or take Redis's clock tick.)
+  if (state.has_value && !state.nil && !plain_exists && soft - now > kDeletedMargin) {
+    state.has_value = false;
+    state.deleted = true;
   }
   return state;
 }

@@ -41,6 +41,7 @@ struct SharedState {
   std::int64_t stored_ms = 0;             // Redis time the value was written
   bool has_value = false;                 // a shadow with a value or a cached nil
   bool nil = false;                       // the origin said "not found"
+  bool deleted = false;                   // the plain key was deleted before its expiry
   std::string value;                      // the raw value (not RESP encoded)
 
   bool fresh() const { return has_value && fresh_for.count() > 0; }

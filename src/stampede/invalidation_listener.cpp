@@ -32,7 +32,10 @@ constexpr std::string_view kConnectionName = "corral-tracking";
 std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   std::vector<std::string> prefixes;
   for (const auto& policy : policies.settings) {
-    if (policy.origin == config::OriginKind::redis) prefixes.push_back(policy.prefix);
+    // Fleet mode keeps http values in Redis too: a refresh by another process lands there.
+    if (policy.origin == config::OriginKind::redis || policy.shared) {
+      prefixes.push_back(policy.prefix);
+    }
   }
   return prefixes;
 }

@@ -241,6 +241,7 @@ bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
       break;
   }
   auto fetch = std::make_shared<Fetch>(executor_, runtime_, random_, origin_for(policy));
+  fetch->refresh_again = weak_from_this();
   fetch->leaders.push_back(std::move(lead));
   fetch->start(argv);
   return true;
@@ -500,6 +501,18 @@ void Engine::refresh_invalidated(std::string_view key) {
   versioned_key_ = versioned_key(key, version);
   const std::string_view versioned_argv[] = {"GET", versioned_key_};
   refresh(policy, cache::CacheKey{key, variant_}, versioned_argv, cache::Duration{}, false);
+}
+
+void Engine::refresh_shared_copy(std::string_view key) {
+  const PolicySet& set = snapshot();
+  const auto index = set.match(key);
+  if (!index || !set.settings[*index].shared) return;
+  const std::string_view argv[] = {"GET", key};
+  const auto now = runtime_.clock().now();
+  const cache::CacheKey cache_key{key, "GET"};
+  const auto entry = runtime_.store().peek(cache_key, now);
+  if (!entry || entry->state(now) != cache::EntryState::stale) return;
+  refresh(policy_refs_[*index], cache_key, argv, entry->delta, false);
 }
 
 void Engine::flush_all() {

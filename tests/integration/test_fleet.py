@@ -1,0 +1,342 @@
+#!/usr/bin/python3
+# Fleet mode (`shared: true`): three Corral processes on one redis-server and one HTTP origin.
+# One origin fetch per expiry across the fleet under 300 concurrent clients, takeover after a
+# refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
+# shared negative answer and the shared XFetch metadata.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import Raw, check, eq  # noqa: E402
+
+suite = harness.Suite("fleet")
+harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+
+TTL_S = 1.0
+ORIGIN_DELAY_MS = 200
+LOCK_TTL = "1s"
+
+
+def fleet_config(origin_port):
+    return {
+        "policies": [{
+            "prefix": "feat:",
+            "origin": {"http": "http://127.0.0.1:%d/features/{suffix}" % origin_port,
+                       "timeout": "5s", "retries": 0},
+            "ttl": "%dms" % int(TTL_S * 1000), "grace": "30s", "beta": 0, "jitter": 0,
+            "negative_ttl": "30s", "shared": True, "lock_ttl": LOCK_TTL, "wait_timeout": "8s",
+        }],
+        "upstream": {"command_timeout": "5s"},
+    }
+
+
+class Fleet:
+    """redis-server, the HTTP origin and three Corral processes sharing them."""
+
+    def __init__(self):
+        self.workdir = harness.make_tmpdir("corral-fleet-")
+        self.redis = harness.RedisServer(self.workdir)
+        self.origin = harness.OriginServer(self.workdir)
+        self.corrals = []
+
+    def start(self):
+        try:
+            self.redis.start()
+            self.origin.start()
+            config = fleet_config(self.origin.port)
+            for i in range(3):
+                corral = harness.Corral(self.workdir, self.redis.port, config, name="corral%d" % i)
+                self.corrals.append(corral.start())
+            self.wait_tracking()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_tracking(self):
+        def tracking():
+            names = [c.get("name") for c in self.direct().client_list()]
+            return names.count("corral-tracking") == len(self.corrals)
+        harness.wait_until(tracking, 5.0, what="every corral's tracking connection")
+
+    def stop(self):
+        for p in self.corrals + [self.origin, self.redis]:
+            p.stop()
+
+    def alive(self):
+        return all(p.alive() for p in [self.redis, self.origin] + self.corrals)
+
+    def direct(self):
+        return self.redis.client()
+
+    def describe_failure(self):
+        return "\n".join("--- %s log tail ---\n%s" % (p.name, p.log_text(3000))
+                         for p in self.corrals + [self.redis])
+
+
+def origin_times(fleet, path):
+    return fleet.origin.stats().get("times", {}).get(path, [])
+
+
+def origin_count(fleet, path):
+    return fleet.origin.stats()["requests"].get(path, 0)
+
+
+def get(corral, key):
+    r = Raw(corral.port, timeout=10)
+    try:
+        return r.call("GET", key)
+    finally:
+        r.close()
+
+
+def metric_total(fleet, name, **labels):
+    return sum(c.metric(name, **labels) for c in fleet.corrals if c.alive())
+
+
+class Readers:
+    """`per_corral` clients on each live corral reading `key` in a loop until stopped."""
+
+    def __init__(self, corrals, key, per_corral):
+        self.key = key
+        self.replies = []
+        self.latencies = []
+        self.lock = threading.Lock()
+        self.stop_flag = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(c.port,), daemon=True)
+                        for c in corrals for _ in range(per_corral)]
+
+    def run(self, port):
+        replies, latencies = [], []
+        try:
+            r = Raw(port, timeout=15)
+        except OSError as e:
+            replies.append(("connect", str(e)))
+            r = None
+        while r is not None and not self.stop_flag.is_set():
+            t0 = time.monotonic()
+            try:
+                replies.append(r.call("GET", self.key))
+            except (OSError, ConnectionError) as e:
+                replies.append(("lost", str(e)))
+                break
+            latencies.append(time.monotonic() - t0)
+        if r is not None:
+            r.close()
+        with self.lock:
+            self.replies.extend(replies)
+            self.latencies.extend(latencies)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join(20)
+
+    def errors(self):
+        return [r for r in self.replies if not isinstance(r, bytes) or isinstance(r, harness.Err)]
+
+
+@suite.fixture
+def fixture():
+    return Fleet().start()
+
+
+@suite.before_each
+def clean(fleet):
+    fleet.direct().flushall()
+    fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
+    # Local copies from an earlier test must not answer for the flushed keys.
+    for corral in fleet.corrals:
+        r = Raw(corral.port)
+        r.call("CORRAL.INVALIDATE", "feat:*")
+        r.close()
+
+
+@suite.test(corral_only=True)
+def one_origin_fetch_per_expiry_across_the_fleet(fleet):
+    path = "/features/hot"
+    locks_before = metric_total(fleet, "corral_fleet_locks_total", policy="feat:",
+                                result="acquired")
+    eq(get(fleet.corrals[0], "feat:hot"), b"v1", "first read (fills Redis)")
+    with Readers(fleet.corrals, "feat:hot", per_corral=100) as readers:
+        time.sleep(4.6 * TTL_S)
+    times = origin_times(fleet, path)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    eq(readers.errors(), [], "replies that were not values")
+    check(len(readers.replies) > 3000, "reads made: %d" % len(readers.replies))
+    # Each refresh starts when the previous value expires: ttl + origin delay apart. Two
+    # processes refreshing one expiry would show as a gap of a few milliseconds.
+    check(len(times) >= 4, "origin fetches %d over 4.6 ttls (expiries must be refreshed)"
+          % len(times))
+    check(min(gaps) > 0.8 * TTL_S, "gaps between origin fetches %s: one expiry was fetched "
+          "more than once" % ["%.3f" % g for g in gaps])
+    acquired = metric_total(fleet, "corral_fleet_locks_total", policy="feat:", result="acquired")
+    eq(acquired - locks_before, float(len(times)), "refresh locks won across the fleet (one per "
+       "fetch)")
+    check(metric_total(fleet, "corral_fleet_locks_total", policy="feat:", result="contended") > 0,
+          "the other processes found the lock held")
+    values = {r for r in readers.replies}
+    check(len(values) >= 3, "clients saw the refreshed values, got %s" % sorted(values))
+
+
+@suite.test(corral_only=True)
+def refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
+    path = "/features/k"
+    victim, others = fleet.corrals[0], fleet.corrals[1:]
+    fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
+    eq(get(victim, "feat:k"), b"v1", "first value")
+    # Only the victim reads at the expiry, so it is the one holding the lock, mid-fetch.
+    fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 5000}})
+    time.sleep(TTL_S + 0.1)
+    eq(get(victim, "feat:k"), b"v1", "stale value while the victim refreshes")
+    harness.wait_until(lambda: origin_count(fleet, path) == 2, 3.0, what="the victim's fetch")
+    lock_key = "{feat:k}:corral:lock"
+    check(fleet.direct().exists(lock_key), "the victim holds the refresh lock")
+    victim.signal(signal.SIGKILL)
+    harness.wait_until(lambda: not victim.alive(), 3.0, what="the victim to die")
+    fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
+    t_kill = time.monotonic()
+    with Readers(others, "feat:k", per_corral=20) as readers:
+        harness.wait_until(lambda: get(others[0], "feat:k") == b"v3", 5.0,
+                           what="a survivor's refresh after the lock expired")
+        took_over = time.monotonic() - t_kill
+    eq(readers.errors(), [], "replies that were not values")
+    eq(set(readers.replies) - {b"v1", b"v3"}, set(), "values served meanwhile")
+    check(b"v1" in readers.replies, "clients kept getting the stale value")
+    check(took_over < 1.0 + 2.5, "takeover after %.2fs (lock ttl 1s)" % took_over)
+    eq(origin_count(fleet, path), 3, "origin fetches: first, the victim's, the survivor's")
+    # The harness restarts the fleet for the next test: the victim is gone.
+    fleet.corrals[0] = harness.Corral(fleet.workdir, fleet.redis.port,
+                                      fleet_config(fleet.origin.port), name="corral0r").start()
+    fleet.wait_tracking()
+
+
+@suite.test(corral_only=True)
+def a_late_write_after_the_lock_expired_is_fenced(fleet):
+    path = "/features/f"
+    slow, fast = fleet.corrals[0], fleet.corrals[1]
+    fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
+    eq(get(slow, "feat:f"), b"v1", "first value")
+    fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 2500}})
+    time.sleep(TTL_S + 0.1)
+    get(slow, "feat:f")  # the slow process takes the lock and waits 2.5s for the origin
+    harness.wait_until(lambda: origin_count(fleet, path) == 2, 3.0, what="the slow fetch")
+    fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
+    # After the lock ttl the fast process takes over and writes v3.
+    harness.wait_until(lambda: get(fast, "feat:f") == b"v3", 4.0, what="the takeover write")
+    harness.wait_until(lambda: slow.metric("corral_fleet_writes_fenced_total", policy="feat:") == 1,
+                       4.0, what="the slow process's write to be fenced")
+    eq(fleet.direct().hget("{feat:f}:corral:shadow", "v"), b"v3",
+       "the shared copy keeps the successor's value")
+    eq(get(slow, "feat:f"), b"v3", "the slow process serves the successor's value")
+
+
+def crc16(data):
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def key_slot(key):
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    return crc16(key) % 16384
+
+
+@suite.test(corral_only=True)
+def companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
+    direct = fleet.direct()
+    for key in ("feat:plain", "feat:{user7}:prefs"):
+        eq(get(fleet.corrals[0], key), b"v1", key)
+        keys = sorted(k for k in direct.keys("*" + key.split(":", 1)[1] + "*"))
+        eq(len(keys), 2, "keys for %s: %s (plain and shadow; the lock is released)" % (key, keys))
+        eq({key_slot(k) for k in keys}, {key_slot(key.encode())}, "slots of " + repr(keys))
+        eq(direct.get(key), b"v1", "other Redis clients read the fresh value")
+        plain_ttl = direct.pttl(key)
+        shadow = [k for k in keys if k != key.encode()][0]
+        check(0 < plain_ttl <= TTL_S * 1000, "plain key PTTL %d: the fresh ttl" % plain_ttl)
+        check(direct.pttl(shadow) > 20000, "shadow key keeps through grace")
+    eq(direct.hget("feat:{user7}:prefs:corral:shadow", "v"), b"v1", "a tagged key keeps its tag")
+
+
+@suite.test(corral_only=True)
+def other_processes_read_the_shared_copy_and_its_metadata(fleet):
+    path = "/features/m"
+    before = [c.metric("corral_origin_requests_total", policy="feat:") for c in fleet.corrals]
+    eq(get(fleet.corrals[0], "feat:m"), b"v1", "filled by the first process")
+    time.sleep(0.2)  # the fill's tracking invalidations have reached every process
+    for corral in fleet.corrals:
+        eq(get(corral, "feat:m"), b"v1", "read by " + corral.name)
+    eq(origin_count(fleet, path), 1, "origin fetches")
+    infos = []
+    for corral in fleet.corrals:
+        r = Raw(corral.port)
+        reply = r.call("CORRAL.INFO", "feat:m")
+        r.close()
+        infos.append(dict(zip(reply[::2], reply[1::2])))
+    deltas = {int(i[b"delta_ms"]) for i in infos}
+    check(min(deltas) >= ORIGIN_DELAY_MS * 0.9 and max(deltas) - min(deltas) <= 5,
+          "every process uses the fetcher's delta for XFetch: %s" % deltas)
+    ttls = [int(i[b"ttl_ms"]) for i in infos]
+    check(max(ttls) - min(ttls) < 150, "expiries agree across processes: %s" % ttls)
+    counted = [c.metric("corral_origin_requests_total", policy="feat:") - b
+               for c, b in zip(fleet.corrals, before)]
+    eq(sum(counted), 1.0, "origin requests counted across the fleet %s" % counted)
+
+
+@suite.test(corral_only=True)
+def del_through_one_process_drops_the_value_fleet_wide(fleet):
+    path = "/features/d"
+    for corral in fleet.corrals:
+        eq(get(corral, "feat:d"), b"v1", "cached by " + corral.name)
+    r = Raw(fleet.corrals[0].port)
+    eq(r.call("DEL", "feat:d"), 1, "DEL through Corral")
+    r.close()
+    # Tracking tells every process; the next read anywhere fetches a new value, not the old copy.
+    harness.wait_until(lambda: get(fleet.corrals[2], "feat:d") != b"v1", 3.0,
+                       what="the deleted value to stop being served")
+    eq(get(fleet.corrals[2], "feat:d"), b"v2", "refetched")
+    eq(get(fleet.corrals[1], "feat:d"), b"v2", "shared with the other processes")
+    eq(origin_count(fleet, path), 2, "origin fetches")
+
+
+@suite.test(corral_only=True)
+def not_found_is_shared_and_negatively_cached(fleet):
+    path = "/features/none"
+    fleet.origin.control(paths={path: {"status": 404, "body": "no"}})
+    eq(get(fleet.corrals[0], "feat:none"), None, "404 is nil")
+    eq(get(fleet.corrals[1], "feat:none"), None, "the other process reads the shared nil")
+    eq(get(fleet.corrals[2], "feat:none"), None, "and the third")
+    eq(origin_count(fleet, path), 1, "origin asked once")
+    eq(fleet.direct().exists("feat:none"), 0, "no plain key for a nil")
+
+
+@suite.test(corral_only=True)
+def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
+    path = "/features/down"
+    fleet.origin.control(paths={path: {"status": 503, "delay_ms": 10}})
+    reply = get(fleet.corrals[0], "feat:down")
+    harness.is_err(reply, "ERR", "a 503 without a stale copy")
+    eq(fleet.direct().exists("{feat:down}:corral:lock"), 0, "the lock is released at once")
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())

@@ -1,0 +1,101 @@
+// Fleet mode's companion keys (same cluster slot as the user key) and the decoding of the shared
+// state that read_script returns.
+#include <catch2/catch.hpp>
+
+#include "stampede/fleet_scripts.hpp"
+#include "upstream/hash_tag.hpp"
+
+using namespace corral;
+using namespace std::chrono_literals;
+
+TEST_CASE("hash tags follow Redis Cluster's rule", "[fleet]") {
+  CHECK(upstream::hash_tag("feat:U1") == "feat:U1");
+  CHECK(upstream::hash_tag("feat:{U1}:prefs") == "U1");
+  CHECK(upstream::hash_tag("{}feat") == "{}feat");  // an empty tag does not count
+  CHECK(upstream::hash_tag("a{b") == "a{b");
+  CHECK(upstream::hash_tag("a{b}{c}") == "b");  // the first one wins
+  CHECK(upstream::hash_tag("a}b{c}") == "c");
+}
+
+TEST_CASE("companion keys hash like their user key", "[fleet]") {
+  const auto plain = upstream::companion_key("feat:U1", "corral:shadow");
+  CHECK(plain == "{feat:U1}:corral:shadow");
+  CHECK(upstream::hash_tag(plain) == "feat:U1");
+  const auto tagged = upstream::companion_key("feat:{U1}:prefs", "corral:lock");
+  CHECK(tagged == "feat:{U1}:prefs:corral:lock");
+  CHECK(upstream::hash_tag(tagged) == upstream::hash_tag("feat:{U1}:prefs"));
+
+  const stampede::fleet::FleetKeys keys("user:{42}");
+  CHECK(keys.plain == "user:{42}");
+  CHECK(upstream::hash_tag(keys.shadow) == "42");
+  CHECK(upstream::hash_tag(keys.lock) == "42");
+}
+
+namespace {
+// now, value, stored, delta, soft, nil, shadow_pttl, plain_exists, lock_pttl
+std::string state_reply(std::string_view value, long soft, long shadow_pttl, long plain_exists,
+                        long lock_pttl, std::string_view nil = "0") {
+  std::string out = "*9\r\n:100000\r\n";
+  if (value == "<none>") {
+    out += "$-1\r\n$-1\r\n$-1\r\n$-1\r\n$-1\r\n";
+  } else {
+    out += "$" + std::to_string(value.size()) + "\r\n" + std::string(value) + "\r\n";
+    out += "$5\r\n99000\r\n$3\r\n200\r\n";
+    const auto soft_text = std::to_string(soft);
+    out += "$" + std::to_string(soft_text.size()) + "\r\n" + soft_text + "\r\n";
+    out += "$1\r\n" + std::string(nil) + "\r\n";
+  }
+  out += ":" + std::to_string(shadow_pttl) + "\r\n:" + std::to_string(plain_exists) + "\r\n:" +
+         std::to_string(lock_pttl) + "\r\n";
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the shared state: fresh, stale, absent, nil", "[fleet]") {
+  using stampede::fleet::parse_state;
+  const auto fresh = parse_state(state_reply("hello", 100700, 30700, 1, -2));
+  REQUIRE(fresh);
+  CHECK(fresh->fresh());
+  CHECK(fresh->value == "hello");
+  CHECK(fresh->fresh_for == 700ms);
+  CHECK(fresh->shadow_for == 30700ms);
+  CHECK(fresh->delta == 200ms);
+  CHECK(fresh->stored_ms == 99000);
+  CHECK(fresh->lock_for == 0ms);
+
+  const auto expired = parse_state(state_reply("hello", 99900, 29900, 0, 800));
+  REQUIRE(expired);
+  CHECK_FALSE(expired->fresh());
+  CHECK(expired->has_value);
+  CHECK(expired->lock_for == 800ms);
+
+  // The plain key deleted by a client before its expiry: its value must not come back.
+  const auto deleted = parse_state(state_reply("hello", 100700, 30700, 0, -2));
+  REQUIRE(deleted);
+  CHECK_FALSE(deleted->fresh());
+  CHECK_FALSE(deleted->has_value);
+  CHECK(deleted->deleted);
+  // Expired by its PX a moment ago: still the stale copy for grace.
+  const auto just_expired = parse_state(state_reply("hello", 100002, 30002, 0, -2));
+  REQUIRE(just_expired);
+  CHECK(just_expired->has_value);
+  CHECK_FALSE(just_expired->fresh());
+
+  const auto absent = parse_state(state_reply("<none>", 0, -2, 0, -2));
+  REQUIRE(absent);
+  CHECK_FALSE(absent->has_value);
+  CHECK(absent->shadow_for == 0ms);
+
+  const auto nil = parse_state(state_reply("", 100500, 500, 0, -2, "1"));
+  REQUIRE(nil);
+  CHECK(nil->nil);
+  CHECK(nil->fresh());  // a cached "not found" has no plain key
+}
+
+TEST_CASE("garbage instead of the shared state is refused", "[fleet]") {
+  using stampede::fleet::parse_state;
+  CHECK_FALSE(parse_state("-ERR boom\r\n"));
+  CHECK_FALSE(parse_state("*2\r\n:1\r\n:2\r\n"));
+  CHECK_FALSE(parse_state("*9\r\n:1\r\n"));
+  CHECK_FALSE(parse_state(""));
+}
