@@ -174,8 +174,7 @@ class RolloverReply final : public upstream::ReplyTarget {
       return client_->on_reply(tag, error_reply("ERR version " + current + " is already current"));
     }
     // Before the reply: once the client hears OK, every read of this process uses the new one.
-    stampede::PointerWatch::apply_rollover(policy_.runtime->versions(), version_,
-                                           verdict->current);
+    stampede::PointerWatch::apply_rollover(policy_.runtime->versions(), version_, verdict->current);
     spdlog::info("policy '{}': rolled over to version {} (was {})", policy_.policy->prefix,
                  version_, verdict->current);
     client_->on_reply(tag, integer_reply(static_cast<std::int64_t>(verdict->current)));
@@ -183,7 +182,6 @@ class RolloverReply final : public upstream::ReplyTarget {
   void on_failure(std::uint64_t tag, std::string_view error) override {
     client_->on_failure(tag, error);
   }
-
 
  private:
   Target policy_;
@@ -196,7 +194,7 @@ void rollover(const VersionCall& call, Target policy, std::uint64_t tag,
               const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto version = stampede::parse_version(call.argv[2]);
   const auto expected = call.argv.size() > 3 ? stampede::parse_version(call.argv[3])
-                                              : std::optional<std::uint64_t>(0);
+                                             : std::optional<std::uint64_t>(0);
   if (call.argv.size() > 4) return target->on_reply(tag, error_reply("ERR syntax error"));
   if (!version || *version == 0) {
     return target->on_reply(tag, error_reply("ERR new_version must be a positive integer"));
@@ -207,8 +205,8 @@ void rollover(const VersionCall& call, Target policy, std::uint64_t tag,
   }
   const auto& pointer = policy.policy->versioned->pointer;
   const std::string metadata = stampede::version_metadata_key(pointer);
-  const std::string who = call.client.name.empty() ? "client id " + std::to_string(call.client.id)
-                                                   : call.client.name;
+  const std::string who =
+      call.client.name.empty() ? "client id " + std::to_string(call.client.id) : call.client.name;
   const std::string_view keys[] = {pointer, metadata};
   const std::string_view args[] = {call.argv[2], call.argv.size() > 3 ? call.argv[3] : "", who};
   auto reply = std::make_shared<RolloverReply>(std::move(policy), *version, *expected, target);
@@ -234,10 +232,13 @@ class Purge final : public upstream::ReplyTarget, public std::enable_shared_from
     if (answered_) return;
     if (reply.starts_with('-')) return answer(std::string(reply));
     switch (static_cast<Step>(tag)) {
-      case Step::check: return on_check(reply);
-      case Step::scan: return on_scan(reply);
+      case Step::check:
+        return on_check(reply);
+      case Step::scan:
+        return on_scan(reply);
       case Step::unlink:
-      case Step::last_unlink: return on_unlink(static_cast<Step>(tag), reply);
+      case Step::last_unlink:
+        return on_unlink(static_cast<Step>(tag), reply);
     }
   }
   void on_failure(std::uint64_t, std::string_view error) override {
@@ -264,7 +265,8 @@ class Purge final : public upstream::ReplyTarget, public std::enable_shared_from
     std::string command;
     resp::append_command(command, argv);
     const auto connection = connection_.lock();
-    if (connection && connection->send(command, shared_from_this(), static_cast<std::uint64_t>(step))) {
+    if (connection &&
+        connection->send(command, shared_from_this(), static_cast<std::uint64_t>(step))) {
       return;
     }
     on_failure(0, kUnavailable);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -95,14 +96,14 @@ void PointerWatch::schedule(config::Duration delay) {
 
 void PointerWatch::tick() {
   const auto policies = cache_.policies();
-  auto interval = kIdleTick;
+  std::optional<config::Duration> interval;  // the shortest pointer_refresh
   // A tick whose replies are still due (a slow upstream) is not stacked with another.
   const bool send = in_flight_ == 0;
   std::shared_ptr<Replies> replies;
   for (std::size_t i = 0; i < policies->settings.size(); ++i) {
     const auto& versioned = policies->settings[i].versioned;
     if (!versioned) continue;
-    interval = std::min(interval, versioned->pointer_refresh);
+    interval = std::min(interval.value_or(versioned->pointer_refresh), versioned->pointer_refresh);
     if (!send) continue;
     if (!replies) replies = std::make_shared<Replies>(shared_from_this(), policies);
     const std::string metadata = version_metadata_key(versioned->pointer);
@@ -113,7 +114,7 @@ void PointerWatch::tick() {
       on_failure("ERR upstream unavailable");
     }
   }
-  schedule(interval);
+  schedule(interval.value_or(kIdleTick));
 }
 
 void PointerWatch::on_failure(std::string_view error) {

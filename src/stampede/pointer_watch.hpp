@@ -43,8 +43,7 @@ class PointerWatch : public std::enable_shared_from_this<PointerWatch> {
 
   // A version change made by this process (CORRAL.ROLLOVER, any thread): pointer reads in flight
   // when it happens are discarded, so they cannot put the old version back.
-  static void apply_rollover(VersionState& versions, std::uint64_t current,
-                             std::uint64_t previous);
+  static void apply_rollover(VersionState& versions, std::uint64_t current, std::uint64_t previous);
 
  private:
   class Replies;
@@ -62,8 +61,8 @@ class PointerWatch : public std::enable_shared_from_this<PointerWatch> {
   CacheRuntime& cache_;
   boost::asio::steady_timer timer_;
   bool stopping_ = false;
-  std::size_t in_flight_ = 0;          // replies of the last tick still to come
-  bool unreachable_ = false;           // the last tick could not read the pointers
+  std::size_t in_flight_ = 0;                    // replies of the last tick still to come
+  bool unreachable_ = false;                     // the last tick could not read the pointers
   std::map<std::string, std::string> problems_;  // per policy prefix: what was logged last
 };
 

@@ -102,7 +102,7 @@ struct Fallback {
   std::uint64_t current = 0;
   std::uint64_t previous = 0;
   origin::FetchCallback done;
-  std::string first_reply;  // MGET: the answer of version `current`
+  std::string first_reply;           // MGET: the answer of version `current`
   std::vector<std::size_t> missing;  // MGET: its nil elements
 
   std::string previous_key(std::string_view key) const {
@@ -125,9 +125,8 @@ void splice(Fallback& fallback, const FetchResult& second, std::chrono::nanoseco
   const auto elements = array_elements(fallback.first_reply);
   const auto found = array_elements(second.reply);
   if (!elements || !found || found->size() != fallback.missing.size()) {
-    return finish(fallback,
-                  FetchResult(Outcome::failure, "ERR unexpected MGET reply from the upstream",
-                              duration));
+    return finish(fallback, FetchResult(Outcome::failure,
+                                        "ERR unexpected MGET reply from the upstream", duration));
   }
   auto merged = *elements;
   for (std::size_t i = 0; i < fallback.missing.size(); ++i) {

@@ -71,6 +71,11 @@ def read_batch(client, count, prefix="feat:"):
     return pipe.execute()
 
 
+def corral_log(stack):
+    with open(stack.corral.log_path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
 def fallbacks(stack, policy="feat:"):
     return stack.corral.metric("corral_version_fallbacks_total", policy=policy)
 
@@ -118,15 +123,19 @@ def test_rollover_under_load_is_atomic(stack):
     for t in threads:
         t.start()
     try:
+        harness.wait_until(lambda: errors or all(len(b) >= 3 for b in batches), 10.0,
+                           what="readers to read version %d" % old)
         writer = stack.client()
-        for chunk in range(0, count, 50):  # the bulk load goes through Corral, pipelined
+        for chunk in range(0, count, 20):  # the bulk load goes through Corral, pipelined
             pipe = writer.pipeline(transaction=False)
-            for i in range(chunk, chunk + 50):
+            for i in range(chunk, chunk + 20):
                 pipe.set("feat:k%d:v%d" % (i, new), "v%d:%d" % (new, i))
             pipe.execute()
         sent = time.monotonic()
         eq(rollover(stack, "feat:", new, old), old, "ROLLOVER replies the version it replaced")
         swapped[0] = time.monotonic()
+        eq(read_batch(writer, count), [b"v%d:%d" % (new, i) for i in range(count)],
+           "the rollover's own process, right after it returned")
         harness.wait_until(lambda: errors or all(
             len([1 for s, _, _ in b if s > swapped[0]]) >= 2 for b in batches), 20.0,
             what="every reader to read two batches after the swap")
@@ -137,7 +146,7 @@ def test_rollover_under_load_is_atomic(stack):
     check(not errors, "reader errors: %s" % errors[:3])
     want_old = [b"v%d:%d" % (old, i) for i in range(count)]
     want_new = [b"v%d:%d" % (new, i) for i in range(count)]
-    before = after = 0
+    before = during = after = 0
     for b in batches:
         for started, finished, values in b:
             if finished < sent:
@@ -147,9 +156,11 @@ def test_rollover_under_load_is_atomic(stack):
                 eq(values, want_new, "a batch read after ROLLOVER returned")
                 after += 1
             else:  # in flight during the swap: each key is one version or the other
+                during += 1
                 check(all(v in (o, n) for v, o, n in zip(values, want_old, want_new)),
                       "a batch during the swap has a value of neither version")
-    check(before > 0 and after >= 2 * readers, "batches before/after: %d/%d" % (before, after))
+    print("  batches read before/during/after the rollover: %d/%d/%d" % (before, during, after))
+    check(before >= 3 * readers and after >= 2 * readers, "too few batches")
     eq(current(stack), new, "pointer in Redis")
 
 
@@ -286,6 +297,30 @@ def test_admin_password_required(stack):
     is_err(raw.call("CORRAL.ROLLOVER", "feat:", 99), "NOPERM", "ROLLOVER without admin AUTH")
     is_err(raw.call("CORRAL.PURGE", "feat:", 1), "NOPERM", "PURGE without admin AUTH")
     check(current(stack) != 99, "the pointer did not move")
+
+
+@suite.test(corral_only=True)
+def test_upstream_outage_keeps_the_last_versions(stack):
+    old = current(stack)
+    check(old > 0, "an earlier test set a version")
+    stack.redis.stop()
+    time.sleep(5 * REFRESH)
+    check(stack.corral.alive(), "corral survives the outage")
+    stack.redis.restart()  # empty: the pointer is gone too
+    harness.wait_until(lambda: "was deleted; keeping v%d" % old in corral_log(stack), 5.0,
+                       what="the pointer watch to see the pointer missing")
+    direct, client = stack.direct(), stack.client()
+    load(direct, old, 5, tag="reloaded")
+    # The pointer watch keeps the version it knew rather than failing every read.
+    harness.wait_until(lambda: client.get("feat:k0") == b"reloaded:0", 5.0,
+                       what="reads of v%d after the upstream came back" % old)
+    load(direct, old + 1, 5)
+    direct.set(POINTER, str(old + 1))
+    harness.wait_until(lambda: client.get("feat:k0") == b"v%d:0" % (old + 1), 5.0,
+                       what="the pointer watch to follow the pointer again")
+    log = corral_log(stack)
+    eq(log.count("version pointers unreadable"), 1, "outage warnings in the log")
+    check("version pointers readable again" in log, "recovery logged")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ TEST_CASE("versions are plain decimal numbers", "[versioned]") {
   CHECK(parse_version("0") == 0u);
   CHECK(parse_version("7") == 7u);
   CHECK(parse_version("18446744073709551615") == 18446744073709551615ull);
-  for (const char* bad : {"", "-1", "+1", "007", " 1", "1 ", "1x", "v1", "1.0",
-                          "18446744073709551616"}) {
+  for (const char* bad :
+       {"", "-1", "+1", "007", " 1", "1 ", "1x", "v1", "1.0", "18446744073709551616"}) {
     INFO(bad);
     CHECK_FALSE(parse_version(bad));
   }
@@ -32,8 +32,8 @@ TEST_CASE("a versioned key is the user key with :v<N>", "[versioned]") {
   CHECK(nested->user_key == "feat:a:v2");
   CHECK(nested->version == 3u);
 
-  for (const char* plain : {"feat:U1", "feat:U1:v", "feat:U1:vx", "feat:U1:v01", ":v3",
-                            "feat:U1:V3", "feat:U1v3"}) {
+  for (const char* plain :
+       {"feat:U1", "feat:U1:v", "feat:U1:vx", "feat:U1:v01", ":v3", "feat:U1:V3", "feat:U1v3"}) {
     INFO(plain);
     CHECK_FALSE(split_versioned_key(plain));
   }
