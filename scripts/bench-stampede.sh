@@ -6,20 +6,29 @@
 #   --out FILE     also copy the markdown report there
 # Env: CORRAL_BIN, STAMPEDE_LOAD_BIN (use these binaries, skip the build), CORRAL_THREADS (auto),
 #      STAMPEDE_CLIENTS (1000), STAMPEDE_DURATION (12 s), STAMPEDE_THINK_MS (5), STAMPEDE_TTL_MS (2000),
-#      STAMPEDE_FETCH_MS (200), STAMPEDE_SETUPS ("aside coalesce grace")
+#      STAMPEDE_FETCH_MS (200), STAMPEDE_FLEET_SIZE (3),
+#      STAMPEDE_SETUPS ("aside coalesce grace http fleet"; e.g. "grace http fleet" for the new ones)
 #
-# Three setups, the same load and duration, one after the other on one machine:
+# Five setups, the same load and duration, one after the other on one machine:
 #   aside     the clients do cache-aside themselves against redis-server: GET; on nil "compute" for the
 #             fetch time, then SET key value PX ttl. Origin fetches = computes (counted by the generator).
-#   coalesce  Corral, policy hot: with ttl, beta 0, grace 0 and fetch_delay = the fetch time: coalescing
-#             only.
+#   coalesce  Corral, policy hot: (origin redis) with ttl, beta 0, grace 0 and fetch_delay = the fetch
+#             time: coalescing only.
 #   grace     Corral, same policy with beta 1.0 and grace 10s: stale-while-revalidate plus XFetch.
+#   http      Corral, the grace policy on a real slow origin: origin: {http: ...} to tests/origin_server.py,
+#             which answers /features/<suffix> after the fetch time (no fetch_delay).
+#   fleet     STAMPEDE_FLEET_SIZE Corral processes on the same redis-server, the http policy plus
+#             shared: true (value, shadow copy and refresh lock in Redis); the generator's connections
+#             go round-robin over their ports.
 # The generator (tests/bench/stampede_load.cpp) polls the key's expiry (PEXPIRETIME on Redis, CORRAL.INFO
-# through Corral) to find the expiry instants E; a request sent in [E - 50 ms, E + fetch + 100 ms] is
-# "during expiry", any other is a plain hit. Through Corral an expiry is one TTL cycle of the cached value
-# (a value refreshed early by XFetch still marks its nominal expiry), and its origin fetches are the
-# policy's CORRAL.STATS origin_requests counted between the first sightings of the old and the new value;
-# corral_origin_requests_total from /metrics (after minus before, minus the cold fill) is the cross-check.
+# through Corral; in the fleet, through the first process: the expiry is the fleet's) to find the expiry
+# instants E; a request sent in [E - 50 ms, E + fetch + 100 ms] is "during expiry", any other is a plain
+# hit. Through Corral an expiry is one TTL cycle of the cached value (a value refreshed early by XFetch
+# still marks its nominal expiry), and its origin fetches are those made between the first sightings of
+# the old and the new value: counted by the policy's CORRAL.STATS origin_requests (redis origin), or at
+# the HTTP origin itself from its request times (http, fleet: tests/bench/origin_fetches.py), which is
+# the only count that sees the whole fleet. corral_origin_requests_total from /metrics (after minus
+# before, minus the cold fill, summed over the processes) is the cross-check.
 # Progress goes to stderr; the report (markdown) to stdout and DIR/report.md.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
@@ -37,7 +46,7 @@ while [ $# -gt 0 ]; do
     --plot=*) plot_file=${1#--plot=}; shift ;;
     --out) need_value "$1" $#; out_file=$2; shift 2 ;;
     --out=*) out_file=${1#--out=}; shift ;;
-    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,8 +62,11 @@ duration=${STAMPEDE_DURATION:-12}
 think_ms=${STAMPEDE_THINK_MS:-5}
 ttl_ms=${STAMPEDE_TTL_MS:-2000}
 fetch_ms=${STAMPEDE_FETCH_MS:-200}
-setups=${STAMPEDE_SETUPS:-aside coalesce grace}
+fleet_size=${STAMPEDE_FLEET_SIZE:-3}
+setups=${STAMPEDE_SETUPS:-aside coalesce grace http fleet}
 key=hot:key
+value=$(printf 'v%.0s' $(seq 32))
+origin_path=/features/${key#hot:}  # the http policy's URL template is /features/{suffix}
 host=127.0.0.1
 
 install_packages python3-matplotlib >&2
@@ -109,64 +121,145 @@ start_redis() {
   wait_ready "$redis_port" "$redis_pid" "$out_dir/redis.log"
 }
 
+# --- the HTTP origin (http, fleet): one tests/origin_server.py for the run, reset before each setup --
+origin_port=""
+
+origin_url() { echo "http://$host:$origin_port$1"; }
+origin_stats() { curl -sf --max-time 5 "$(origin_url /_stats)"; }
+
+start_origin() {
+  [ -z "$origin_port" ] || return 0
+  origin_port=$(free_port)
+  origin_command=(/usr/bin/python3 "$CORRAL_ROOT/tests/origin_server.py" "$origin_port")
+  "${origin_command[@]}" >"$out_dir/origin.log" 2>&1 &
+  origin_pid=$!
+  pids+=("$origin_pid")
+  for _ in $(seq 100); do
+    kill -0 "$origin_pid" 2>/dev/null || { echo "the origin exited at start:" >&2; tail -20 "$out_dir/origin.log" >&2; exit 1; }
+    origin_stats >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "the origin does not answer on port $origin_port" >&2
+  exit 1
+}
+
+# The hot path answers the value after the fetch time; counters and request times start at zero.
+origin_control_body() { echo "{\"reset\": true, \"default\": {\"body\": \"$value\", \"delay_ms\": $fetch_ms}}"; }
+reset_origin() {
+  curl -sf --max-time 5 -X POST -H 'Content-Type: application/json' --data "$(origin_control_body)" \
+    "$(origin_url /_control)" >/dev/null
+}
+
+# --- Corral processes -----------------------------------------------------------------------------
+uses_http() { [ "$1" = http ] || [ "$1" = fleet ]; }
+
 # policy_yaml SETUP: the one policy of a Corral setup.
 policy_yaml() {
-  local common="prefix: \"hot:\", origin: redis, commands: [GET], ttl: ${ttl_ms}ms, jitter: 0"
+  local common="prefix: \"hot:\", commands: [GET], ttl: ${ttl_ms}ms, jitter: 0"
+  local http
+  http="origin: {http: \"$(origin_url '/features/{suffix}')\", timeout: 2s}"
   case "$1" in
-    coalesce) echo "  - {$common, beta: 0, grace: 0s, fetch_delay: ${fetch_ms}ms}" ;;
-    grace) echo "  - {$common, beta: 1.0, grace: 10s, fetch_delay: ${fetch_ms}ms}" ;;
+    coalesce) echo "  - {$common, origin: redis, beta: 0, grace: 0s, fetch_delay: ${fetch_ms}ms}" ;;
+    grace) echo "  - {$common, origin: redis, beta: 1.0, grace: 10s, fetch_delay: ${fetch_ms}ms}" ;;
+    http) echo "  - {$common, $http, beta: 1.0, grace: 10s}" ;;
+    fleet) echo "  - {$common, $http, beta: 1.0, grace: 10s, shared: true}" ;;
   esac
 }
 
-# start_corral SETUP: writes SETUP.yml, checks it, starts Corral; sets corral_port, metrics_port,
-# corral_pid. Returns 1 (the reason in skipped[SETUP]) when this Corral cannot run the setup.
-start_corral() {
-  local setup=$1 config=$out_dir/$1.yml check
-  corral_port=$(free_port)
-  metrics_port=$(free_port)
-  {
-    echo "listen: $host:$corral_port"
-    echo "metrics: $host:$metrics_port"
-    echo "threads: $threads"
-    echo "log_level: warn"
-    echo "upstream: { address: redis://$host:$redis_port }"
-    echo "policies:"
-    policy_yaml "$setup"
-  } >"$config"
-  if ! check=$("$corral_bin" --check-config "$config" 2>&1); then
-    skipped[$setup]="corral --check-config rejects the policy: $(echo "$check" | tail -n +2 | head -3 | sed 's/^ *//' | tr '\n' ' ')"
-    return 1
-  fi
-  "$corral_bin" -c "$config" >"$out_dir/$setup.log" 2>&1 &
-  corral_pid=$!
-  pids+=("$corral_pid")
-  wait_ready "$corral_port" "$corral_pid" "$out_dir/$setup.log"
+# config_yaml SETUP PORT METRICS_PORT
+config_yaml() {
+  echo "listen: $host:$2"
+  echo "metrics: $host:$3"
+  echo "threads: $threads"
+  echo "log_level: warn"
+  echo "upstream: { address: redis://$host:$redis_port }"
+  echo "policies:"
+  policy_yaml "$1"
 }
 
-scrape() { curl -sf --max-time 5 "http://$host:$metrics_port/metrics"; }
+# start_corrals SETUP COUNT: COUNT processes, named SETUP, SETUP-2, ... (their NAME.yml and NAME.log);
+# sets instances[SETUP] and the arrays corral_ports, metrics_ports, corral_pids. Returns 1 (the reason
+# in skipped[SETUP]) when this Corral cannot run the setup.
+start_corrals() {
+  local setup=$1 count=$2 i name check
+  corral_ports=() metrics_ports=() corral_pids=()
+  instances[$setup]=""
+  for i in $(seq "$count"); do
+    name=$setup
+    [ "$i" -eq 1 ] || name=$setup-$i
+    corral_ports+=("$(free_port)")
+    metrics_ports+=("$(free_port)")
+    config_yaml "$setup" "${corral_ports[-1]}" "${metrics_ports[-1]}" >"$out_dir/$name.yml"
+    if [ "$i" -eq 1 ] && ! check=$("$corral_bin" --check-config "$out_dir/$name.yml" 2>&1); then
+      skipped[$setup]="corral --check-config rejects the policy: $(echo "$check" | tail -n +2 | head -3 | sed 's/^ *//' | tr '\n' ' ')"
+      return 1
+    fi
+    "$corral_bin" -c "$out_dir/$name.yml" >"$out_dir/$name.log" 2>&1 &
+    corral_pids+=("$!")
+    pids+=("$!")
+    instances[$setup]+="$name "
+  done
+  for i in "${!corral_pids[@]}"; do
+    wait_ready "${corral_ports[$i]}" "${corral_pids[$i]}" "$out_dir/$(instance "$setup" "$i").log"
+  done
+}
 
-# metric FILE NAME [OUTCOME]: the value of NAME{policy="hot:"[,outcome=OUTCOME]} in a scrape (0 if absent).
+# instance SETUP I: the name of the I-th (from 0) process of a setup.
+instance() {
+  local names
+  read -ra names <<<"${instances[$1]}"
+  echo "${names[$2]}"
+}
+
+# scrape_all SETUP WHEN: every process's /metrics into NAME.metrics.WHEN.
+scrape_all() {
+  local i name
+  for i in "${!metrics_ports[@]}"; do
+    name=$(instance "$1" "$i")
+    curl -sf --max-time 5 "http://$host:${metrics_ports[$i]}/metrics" >"$out_dir/$name.metrics.$2" ||
+      { echo "$name: no /metrics ($2 the run)" >&2; exit 1; }
+  done
+}
+
+# metric FILE NAME [LABEL="VALUE"]: the value of NAME{policy="hot:"[,LABEL="VALUE"]} in a scrape (0 if
+# absent).
 metric() {
-  awk -v name="$2" -v outcome="${3:-}" '
+  awk -v name="$2" -v label="${3:-}" '
     !/^#/ && (index($0, name "{") == 1 || index($0, name " ") == 1) && index($0, "policy=\"hot:\"") &&
-    (outcome == "" || index($0, "outcome=\"" outcome "\"")) { sum += $NF }
+    (label == "" || index($0, label)) { sum += $NF }
     END { printf "%d\n", sum }' "$1"
 }
 
-# field SETUP KEY: a key=value line of the generator's output.
+# grown SETUP NAME [LABEL="VALUE"]: after minus before of a metric, per process (space-separated).
+grown() {
+  local name out=""
+  for name in ${instances[$1]}; do
+    out+="$(($(metric "$out_dir/$name.metrics.after" "${@:2}") - $(metric "$out_dir/$name.metrics.before" "${@:2}"))) "
+  done
+  echo "${out% }"
+}
+# grown_total SETUP NAME [LABEL="VALUE"]: the same, summed over the processes.
+grown_total() {
+  local total=0 n
+  for n in $(grown "$@"); do total=$((total + n)); done
+  echo "$total"
+}
+
+# field SETUP KEY: a key=value line of the generator's output (and the origin's counts appended to it).
 field() { sed -n "s/^$2=//p" "$out_dir/$1.out" | head -1; }
 
 # --- one setup ------------------------------------------------------------------------------------
-declare -A skipped=() fetches=() expiries=() metric_fetches=() commands=() lookups=()
+declare -A skipped=() fetches=() expiries=() metric_fetches=() commands=() lookups=() instances=()
+declare -A fleet_notes=()
 ran=()
 failures=0
 
-# run_load SETUP PORT [generator flags...]: the generator in the background, waited for, so a TERM to
-# this script reaches the trap at once.
+# run_load SETUP PORTS [generator flags...]: the generator (PORTS: P1,P2,...) in the background, waited
+# for, so a TERM to this script reaches the trap at once.
 run_load() {
-  local setup=$1 port=$2
+  local setup=$1 ports=$2
   shift 2
-  local cmd=("$load_bin" --port "$port" --connections "$clients" --duration "$duration" --key "$key"
+  local cmd=("$load_bin" --port "$ports" --connections "$clients" --duration "$duration" --key "$key"
     --think-ms "$think_ms" --compute-ms "$fetch_ms" --csv "$out_dir/$setup.csv"
     --expiries-csv "$out_dir/$setup.expiries.csv" "$@")
   commands[$setup]="${cmd[*]}"
@@ -184,60 +277,97 @@ run_load() {
   ran+=("$setup")
 }
 
-# count_refreshes SETUP FALLBACK_FETCHES: expiries[SETUP] and fetches[SETUP] for the table. The
-# generator pairs each expiry with the fetches that served it (see tests/bench/expiry_log.hpp); without
-# that (no CORRAL.STATS), all fetches in the run over the expiries inside it.
+# count_refreshes SETUP PREFIX FALLBACK_FETCHES: expiries[SETUP] and fetches[SETUP] for the table, from
+# the PREFIXrefreshes and PREFIXrefresh_fetches fields: each expiry paired with the fetches that served
+# it (see tests/bench/expiry_log.hpp); without that, all fetches in the run over the expiries inside it.
 count_refreshes() {
-  local setup=$1
-  if [ "$(field "$setup" refreshes)" != n/a ] && [ -n "$(field "$setup" refreshes)" ]; then
-    expiries[$setup]=$(field "$setup" refreshes)
-    fetches[$setup]=$(field "$setup" refresh_fetches)
+  local setup=$1 prefix=$2
+  if [ "$(field "$setup" "${prefix}refreshes")" != n/a ] && [ -n "$(field "$setup" "${prefix}refreshes")" ]; then
+    expiries[$setup]=$(field "$setup" "${prefix}refreshes")
+    fetches[$setup]=$(field "$setup" "${prefix}refresh_fetches")
   else
     expiries[$setup]=$(field "$setup" expiries)
-    fetches[$setup]=$2
+    fetches[$setup]=$3
   fi
 }
 
 run_aside() {
   redis_cmd DEL "$key" >/dev/null
   run_load aside "$redis_port" --cache-aside --ttl-ms "$ttl_ms" || return 0
-  count_refreshes aside "$(field aside computes)"
+  count_refreshes aside "" "$(field aside computes)"
 }
 
+# The origin holds the value for good; only Corral's copy expires. Nothing of an earlier setup stays
+# in Redis (the fleet's shared copy, shadow and lock).
+prepare_origin() {
+  redis_cmd FLUSHDB >/dev/null
+  if uses_http "$1"; then
+    start_origin
+    reset_origin
+  else
+    redis_cmd SET "$key" "$value" >/dev/null
+  fi
+}
+
+# count_corral SETUP: fetches, expiries and lookups of a run, from the scrapes (and the origin's stats).
+count_corral() {
+  local setup=$1 outcome total origin_counts
+  total=$(grown_total "$setup" corral_origin_requests_total)
+  # The generator's warm-up GET, before its clock starts, is the cold fill: one fetch, not an expiry's.
+  if [ "$total" -gt 0 ]; then
+    metric_fetches[$setup]=$((total - 1))
+  else
+    echo "   WARNING: $setup: no origin fetch counted (corral_origin_requests_total{policy=\"hot:\"})" >&2
+    metric_fetches[$setup]=n/a
+  fi
+  if uses_http "$setup"; then
+    origin_stats >"$out_dir/$setup.origin.after" || { echo "$setup: no origin /_stats after the run" >&2; exit 1; }
+    origin_counts=$(/usr/bin/python3 "$CORRAL_ROOT/tests/bench/origin_fetches.py" --path "$origin_path" \
+      --before "$out_dir/$setup.origin.before" --after "$out_dir/$setup.origin.after" \
+      --load "$out_dir/$setup.out" --csv "$out_dir/$setup.csv" --window-after-ms $((fetch_ms + 100)))
+    echo "$origin_counts" >>"$out_dir/$setup.out"
+    count_refreshes "$setup" origin_ "$(field "$setup" origin_fetches_in_run)"
+  else
+    count_refreshes "$setup" "" "${metric_fetches[$setup]}"
+  fi
+  lookups[$setup]=""
+  for outcome in hit stale miss coalesced; do
+    lookups[$setup]+="$outcome $(grown_total "$setup" corral_cache_lookups_total "outcome=\"$outcome\""), "
+  done
+  [ "$(grown_total "$setup" corral_cache_lookups_total 'outcome="hit"')" -gt 0 ] ||
+    echo "   WARNING: $setup: no cache hits: the policy did not cache" >&2
+  [ "$setup" = fleet ] || return 0
+  fleet_notes[$setup]="origin fetches per process (/metrics, cold fill included):"
+  fleet_notes[$setup]+=" $(grown "$setup" corral_origin_requests_total); fleet locks acquired"
+  fleet_notes[$setup]+=" $(grown "$setup" corral_fleet_locks_total 'result="acquired"'), contended"
+  fleet_notes[$setup]+=" $(grown "$setup" corral_fleet_locks_total 'result="contended"') (per process),"
+  fleet_notes[$setup]+=" writes fenced $(grown_total "$setup" corral_fleet_writes_fenced_total);"
+}
+
+# run_corral SETUP: one Corral (a fleet of them for `fleet`), the load through all of them.
 run_corral() {
-  local setup=$1
-  # The origin holds the value for good; only Corral's copy expires.
-  redis_cmd SET "$key" "$(printf 'v%.0s' $(seq 32))" >/dev/null
-  if ! start_corral "$setup"; then
+  local setup=$1 count=1 i
+  [ "$setup" != fleet ] || count=$fleet_size
+  prepare_origin "$setup"
+  if ! start_corrals "$setup" "$count"; then
     echo "   $setup: not run: ${skipped[$setup]}" >&2
     failures=$((failures + 1))
     return 0
   fi
-  scrape >"$out_dir/$setup.metrics.before" || { echo "$setup: no /metrics" >&2; exit 1; }
-  if run_load "$setup" "$corral_port"; then
-    scrape >"$out_dir/$setup.metrics.after" || { echo "$setup: no /metrics after the run" >&2; exit 1; }
-    local before after outcome hits=0
-    before=$(metric "$out_dir/$setup.metrics.before" corral_origin_requests_total)
-    after=$(metric "$out_dir/$setup.metrics.after" corral_origin_requests_total)
-    # The generator's warm-up GET, before its clock starts, is the cold fill: one fetch, not an expiry's.
-    if [ $((after - before)) -gt 0 ]; then
-      metric_fetches[$setup]=$((after - before - 1))
-    else
-      echo "   WARNING: $setup: no origin fetch counted (corral_origin_requests_total{policy=\"hot:\"})" >&2
-      metric_fetches[$setup]=n/a
-    fi
-    count_refreshes "$setup" "${metric_fetches[$setup]}"
-    lookups[$setup]=""
-    for outcome in hit stale miss coalesced; do
-      before=$(metric "$out_dir/$setup.metrics.before" corral_cache_lookups_total "$outcome")
-      after=$(metric "$out_dir/$setup.metrics.after" corral_cache_lookups_total "$outcome")
-      lookups[$setup]+="$outcome $((after - before)), "
-      [ "$outcome" != hit ] || hits=$((after - before))
-    done
-    [ "$hits" -gt 0 ] || echo "   WARNING: $setup: no cache hits: the policy did not cache" >&2
+  scrape_all "$setup" before
+  ! uses_http "$setup" || origin_stats >"$out_dir/$setup.origin.before" ||
+    { echo "$setup: no origin /_stats" >&2; exit 1; }
+  if run_load "$setup" "$(IFS=,; echo "${corral_ports[*]}")"; then
+    scrape_all "$setup" after
+    count_corral "$setup"
   fi
-  kill -0 "$corral_pid" 2>/dev/null || { echo "   $setup: corral died; its log:" >&2; tail -20 "$out_dir/$setup.log" >&2; failures=$((failures + 1)); }
-  stop_pid "$corral_pid"
+  for i in "${!corral_pids[@]}"; do
+    kill -0 "${corral_pids[$i]}" 2>/dev/null && continue
+    echo "   $(instance "$setup" "$i"): corral died; its log:" >&2
+    tail -20 "$out_dir/$(instance "$setup" "$i").log" >&2
+    failures=$((failures + 1))
+  done
+  for i in "${!corral_pids[@]}"; do stop_pid "${corral_pids[$i]}"; done
 }
 
 # --- report ---------------------------------------------------------------------------------------
@@ -246,6 +376,8 @@ describe() {
     aside) echo "cache-aside clients -> redis (baseline)" ;;
     coalesce) echo "corral, coalescing only" ;;
     grace) echo "corral, grace + XFetch" ;;
+    http) echo "corral, grace + XFetch, http origin" ;;
+    fleet) echo "$fleet_size corrals, fleet (shared: true), http origin" ;;
   esac
 }
 
@@ -296,12 +428,21 @@ report() {
     [ "$setup" != aside ] || notes+=" nil replies (each one a compute): $(field aside nil_replies);"
     [ -z "${metric_fetches[$setup]:-}" ] ||
       notes+=" origin fetches in /metrics over the whole run: ${metric_fetches[$setup]};"
+    if uses_http "$setup"; then
+      notes+=" at the origin: $(field "$setup" origin_fetches_in_run) in the run (the cold fill before it),"
+      notes+=" at $(field "$setup" origin_fetch_times_s)s, per refresh: $(field "$setup" origin_fetches_per_refresh);"
+      notes+=" p99 of requests sent from 50 ms before to $((fetch_ms + 100)) ms after an origin fetch (the real"
+      notes+=" refresh instants): $(ms "$(field "$setup" fetch_window_p99_ms)") ms, other requests:"
+      notes+=" $(ms "$(field "$setup" outside_fetch_window_p99_ms)") ms;"
+    fi
+    notes+=" ${fleet_notes[$setup]:-}"
     notes+=" origin fetches per TTL period: $(div "${metric_fetches[$setup]:-${fetches[$setup]}}" "$periods");"
     [ -z "$(field "$setup" watch_problem)" ] || notes+=" no expiry windows: $(field "$setup" watch_problem);"
     echo "- $(describe "$setup"): expiry windows at $(field "$setup" expiry_times_s)s;$notes"
   done
   echo "- TTL periods in the run: $periods. Through Corral, an expiry is one TTL cycle of the cached value, and"
-  echo "  its fetches are those counted (CORRAL.STATS) between the first sightings of the old and the new value;"
+  echo "  its fetches are those counted (CORRAL.STATS; for http and fleet: at the origin server) between the"
+  echo "  first sightings of the old and the new value;"
   echo "  XFetch refreshes before the TTL runs out, so its cycles are shorter than the TTL. The cold fill made"
   echo "  before the clock starts is not counted."
   echo
@@ -312,6 +453,7 @@ report() {
   echo "- loadavg at start: $load_start; at end: $load_end (the cores are shared: read the ratios)"
   echo "- $(redis-server --version | cut -d' ' -f1-3)"
   [ "$corral_setups" -eq 0 ] || echo "- corral: $("$corral_bin" --version 2>&1 | head -1) ($corral_bin, threads: $threads)"
+  [ -z "$origin_port" ] || echo "- origin: tests/origin_server.py ($(/usr/bin/python3 --version), ThreadingHTTPServer)"
   echo
   echo "## Reproduce"
   echo "Ports are those of this run."
@@ -319,15 +461,25 @@ report() {
   echo '```'
   printf '%q ' "${redis_command[@]}"
   echo
+  if [ -n "$origin_port" ]; then
+    printf '%q ' "${origin_command[@]}"
+    echo "&"
+  fi
   for setup in "${ran[@]}"; do
     echo "# $setup"
     if [ "$setup" = aside ]; then
       echo "redis-cli -p $redis_port DEL $key"
+    elif uses_http "$setup"; then
+      echo "redis-cli -p $redis_port FLUSHDB"
+      echo "curl -X POST --data '$(origin_control_body)' $(origin_url /_control)"
     else
-      echo "redis-cli -p $redis_port SET $key <32 bytes>"
-      echo "$corral_bin -c $setup.yml   # $setup.yml:"
-      sed 's/^/#   /' "$out_dir/$setup.yml"
+      echo "redis-cli -p $redis_port FLUSHDB; redis-cli -p $redis_port SET $key <32 bytes>"
     fi
+    local name
+    for name in ${instances[$setup]:-}; do
+      echo "$corral_bin -c $name.yml &   # $name.yml:"
+      sed 's/^/#   /' "$out_dir/$name.yml"
+    done
     echo "${commands[$setup]}"
   done
   echo '```'
@@ -356,8 +508,8 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for setup in $setups; do
   case "$setup" in
     aside) run_aside ;;
-    coalesce|grace) run_corral "$setup" ;;
-    *) echo "unknown setup $setup (aside, coalesce, grace)" >&2; exit 2 ;;
+    coalesce|grace|http|fleet) run_corral "$setup" ;;
+    *) echo "unknown setup $setup (aside, coalesce, grace, http, fleet)" >&2; exit 2 ;;
   esac
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)

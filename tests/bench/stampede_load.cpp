@@ -1,9 +1,11 @@
 // Stampede load generator for scripts/bench-stampede.sh: N connections loop GET on one hot key
-// (one request in flight each, random think time), record every request's send time and latency,
-// and report latency overall, inside the hot key's expiry windows and outside them (plain hits).
+// (one request in flight each, random think time, spread round-robin over one or more ports),
+// record every request's send time and latency, and report latency overall, inside the hot key's
+// expiry windows and outside them (plain hits).
 #include <utility>
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -53,7 +55,7 @@ constexpr auto kDrainTimeout = std::chrono::seconds(10);
 
 struct Options {
   std::string host = "127.0.0.1";
-  int port = 0;
+  std::vector<int> ports;  // connection i goes to ports[i % size]; the watcher's is ports[0]
   int connections = 1000;
   double duration_s = 12;
   std::string key = "hot:key";
@@ -84,12 +86,24 @@ struct Flag {
   bool (*apply)(Options&, std::string_view);
 };
 
+// "P" or "P1,P2,...", appended to `ports` (the flag may also be repeated).
+bool parse_ports(std::string_view text, std::vector<int>& ports) {
+  for (;;) {
+    const auto comma = text.find(',');
+    int port = 0;
+    if (!parse_number(text.substr(0, comma), port) || port <= 0 || port > 65535) return false;
+    ports.push_back(port);
+    if (comma == std::string_view::npos) return true;
+    text.remove_prefix(comma + 1);
+  }
+}
+
 // The command line, as data.
 constexpr Flag kFlags[] = {
     {"--host", "server address", "ADDR",
      [](Options& o, std::string_view v) { return o.host = v, true; }},
-    {"--port", "server port (required)", "PORT",
-     [](Options& o, std::string_view v) { return parse_number(v, o.port); }},
+    {"--port", "server port (required); P1,P2,... or repeated: connections round-robin", "PORT",
+     [](Options& o, std::string_view v) { return parse_ports(v, o.ports); }},
     {"--connections", "concurrent connections (1000)", "N",
      [](Options& o, std::string_view v) { return parse_number(v, o.connections); }},
     {"--duration", "seconds of load (12)", "S",
@@ -100,8 +114,8 @@ constexpr Flag kFlags[] = {
      [](Options& o, std::string_view v) { return parse_number(v, o.think_ms); }},
     {"--cache-aside", "clients do cache-aside: GET; on nil compute, SET PX ttl", "",
      [](Options& o, std::string_view) { return o.cache_aside = true, true; }},
-    {"--compute-ms", "origin time: a cache-aside compute; through Corral, its fetch_delay (200)",
-     "MS", [](Options& o, std::string_view v) { return parse_number(v, o.compute_ms); }},
+    {"--compute-ms", "origin time: a cache-aside compute; through Corral, the origin's (200)", "MS",
+     [](Options& o, std::string_view v) { return parse_number(v, o.compute_ms); }},
     {"--ttl-ms", "TTL of a cache-aside SET (2000)", "MS",
      [](Options& o, std::string_view v) { return parse_number(v, o.ttl_ms); }},
     {"--value-size", "bytes of the value cache-aside SETs (32)", "N",
@@ -157,7 +171,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (options.port <= 0 || options.connections <= 0 || options.duration_s <= 0 ||
+  if (options.ports.empty() || options.connections <= 0 || options.duration_s <= 0 ||
       options.think_ms < 0 || options.compute_ms < 0 || options.ttl_ms <= 0) {
     std::fprintf(stderr, "stampede_load: need --port, and positive counts and durations\n");
     return std::nullopt;
@@ -209,6 +223,7 @@ struct Run {
   std::string set_request;
   std::vector<std::unique_ptr<RespLink>> links;  // links[0] is the watcher's
   Clock::time_point start;
+  double start_monotonic_s = 0;  // `start` on CLOCK_MONOTONIC, the clock of Python's monotonic()
   Clock::time_point end;
   std::int64_t start_unix_ms = 0;
   std::vector<Sample> samples;
@@ -230,6 +245,13 @@ struct Run {
     return std::chrono::duration_cast<Clock::duration>(Millis(uniform(rng)));
   }
 };
+
+// CLOCK_MONOTONIC, named: an origin's request times (time.monotonic()) are matched against it.
+double monotonic_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
 
 // One request: GET, and in cache-aside mode on nil: compute, then SET. Returns the GET's kind.
 awaitable<ReplyKind> one_request(Run& run, RespLink& link, asio::steady_timer& timer,
@@ -320,7 +342,7 @@ awaitable<bool> poll_expiry(Run& run, RespLink& link, const std::string& request
   if (state->text == "fresh" && age != nullptr && ttl != nullptr && policy != nullptr) {
     const auto fetches = co_await origin_requests(link, policy->text);
     run.expiry_log.corral_fresh(now_s - age->integer / 1000.0, now_s + ttl->integer / 1000.0,
-                                std::max(run.options.compute_ms / 1000, 0.02), fetches);
+                                std::max(run.options.compute_ms / 1000, 0.02), fetches, now_s);
   }
   co_return true;
 }
@@ -340,14 +362,16 @@ awaitable<void> watch_loop(Run& run, RespLink& link) {
   if (--run.running == 0) run.watchdog->cancel();
 }
 
-awaitable<bool> connect_all(Run& run, const asio::ip::tcp::endpoint& endpoint) {
+awaitable<bool> connect_all(Run& run, const asio::ip::address& address) {
   const auto executor = co_await asio::this_coro::executor;
+  const auto& ports = run.options.ports;
   // One at a time: a burst of 1000 connects would overflow the server's listen backlog.
   for (int i = 0; i <= run.options.connections; ++i) {
+    const int port = ports[static_cast<std::size_t>(i) % ports.size()];
     auto link = std::make_unique<RespLink>(executor);
-    if (const auto ec = co_await link->connect(endpoint)) {
+    if (const auto ec = co_await link->connect({address, static_cast<unsigned short>(port)})) {
       std::fprintf(stderr, "stampede_load: connect %d to %s:%d: %s\n", i, run.options.host.c_str(),
-                   run.options.port, ec.message().c_str());
+                   port, ec.message().c_str());
       co_return false;
     }
     run.links.push_back(std::move(link));
@@ -369,14 +393,15 @@ awaitable<bool> warm_up(Run& run) {
   co_return true;
 }
 
-awaitable<void> run_all(Run& run, asio::ip::tcp::endpoint endpoint) {
+awaitable<void> run_all(Run& run, asio::ip::address address) {
   const auto executor = co_await asio::this_coro::executor;
-  if (!co_await connect_all(run, endpoint) || !co_await warm_up(run)) {
+  if (!co_await connect_all(run, address) || !co_await warm_up(run)) {
     run.ok = false;
     for (auto& link : run.links) link->close();
     co_return;
   }
   run.start = Clock::now();
+  run.start_monotonic_s = monotonic_seconds();
   run.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
@@ -476,7 +501,12 @@ int report(Run& run) {
               static_cast<unsigned long long>(run.failed_clients),
               static_cast<unsigned long long>(run.nil_replies),
               static_cast<unsigned long long>(run.computes));
-  std::printf("rps=%.0f\n", all.size() / run.options.duration_s);
+  std::printf("rps=%.0f\nports=%zu\n", all.size() / run.options.duration_s,
+              run.options.ports.size());
+  // For pairing fetches counted at an origin server with the generations seen here.
+  std::printf("start_monotonic_s=%.6f\ngenerations_seen_s=", run.start_monotonic_s);
+  for (const double seen : run.expiry_log.generations_seen()) std::printf("%.4f ", seen);
+  std::printf("\n");
   if (windows) {
     std::printf("expiries=%zu\nexpiry_times_s=", expiries.size());
     for (const double e : expiries) std::printf("%.3f ", e);
@@ -531,13 +561,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stampede_load: bad --host %s\n", options->host.c_str());
     return 2;
   }
-  const boost::asio::ip::tcp::endpoint endpoint(address,
-                                                static_cast<unsigned short>(options->port));
   // Before `run`, whose sockets and timer must go before their io_context does.
   boost::asio::io_context io(1);
   Run run(std::move(*options));
   run.samples.reserve(1 << 20);
-  boost::asio::co_spawn(io, run_all(run, endpoint), boost::asio::detached);
+  boost::asio::co_spawn(io, run_all(run, address), boost::asio::detached);
   io.run();
   if (run.start == Clock::time_point{}) return 1;  // never started: connect or warm-up failed
   return report(run);
