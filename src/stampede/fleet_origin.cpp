@@ -29,8 +29,9 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr milliseconds kMinLockTtl{1000};
-constexpr milliseconds kPollMin{10};
-constexpr milliseconds kPollMax{100};
+// Waiting for another process's refresh: a read of the shared copy every delta / 8, within these.
+constexpr milliseconds kPollMin{5};
+constexpr milliseconds kPollMax{50};
 
 std::string random_token_prefix() {
   std::random_device device;
@@ -124,6 +125,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         [self = shared_from_this(), then = std::move(then)](std::string_view reply, bool failed) {
           const auto state = failed ? std::nullopt : fleet::parse_state(reply);
           if (!state) return self->fail(failed ? reply : "ERR corral: unexpected fleet state");
+          if (state->delta.count() > 0) self->delta_ = state->delta;
           then(*state);
         });
   }
@@ -174,7 +176,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       return fail("ERR corral: fleet refresh of '" + keys_.plain +
                   "' is held by another process (lock not released)");
     }
-    const auto poll = std::clamp(duration_cast<milliseconds>(delta_) / 4, kPollMin, kPollMax);
+    const auto poll = std::clamp(duration_cast<milliseconds>(delta_) / 8, kPollMin, kPollMax);
     timer_.emplace(shared_->executor, poll);
     timer_->async_wait([self = shared_from_this()](boost::system::error_code) {
       self->read([self](const fleet::SharedState& state) {

@@ -323,9 +323,11 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
                          tag);
     return MissPlan::answered;
   }
-  if (ticket.role == FlightRole::follower &&
+  if (ticket.role == FlightRole::follower && origin_for(policy) == redis_origin_ &&
       runtime_.store().fill_ticket(key.user_key) != ticket.flight->ticket) {
-    // The key was written since that fetch began: its value may predate the write.
+    // The key was written since that fetch began: its value may predate the write. (Other
+    // origins are not written through Redis: their in-flight answer is as new as another, and
+    // a fleet refresh's answer is the very write that invalidated the key.)
     flights.leave(flight_key, ticket.flight);
     stats.lookup(LookupOutcome::miss);
     return MissPlan::uncached;
