@@ -6,8 +6,10 @@
 #                    "idle_timeout_ms": n}
 #                   merges the rules (reset: forget rules and counters first; idle_timeout_ms:
 #                   new connections are closed after n ms without a request, 0: never)
-#   GET  /_stats    {"requests": {path: n}, "connections": n, "headers": {path: {name: value}}}
-# RULE: {"status": 200, "body": "text", "body_size": n (n bytes of "x" instead of body),
+#   GET  /_stats    {"requests": {path: n}, "times": {path: [monotonic seconds of each request]},
+#                    "connections": n, "headers": {path: {name: value}}}
+# RULE: {"status": 200, "body": "text" ("{n}" becomes the path's request count),
+#        "body_size": n (n bytes of "x" instead of body),
 #        "delay_ms": n (before answering), "body_delay_ms": n (between the two halves of the body),
 #        "reset": true (close with RST, no answer), "close": true (Connection: close),
 #        "raw": "bytes" (sent as is instead of a response)}
@@ -25,6 +27,7 @@ _lock = threading.Lock()
 _rules = {}
 _default = {}
 _requests = {}
+_times = {}
 _headers = {}
 _connections = 0
 _idle_timeout = None
@@ -34,6 +37,7 @@ def _reset():
     global _default, _connections, _idle_timeout
     _rules.clear()
     _requests.clear()
+    _times.clear()
     _headers.clear()
     _default = {}
     _connections = 0
@@ -49,6 +53,8 @@ class Handler(BaseHTTPRequestHandler):
             _connections += 1
             self.timeout = _idle_timeout  # applied to the socket by StreamRequestHandler.setup
         super().setup()
+        # Headers and body leave in separate writes: without this, Nagle + delayed ACK add 40ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, *args):
         pass
@@ -89,16 +95,19 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/_stats":
             with _lock:
-                stats = {"requests": dict(_requests), "connections": _connections,
+                stats = {"requests": dict(_requests), "times": dict(_times),
+                         "connections": _connections,
                          "headers": dict(_headers)}
             return self._send(200, json.dumps(stats).encode(), content_type="application/json")
         with _lock:
             _requests[self.path] = _requests.get(self.path, 0) + 1
+            _times.setdefault(self.path, []).append(time.monotonic())
+            count = _requests[self.path]
             _headers[self.path] = {k.lower(): v for k, v in self.headers.items()}
             rule = dict(_rules.get(self.path, _default))
-        self._answer(rule)
+        self._answer(rule, count)
 
-    def _answer(self, rule):
+    def _answer(self, rule, count):
         time.sleep(rule.get("delay_ms", 0) / 1000.0)
         if rule.get("reset"):
             # SO_LINGER 0: close() sends RST instead of FIN, like a crashed or overloaded server.
@@ -114,7 +123,7 @@ class Handler(BaseHTTPRequestHandler):
         if "body_size" in rule:
             body = b"x" * int(rule["body_size"])
         else:
-            body = rule.get("body", "value of " + self.path).encode()
+            body = rule.get("body", "value of " + self.path).replace("{n}", str(count)).encode()
         status = int(rule.get("status", 200))
         delay = rule.get("body_delay_ms", 0) / 1000.0
         if not delay:

@@ -5,7 +5,6 @@
 #include "origin/http_origin.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -18,6 +17,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cassert>
 #include <deque>
 #include <optional>
 #include <vector>
@@ -71,7 +71,9 @@ class Pool : public std::enable_shared_from_this<Pool> {
   const config::HttpOriginSettings& settings() const { return settings_; }
   const UrlTemplate& url_template() const { return url_; }
   const std::vector<tcp::endpoint>& numeric_endpoints() const { return endpoints_; }
-  std::string url(const Exchange& exchange) const { return "http://" + url_.authority() + exchange.target; }
+  std::string url(const Exchange& exchange) const {
+    return "http://" + url_.authority() + exchange.target;
+  }
   bool closed() const { return closed_; }
   // Starts `exchange` on an idle connection, a new one, or queues it (`front`: a retry).
   void dispatch(const std::shared_ptr<Exchange>& exchange, bool front);
@@ -95,8 +97,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
   UrlTemplate url_;
   std::vector<tcp::endpoint> endpoints_;  // the host is an IP literal: no resolver needed
   std::size_t max_queued_;
-  std::size_t open_ = 0;  // connections connecting, busy or idle
-  std::vector<std::shared_ptr<Connection>> idle_;  // most recently used last
+  std::size_t open_ = 0;                                // connections connecting, busy or idle
+  std::vector<std::shared_ptr<Connection>> idle_;       // most recently used last
   std::vector<std::weak_ptr<Connection>> connections_;  // every open one, for shutdown
   std::deque<std::shared_ptr<Exchange>> queue_;
   bool closed_ = false;
@@ -179,7 +181,8 @@ void Connection::open(std::shared_ptr<Exchange> exchange) {
       url.host(), std::to_string(url.port()),
       [self = shared_from_this(), connected = std::move(connected)](
           const error_code& ec, const tcp::resolver::results_type& results) mutable {
-        if (ec || self->closed_) return self->on_connected(ec ? ec : asio::error::operation_aborted);
+        if (ec || self->closed_)
+          return self->on_connected(ec ? ec : asio::error::operation_aborted);
         asio::async_connect(self->socket_, results, std::move(connected));
       });
 }
@@ -221,10 +224,9 @@ void Connection::send() {
   parser_.emplace();
   parser_->body_limit(settings.max_body);
   parser_->header_limit(kHeaderLimit);
-  http::async_write(socket_, request_,
-                    [self = shared_from_this()](const error_code& ec, std::size_t) {
-                      self->on_written(ec);
-                    });
+  http::async_write(
+      socket_, request_,
+      [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_written(ec); });
 }
 
 void Connection::on_written(const error_code& ec) {
@@ -294,11 +296,10 @@ void Connection::complete() {
   if (status == 200)
     return pool_->finish(*exchange, Outcome::value, found_reply(exchange->request, body));
   if (status == 404)
-    return pool_->finish(*exchange, Outcome::nil,
-                         std::string(not_found_reply(exchange->request)));
-  pool_->finish(*exchange, Outcome::failure,
-                "ERR corral: origin " + pool_->url(*exchange) + " answered HTTP " +
-                    std::to_string(status));
+    return pool_->finish(*exchange, Outcome::nil, std::string(not_found_reply(exchange->request)));
+  pool_->finish(
+      *exchange, Outcome::failure,
+      "ERR corral: origin " + pool_->url(*exchange) + " answered HTTP " + std::to_string(status));
 }
 
 void Connection::fail(bool retriable, std::string text) {
@@ -359,7 +360,8 @@ Pool::Pool(const asio::any_io_executor& executor, std::string prefix,
       settings_(settings),
       clock_(clock),
       url_(UrlTemplate::parse(settings.url_template)),
-      max_queued_(kQueuedPerConnection * static_cast<std::size_t>(std::max(1, settings.max_connections))) {
+      max_queued_(kQueuedPerConnection *
+                  static_cast<std::size_t>(std::max(1, settings.max_connections))) {
   error_code ec;
   const auto address = asio::ip::make_address(url_.host(), ec);
   if (url_.ok() && !ec) endpoints_.emplace_back(address, url_.port());
@@ -380,8 +382,9 @@ void Pool::fetch(std::span<const std::string_view> argv, FetchCallback done) {
   }
   if (!request) return finish(*exchange, Outcome::error_reply, std::move(error));
   if (!url_.ok())
-    return finish(*exchange, Outcome::failure,
-                  "ERR corral: origin URL template " + settings_.url_template + ": " + url_.error());
+    return finish(
+        *exchange, Outcome::failure,
+        "ERR corral: origin URL template " + settings_.url_template + ": " + url_.error());
   if (closed_) return finish(*exchange, Outcome::failure, std::string(kShutDown));
   exchange->retries_left = std::max(0, settings_.retries);
   exchange->deadline.expires_after(settings_.timeout);
@@ -466,15 +469,15 @@ void Pool::finish(Exchange& exchange, Outcome outcome, std::string reply) {
   exchange.finished = true;
   exchange.deadline.cancel();
   const auto duration = clock_.now() - exchange.started;
-  asio::post(executor_, [done = std::move(exchange.done), outcome, reply = std::move(reply),
-                         duration] {
-    if (!done) return;
-    FetchResult result;
-    result.outcome = outcome;
-    result.reply = reply;
-    result.duration = duration;
-    done(result);
-  });
+  asio::post(executor_,
+             [done = std::move(exchange.done), outcome, reply = std::move(reply), duration] {
+               if (!done) return;
+               FetchResult result;
+               result.outcome = outcome;
+               result.reply = reply;
+               result.duration = duration;
+               done(result);
+             });
 }
 
 void Pool::shutdown() {

@@ -22,8 +22,8 @@ class Pool;
 // bounded queue. `timeout` bounds a fetch from the call to the answer (queueing and retries
 // included), `connect_timeout` each connection attempt. Connection failures, and a reused
 // connection lost before any response byte, are retried up to `retries` times; timeouts and bad
-// statuses never are. Destroying the origin fails the fetches still pending (their callbacks run
-// later on the executor, or are dropped with it).
+// statuses never are. Destroy it on the executor's thread (or once that no longer runs): the
+// fetches still pending fail (their callbacks run later on the executor, or are dropped with it).
 class HttpOrigin final : public Origin {
  public:
   HttpOrigin(const boost::asio::any_io_executor& executor, std::string prefix,

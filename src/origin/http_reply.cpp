@@ -53,13 +53,13 @@ std::optional<StringRequest> parse_string_request(std::span<const std::string_vi
   const auto row = std::find_if(kCommands.begin(), kCommands.end(),
                                 [&](const CommandRow& r) { return iequals(r.name, argv[0]); });
   if (row == kCommands.end()) {
-    resp::append_error(error, "ERR corral: an http origin cannot answer '" +
-                                  std::string(argv[0]) + "' (GET, EXISTS, STRLEN, GETRANGE only)");
+    resp::append_error(error, "ERR corral: an http origin cannot answer '" + std::string(argv[0]) +
+                                  "' (GET, EXISTS, STRLEN, GETRANGE only)");
     return std::nullopt;
   }
   if (argv.size() != row->arity) {
-    resp::append_error(error,
-                       "ERR wrong number of arguments for '" + std::string(row->name) + "' command");
+    resp::append_error(
+        error, "ERR wrong number of arguments for '" + std::string(row->name) + "' command");
     return std::nullopt;
   }
   StringRequest request{row->command, argv[1]};

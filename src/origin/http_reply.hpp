@@ -16,7 +16,7 @@ enum class StringCommand : std::uint8_t { get, exists, strlen, getrange };
 
 struct StringRequest {
   StringCommand command = StringCommand::get;
-  std::string_view key;  // points into argv
+  std::string_view key;    // points into argv
   std::int64_t start = 0;  // GETRANGE only
   std::int64_t end = 0;
 };

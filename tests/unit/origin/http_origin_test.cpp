@@ -320,7 +320,8 @@ TEST_CASE("a refused connection fails with the address") {
   HttpOrigin origin(run.io.get_executor(), "feat:", s, SystemClock::instance());
   auto refused = run.fetch(origin, {"GET", "feat:a"});
   CHECK(refused.outcome == Outcome::failure);
-  CHECK(refused.reply == "ERR corral: origin 127.0.0.1:" + port + " connect failed: Connection refused");
+  CHECK(refused.reply ==
+        "ERR corral: origin 127.0.0.1:" + port + " connect failed: Connection refused");
 }
 
 TEST_CASE("a connect that hangs fails after connect_timeout") {
@@ -378,7 +379,8 @@ TEST_CASE("at most max_connections are open; more fetches queue, within a bound"
     const int before = server().connections();
     std::vector<std::shared_ptr<Answer>> answers;
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 6; ++i) answers.push_back(run.start(origin, {"GET", "feat:q" + std::to_string(i)}));
+    for (int i = 0; i < 6; ++i)
+      answers.push_back(run.start(origin, {"GET", "feat:q" + std::to_string(i)}));
     run.wait(answers);
     CHECK(std::chrono::steady_clock::now() - t0 >= 440ms);  // three rounds of two
     for (const auto& a : answers) CHECK(a->outcome == Outcome::value);
@@ -389,7 +391,8 @@ TEST_CASE("at most max_connections are open; more fetches queue, within a bound"
   s.max_connections = 1;  // the queue holds 64 per connection
   HttpOrigin origin(run.io.get_executor(), "feat:", s, SystemClock::instance());
   std::vector<std::shared_ptr<Answer>> answers;
-  for (int i = 0; i < 70; ++i) answers.push_back(run.start(origin, {"GET", "feat:b" + std::to_string(i)}));
+  for (int i = 0; i < 70; ++i)
+    answers.push_back(run.start(origin, {"GET", "feat:b" + std::to_string(i)}));
   run.wait(answers, 20s);
   int values = 0, full = 0;
   for (const auto& a : answers) {
@@ -461,8 +464,8 @@ TEST_CASE("destroying the origin fails each pending fetch exactly once") {
   Runner run;
   auto s = settings();
   s.max_connections = 1;
-  auto origin = std::make_unique<HttpOrigin>(run.io.get_executor(), "feat:", s,
-                                             SystemClock::instance());
+  auto origin =
+      std::make_unique<HttpOrigin>(run.io.get_executor(), "feat:", s, SystemClock::instance());
   std::vector<std::shared_ptr<Answer>> answers;
   for (int i = 0; i < 3; ++i)  // one on the connection, two queued
     answers.push_back(run.start(*origin, {"GET", "feat:d" + std::to_string(i)}));

@@ -47,15 +47,17 @@ TEST_CASE("the string commands are recognised in any case") {
 TEST_CASE("other commands, bad arity and bad integers get Redis-like error replies") {
   std::string error;
   CHECK_FALSE(parse({"HGET", "k", "f"}, error));
-  CHECK(error == "-ERR corral: an http origin cannot answer 'HGET' (GET, EXISTS, STRLEN, "
-                 "GETRANGE only)\r\n");
+  CHECK(error ==
+        "-ERR corral: an http origin cannot answer 'HGET' (GET, EXISTS, STRLEN, "
+        "GETRANGE only)\r\n");
   CHECK_FALSE(parse({"GET"}, error));
   CHECK(error == "-ERR wrong number of arguments for 'get' command\r\n");
   CHECK_FALSE(parse({"EXISTS", "a", "b"}, error));
   CHECK(error == "-ERR wrong number of arguments for 'exists' command\r\n");
   CHECK_FALSE(parse({"GETRANGE", "k", "0"}, error));
   CHECK(error == "-ERR wrong number of arguments for 'getrange' command\r\n");
-  for (std::string_view bad : {"x", "", "1.5", "+1", "99999999999999999999", " 1", "05", "-0", "-"}) {
+  for (std::string_view bad :
+       {"x", "", "1.5", "+1", "99999999999999999999", " 1", "05", "-0", "-"}) {
     INFO(bad);
     CHECK_FALSE(parse({"GETRANGE", "k", bad, "1"}, error));
     CHECK(error == "-ERR value is not an integer or out of range\r\n");
@@ -66,7 +68,8 @@ TEST_CASE("other commands, bad arity and bad integers get Redis-like error repli
 TEST_CASE("a 200 body answers each command") {
   CHECK(reply_for({"GET", "k"}, "hello") == "$5\r\nhello\r\n");
   CHECK(reply_for({"GET", "k"}, "") == "$0\r\n\r\n");
-  CHECK(reply_for({"GET", "k"}, std::string("a\r\n\0b", 5)) == std::string("$5\r\na\r\n\0b\r\n", 11));
+  CHECK(reply_for({"GET", "k"}, std::string("a\r\n\0b", 5)) ==
+        std::string("$5\r\na\r\n\0b\r\n", 11));
   CHECK(reply_for({"EXISTS", "k"}, "") == ":1\r\n");
   CHECK(reply_for({"STRLEN", "k"}, "hello") == ":5\r\n");
   CHECK(reply_for({"STRLEN", "k"}, "") == ":0\r\n");
@@ -88,7 +91,7 @@ TEST_CASE("GETRANGE follows Redis, negative indexes and quirks included") {
   CHECK(getrange(s, 0, -1) == s);
   CHECK(getrange(s, 10, 100) == "string");
   CHECK(getrange(s, 5, 3) == "");
-  CHECK(getrange(s, -1, -5) == "");      // both negative, start > end
+  CHECK(getrange(s, -1, -5) == "");       // both negative, start > end
   CHECK(getrange(s, -100, 3) == "This");  // clamps to 0
   CHECK(getrange(s, -100, -100) == "T");  // both clamp to 0: one character, as Redis does
   CHECK(getrange(s, 100, 200) == "");

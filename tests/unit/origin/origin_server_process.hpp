@@ -58,13 +58,15 @@ class OriginServerProcess {
 
   // POST /_control with a JSON document (see tests/origin_server.py).
   void control(const std::string& json) {
-    const std::string reply = exchange("POST /_control HTTP/1.1\r\nHost: t\r\nContent-Length: " +
-                                       std::to_string(json.size()) +
-                                       "\r\nConnection: close\r\n\r\n" + json);
+    const std::string reply = exchange(
+        "POST /_control HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(json.size()) +
+        "\r\nConnection: close\r\n\r\n" + json);
     REQUIRE(reply.starts_with("HTTP/1.1 200"));
   }
   void reset() { control(R"({"reset": true})"); }
-  std::string stats() { return exchange("GET /_stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"); }
+  std::string stats() {
+    return exchange("GET /_stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+  }
   int connections() { return number_after(stats(), "\"connections\": "); }
   int requests(const std::string& path) {
     const std::string text = stats();

@@ -1,0 +1,261 @@
+#!/usr/bin/python3
+# The `http` origin through Corral, against a real HTTP server (tests/origin_server.py): 200 is a
+# cached value, 404 a negatively cached nil, errors, timeouts, slow and oversized bodies and
+# resets reach the client as errors (or a stale value with stale_if_error), keep-alive reuse,
+# retries on a reused connection, URL escaping, headers, refused writes, DEL and invalidation.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_http_origin.py [name-filter]
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import Err, check, eq, is_err  # noqa: E402
+
+suite = harness.Suite("http_origin")
+
+# The policies are a list of maps, which the harness's YAML emitter cannot write; JSON is YAML.
+harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+
+HEADERS = {"X-Api-Key": "k-123", "X-Team": "corral"}
+
+
+def _policy(origin, prefix, path, origin_settings=None, **settings):
+    http = {"http": origin.url(path + "{suffix}"), "timeout": "300ms", "max_body": "1kb",
+            "retries": 1, "headers": HEADERS}
+    http.update(origin_settings or {})
+    policy = {"prefix": prefix, "origin": http,
+              "commands": ["GET", "MGET", "EXISTS", "STRLEN", "GETRANGE"],
+              "ttl": "60s", "negative_ttl": "30s", "beta": 0, "jitter": 0,
+              # Failures are the point of several tests: keep the breaker out of the way.
+              "breaker_failures": 1000000, "backoff_min": "10ms", "backoff_max": "20ms"}
+    policy.update(settings)
+    return policy
+
+
+class Fixture:
+    """An origin server, then redis-server + corral with http policies pointing at it."""
+
+    def __init__(self):
+        self.workdir = harness.make_tmpdir("corral-http-origin-")
+        self.origin = harness.OriginServer(self.workdir).start()
+        policies = [
+            _policy(self.origin, "feat:", "/features/"),
+            _policy(self.origin, "stale:", "/stale/", ttl="1s", stale_if_error="60s"),
+            _policy(self.origin, "pass:", "/pass/", writes="passthrough"),
+        ]
+        try:
+            self.stack = harness.Stack({"policies": policies}, name="http-origin").start()
+        except BaseException:
+            self.origin.stop()
+            raise
+
+    def alive(self):
+        return self.origin.alive() and self.stack.alive()
+
+    def stop(self):
+        self.stack.stop()
+        self.origin.stop()
+
+    def describe_failure(self):
+        return self.stack.describe_failure() + "\n--- origin log tail ---\n" + \
+            self.origin.log_text(2000)
+
+    def raw_call(self, *args):
+        r = self.stack.raw()
+        try:
+            return r.call(*args)
+        finally:
+            r.close()
+
+
+@suite.fixture
+def fixture():
+    return Fixture()
+
+
+@suite.before_each
+def reset(fx):
+    fx.origin.control(reset=True)
+
+
+def get_error(fx, key):
+    reply = fx.raw_call("GET", key)
+    is_err(reply, "ERR corral: origin", what="GET %s" % key)
+    return reply.decode()
+
+
+@suite.test(corral_only=True)
+def value_served_and_cached(fx):
+    fx.origin.control({"/features/v1": {"body": "enabled"}})
+    c = fx.stack.client()
+    eq(c.get("feat:v1"), b"enabled", "first GET")
+    eq(fx.origin.requests("/features/v1"), 1, "origin requests after the miss")
+    eq(c.get("feat:v1"), b"enabled", "second GET")
+    eq(fx.origin.requests("/features/v1"), 1, "origin requests after the hit")
+    fx.origin.control({"/features/v2": {"body": "hello world"}})
+    eq(c.exists("feat:v2"), 1, "EXISTS")
+    eq(c.strlen("feat:v2"), 11, "STRLEN")
+    eq(c.getrange("feat:v2", -5, -1), b"world", "GETRANGE")
+
+
+@suite.test(corral_only=True)
+def not_found_is_nil_and_cached_for_negative_ttl(fx):
+    fx.origin.control({"/features/missing": {"status": 404, "body": "no such feature"}})
+    c = fx.stack.client()
+    eq(c.get("feat:missing"), None, "GET of a 404")
+    eq(c.get("feat:missing"), None, "second GET of a 404")
+    eq(fx.origin.requests("/features/missing"), 1, "origin requests")
+    eq(c.exists("feat:missing"), 0, "EXISTS of a 404")
+    eq(c.strlen("feat:missing"), 0, "STRLEN of a 404")
+
+
+@suite.test(corral_only=True)
+def server_error_is_an_error_reply_not_retried(fx):
+    fx.origin.control({"/features/broken": {"status": 500, "body": "oops"}})
+    text = get_error(fx, "feat:broken")
+    eq(text, "ERR corral: origin %s answered HTTP 500" % fx.origin.url("/features/broken"),
+       "error text")
+    eq(fx.origin.requests("/features/broken"), 1, "origin requests (a bad status is not retried)")
+
+
+@suite.test(corral_only=True)
+def stale_value_served_when_the_origin_fails(fx):
+    fx.origin.control({"/stale/s1": {"body": "old"}})
+    c = fx.stack.client()
+    eq(c.get("stale:s1"), b"old", "first GET")
+    fx.origin.control({"/stale/s1": {"status": 503}})
+    time.sleep(1.2)  # past the 1s ttl, well within stale_if_error
+    eq(c.get("stale:s1"), b"old", "GET while the origin answers 503")
+    check(fx.origin.requests("/stale/s1") >= 2, "the origin was asked again after the ttl")
+
+
+@suite.test(corral_only=True)
+def slow_origin_times_out(fx):
+    fx.origin.control({"/features/slow": {"delay_ms": 1500}})
+    t0 = time.monotonic()
+    eq(get_error(fx, "feat:slow"), "ERR corral: origin timed out after 300ms", "error text")
+    took = time.monotonic() - t0
+    check(took < 1.2, "the timeout cut the wait (%.2fs)" % took)
+    eq(fx.origin.requests("/features/slow"), 1, "origin requests (a timeout is not retried)")
+
+
+@suite.test(corral_only=True)
+def slow_body_within_the_timeout_is_served_beyond_it_fails(fx):
+    fx.origin.control({"/features/trickle": {"body": "0123456789", "body_delay_ms": 100},
+                       "/features/stuck": {"body": "0123456789", "body_delay_ms": 1500}})
+    eq(fx.stack.client().get("feat:trickle"), b"0123456789", "slow body")
+    eq(get_error(fx, "feat:stuck"), "ERR corral: origin timed out after 300ms", "stuck body")
+
+
+@suite.test(corral_only=True)
+def oversized_body_is_an_error(fx):
+    fx.origin.control({"/features/big": {"body_size": 1025},
+                       "/features/fits": {"body_size": 1024}})
+    eq(get_error(fx, "feat:big"), "ERR corral: origin body over max_body (1kb)", "error text")
+    eq(len(fx.stack.client().get("feat:fits")), 1024, "a body at the limit")
+
+
+@suite.test(corral_only=True)
+def malformed_response_is_an_error(fx):
+    fx.origin.control({"/features/junk": {"raw": "SPDY/9 what\r\n\r\n"}})
+    text = get_error(fx, "feat:junk")
+    check(" sent a malformed response (" in text, "error text: %r" % text)
+
+
+@suite.test(corral_only=True)
+def reset_is_an_error_retried_once_on_a_reused_connection(fx):
+    fx.origin.control({"/features/reset": {"reset": True}})
+    # One client connection stays on one io thread, so both GETs use the same origin pool: the
+    # first leaves an idle keep-alive connection that the second reuses.
+    c = fx.stack.client()
+    eq(c.get("feat:warm"), b"value of /features/warm", "warm-up GET")
+    import redis
+    try:
+        c.get("feat:reset")
+        raise AssertionError("GET of a resetting origin succeeded")
+    except redis.exceptions.ResponseError as e:
+        check("corral: origin %s" % fx.origin.url("/features/reset") in str(e),
+              "error text: %r" % str(e))
+    eq(fx.origin.requests("/features/reset"), 2,
+       "origin requests (the reused connection's attempt, then one retry on a new connection)")
+
+
+@suite.test(corral_only=True)
+def keep_alive_connections_are_reused(fx):
+    c = fx.stack.client()
+    eq(c.get("feat:ka-warm"), b"value of /features/ka-warm", "warm-up GET")
+    before = fx.origin.connections()
+    for i in range(30):
+        eq(c.get("feat:ka%d" % i), b"value of /features/ka%d" % i, "GET %d" % i)
+    opened = fx.origin.connections() - before - 1  # minus the stats request itself
+    check(opened <= 1, "30 sequential fetches opened %d connections" % opened)
+    eq(sum(fx.origin.requests("/features/ka%d" % i) for i in range(30)), 30, "origin requests")
+
+
+@suite.test(corral_only=True)
+def keys_are_url_escaped(fx):
+    c = fx.stack.client()
+    eq(c.get("feat:a b/c?d"), b"value of /features/a%20b%2Fc%3Fd", "value")
+    eq(fx.origin.requests("/features/a%20b%2Fc%3Fd"), 1, "origin requests at the escaped path")
+
+
+@suite.test(corral_only=True)
+def headers_are_sent(fx):
+    eq(fx.stack.client().get("feat:h"), b"value of /features/h", "GET")
+    headers = fx.origin.headers("/features/h")
+    eq(headers.get("x-api-key"), "k-123", "X-Api-Key")
+    eq(headers.get("x-team"), "corral", "X-Team")
+    eq(headers.get("user-agent"), "corral", "User-Agent")
+    eq(headers.get("host"), "127.0.0.1:%d" % fx.origin.port, "Host")
+
+
+@suite.test(corral_only=True)
+def writes_refused_unless_passthrough(fx):
+    reply = fx.raw_call("SET", "feat:w", "x")
+    is_err(reply, "ERR corral: writes to 'feat:w' are refused", what="SET feat:w")
+    eq(fx.stack.direct().get("feat:w"), None, "Redis untouched")
+    eq(fx.raw_call("SET", "pass:w", "x"), b"OK", "SET pass:w (writes: passthrough)")
+    eq(fx.stack.direct().get("pass:w"), b"x", "Redis has pass:w")
+
+
+@suite.test(corral_only=True)
+def del_drops_the_cached_value(fx):
+    c = fx.stack.client()
+    eq(c.get("feat:d"), b"value of /features/d", "first GET")
+    eq(c.get("feat:d"), b"value of /features/d", "cached GET")
+    eq(fx.origin.requests("/features/d"), 1, "origin requests before DEL")
+    c.delete("feat:d")
+    harness.wait_until(lambda: c.get("feat:d") and fx.origin.requests("/features/d") == 2,
+                       timeout=3, what="a GET after DEL reaching the origin")
+
+
+@suite.test(corral_only=True)
+def corral_invalidate_drops_the_cached_value(fx):
+    c = fx.stack.client()
+    eq(c.get("feat:i"), b"value of /features/i", "first GET")
+    fx.raw_call("CORRAL.INVALIDATE", "feat:i")
+    eq(c.get("feat:i"), b"value of /features/i", "GET after CORRAL.INVALIDATE")
+    eq(fx.origin.requests("/features/i"), 2, "origin requests")
+
+
+@suite.test(corral_only=True)
+def mget_fetches_missing_keys_one_by_one(fx):
+    fx.origin.control({"/features/m2": {"status": 404}})
+    c = fx.stack.client()
+    eq(c.mget(["feat:m1", "feat:m2", "feat:m3"]), [b"value of /features/m1", None,
+                                                   b"value of /features/m3"], "MGET")
+    for path in ("/features/m1", "/features/m2", "/features/m3"):
+        eq(fx.origin.requests(path), 1, "origin requests of %s" % path)
+
+
+@suite.test(corral_only=True)
+def origin_metrics_carry_the_http_label(fx):
+    fx.stack.client().get("feat:metric")
+    value = fx.stack.corral.metric("corral_origin_requests_total", policy="feat:", origin="http")
+    check(value >= 1, "corral_origin_requests_total{policy=feat:,origin=http} = %s" % value)
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())
