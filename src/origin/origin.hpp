@@ -5,10 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <utility>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 namespace corral::origin {
 
@@ -22,9 +22,9 @@ enum class Outcome : std::uint8_t {
 // The lifetime of a value as a shared store (fleet mode: the upstream Redis) knows it, so every
 // process keeps its copy exactly as long: measured from the answer, on the store's clock.
 struct SharedLifetime {
-  std::chrono::milliseconds fresh_for{0};  // 0: already stale (a shadow copy)
+  std::chrono::milliseconds fresh_for{0};   // 0: already stale (a shadow copy)
   std::chrono::milliseconds usable_for{0};  // until the shadow copy expires (>= fresh_for)
-  std::chrono::milliseconds delta{0};      // the recompute time stored with it, for XFetch
+  std::chrono::milliseconds delta{0};       // the recompute time stored with it, for XFetch
   bool fetched = false;  // this process asked the origin (else: read from the shared store)
 };
 
@@ -42,7 +42,7 @@ struct FetchResult {
   // failure: the error text without the leading '-' (e.g. "ERR upstream unavailable").
   // Valid only during the callback.
   std::string_view reply;
-  std::chrono::nanoseconds duration{0};  // from fetch() to the answer, by the origin's clock
+  std::chrono::nanoseconds duration{0};    // from fetch() to the answer, by the origin's clock
   std::optional<SharedLifetime> lifetime;  // set: overrides the policy's ttl, grace and delta
 };
 

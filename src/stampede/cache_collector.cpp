@@ -87,9 +87,9 @@ struct Families {
   MetricFamily breaker =
       family("corral_circuit_breaker_state",
              "Origin circuit breaker: 0 closed, 1 open, 2 half-open.", MetricType::Gauge);
-  MetricFamily locks = family("corral_fleet_locks_total",
-                              "Fleet refresh lock attempts by result (acquired, contended).",
-                              MetricType::Counter);
+  MetricFamily locks =
+      family("corral_fleet_locks_total",
+             "Fleet refresh lock attempts by result (acquired, contended).", MetricType::Counter);
   MetricFamily fenced =
       family("corral_fleet_writes_fenced_total",
              "Fleet refresh writes refused because the lock had passed to another process.",
@@ -146,10 +146,10 @@ struct Families {
   }
 
   void move_into(std::vector<MetricFamily>& out) {
-    for (MetricFamily* f : {&lookups, &early, &background, &background_seconds, &origin_requests,
-                            &origin_errors, &origin_seconds, &origin_in_flight, &blocked,
-                            &overflowed, &timed_out, &breaker, &locks, &fenced, &fallbacks,
-                            &invalidations}) {
+    for (MetricFamily* f :
+         {&lookups, &early, &background, &background_seconds, &origin_requests, &origin_errors,
+          &origin_seconds, &origin_in_flight, &blocked, &overflowed, &timed_out, &breaker, &locks,
+          &fenced, &fallbacks, &invalidations}) {
       // An empty family would print HELP and TYPE lines without samples.
       if (!f->metric.empty()) out.push_back(std::move(*f));
     }

@@ -191,7 +191,7 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   CacheRuntime& runtime_;
   cache::Random* random_;
   std::shared_ptr<origin::Origin> origin_;  // shared: a reload must not destroy it mid-fetch
-  std::vector<PolicyRef> counted_;  // policies whose concurrency count this fetch holds
+  std::vector<PolicyRef> counted_;          // policies whose concurrency count this fetch holds
   std::chrono::nanoseconds delay_{0};
   std::vector<std::string> delayed_argv_;
   std::optional<boost::asio::steady_timer> delay_timer_;

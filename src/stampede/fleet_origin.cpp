@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <random>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "cache/random.hpp"
 #include "resp/encoder.hpp"
@@ -102,8 +102,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   milliseconds usable_for(const fleet::SharedState& state) const {
     if (!state.has_value) return milliseconds(0);
     const auto grace = state.nil ? milliseconds(0) : shared_->policy.grace;
-    const auto window = state.fresh_for.count() > 0 ? state.fresh_for + grace
-                                                    : grace - stale_age(state);
+    const auto window =
+        state.fresh_for.count() > 0 ? state.fresh_for + grace : grace - stale_age(state);
     return std::clamp(window, milliseconds(0), state.shadow_for);
   }
   // Time since the soft expiry, derived from the shadow's remaining life.

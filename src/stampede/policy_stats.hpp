@@ -49,10 +49,10 @@ struct PolicyStatsSnapshot {
   std::uint64_t stampede_blocked = 0;
   std::uint64_t waiters_overflowed = 0;
   std::uint64_t waiters_timed_out = 0;
-  std::uint64_t locks_acquired = 0;    // fleet mode: refresh locks this process won
-  std::uint64_t locks_contended = 0;   // fleet mode: refresh locks another process held
-  std::uint64_t writes_fenced = 0;     // fleet mode: late writes refused (lock lost meanwhile)
-  std::uint64_t version_fallbacks = 0; // versioned: nil in the current version, previous served
+  std::uint64_t locks_acquired = 0;     // fleet mode: refresh locks this process won
+  std::uint64_t locks_contended = 0;    // fleet mode: refresh locks another process held
+  std::uint64_t writes_fenced = 0;      // fleet mode: late writes refused (lock lost meanwhile)
+  std::uint64_t version_fallbacks = 0;  // versioned: nil in the current version, previous served
   std::array<std::uint64_t, kInvalidationSources> invalidations{};  // by InvalidationSource
   int breaker_state = 0;                                            // 0 closed, 1 open, 2 half-open
   int origin_in_flight = 0;

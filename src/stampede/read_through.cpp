@@ -177,8 +177,7 @@ bool Engine::handle_read(std::string_view command, std::span<const std::string_v
 
 bool Engine::resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
                              std::uint64_t tag,
-                             const std::shared_ptr<upstream::ReplyTarget>& target,
-                             bool& answered) {
+                             const std::shared_ptr<upstream::ReplyTarget>& target, bool& answered) {
   answered = false;
   // A key that names its version (a writer loading the next one) is read as it is.
   if (named_version(argv[1]) != 0) return false;
@@ -319,8 +318,8 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
     if (overflow_action(settings.on_overflow, stale.has_value()) == OverflowAction::passthrough) {
       return MissPlan::uncached;
     }
-    answer_without_fetch(this, WaitPolicy(policy, origin_for(policy)), stale, argv, overflow_reason(policy), target,
-                         tag);
+    answer_without_fetch(this, WaitPolicy(policy, origin_for(policy)), stale, argv,
+                         overflow_reason(policy), target, tag);
     return MissPlan::answered;
   }
   if (ticket.role == FlightRole::follower && origin_for(policy) == redis_origin_ &&
@@ -335,8 +334,8 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
   const bool leader = ticket.role == FlightRole::leader;
   stats.lookup(leader ? LookupOutcome::miss : LookupOutcome::coalesced);
   if (!leader) stats.stampede_blocked();
-  const auto waiter =
-      std::make_shared<Waiter>(shared_from_this(), WaitPolicy(policy, origin_for(policy)), target, tag);
+  const auto waiter = std::make_shared<Waiter>(shared_from_this(),
+                                               WaitPolicy(policy, origin_for(policy)), target, tag);
   if (leader) {
     lead =
         make_lead(policy, key, flight_key, ticket.flight, copy ? copy->delta : cache::Duration{});

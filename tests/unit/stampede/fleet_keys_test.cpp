@@ -45,8 +45,8 @@ std::string state_reply(std::string_view value, long soft, long shadow_pttl, lon
     out += "$" + std::to_string(soft_text.size()) + "\r\n" + soft_text + "\r\n";
     out += "$1\r\n" + std::string(nil) + "\r\n";
   }
-  out += ":" + std::to_string(shadow_pttl) + "\r\n:" + std::to_string(plain_exists) + "\r\n:" +
-         std::to_string(lock_pttl) + "\r\n";
+  out += ":" + std::to_string(shadow_pttl) + "\r\n:" + std::to_string(plain_exists) +
+         "\r\n:" + std::to_string(lock_pttl) + "\r\n";
   return out;
 }
 }  // namespace
