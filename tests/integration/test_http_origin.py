@@ -44,6 +44,7 @@ class Fixture:
             _policy(self.origin, "feat:", "/features/"),
             _policy(self.origin, "stale:", "/stale/", ttl="1s", stale_if_error="60s"),
             _policy(self.origin, "pass:", "/pass/", writes="passthrough"),
+            _policy(self.origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1),
         ]
         try:
             self.stack = harness.Stack({"policies": policies}, name="http-origin").start()
@@ -238,6 +239,26 @@ def corral_invalidate_drops_the_cached_value(fx):
     fx.raw_call("CORRAL.INVALIDATE", "feat:i")
     eq(c.get("feat:i"), b"value of /features/i", "GET after CORRAL.INVALIDATE")
     eq(fx.origin.requests("/features/i"), 2, "origin requests")
+
+
+@suite.test(corral_only=True)
+def origin_concurrency_is_capped_per_policy(fx):
+    fx.origin.control(default={"body": "slow", "delay_ms": 400})
+    clients = [fx.stack.raw() for _ in range(3)]
+    try:
+        for i, c in enumerate(clients):  # three different keys at once, max_origin_concurrency 1
+            c.send(harness.encode_command("GET", "cap:k%d" % i))
+        replies = [c.read() for c in clients]
+    finally:
+        for c in clients:
+            c.close()
+    values = [r for r in replies if not isinstance(r, harness.Err)]
+    errors = [r for r in replies if isinstance(r, harness.Err)]
+    eq(values, [b"slow"], "the one fetch let through")
+    eq(len(errors), 2, "the others (no stale copy) get the limit error")
+    for e in errors:
+        check(b"concurrency limit" in e, "error text: %r" % e)
+    eq(sum(fx.origin.requests("/cap/k%d" % i) for i in range(3)), 1, "origin requests")
 
 
 @suite.test(corral_only=True)
