@@ -319,6 +319,25 @@ def del_through_one_process_drops_the_value_fleet_wide(fleet):
 
 
 @suite.test(corral_only=True)
+def scripts_run_by_digest_and_survive_script_flush(fleet):
+    direct = fleet.direct()
+    for i, corral in enumerate(fleet.corrals):  # each process learns each script's digest
+        eq(get(corral, "feat:w%d" % i), b"v1", "a miss through " + corral.name)
+    direct.config_resetstat()
+    eq(get(fleet.corrals[1], "feat:s1"), b"v1", "a miss: read, lock, fetch, write")
+    eq(get(fleet.corrals[2], "feat:s1"), b"v1", "read of the shared copy")
+    stats = direct.info("commandstats")
+    check(stats.get("cmdstat_evalsha", {}).get("calls", 0) >= 1, "scripts run by digest")
+    eq(stats.get("cmdstat_eval", {}).get("calls", 0), 0, "no script sent in full")
+    direct.script_flush()
+    # Redis forgot the scripts: NOSCRIPT, then the same call again with EVAL.
+    eq(get(fleet.corrals[2], "feat:s2"), b"v1", "a new key after SCRIPT FLUSH")
+    stats = direct.info("commandstats")
+    check(stats.get("cmdstat_eval", {}).get("calls", 0) >= 1, "the NOSCRIPT fallback ran EVAL")
+    eq(get(fleet.corrals[0], "feat:s2"), b"v1", "another process after SCRIPT FLUSH")
+
+
+@suite.test(corral_only=True)
 def not_found_is_shared_and_negatively_cached(fleet):
     path = "/features/none"
     fleet.origin.control(paths={path: {"status": 404, "body": "no"}})
