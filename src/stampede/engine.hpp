@@ -190,7 +190,10 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   boost::asio::any_io_executor executor_;
   CacheRuntime& runtime_;
   cache::Random* random_;
-  std::shared_ptr<origin::Origin> origin_;  // shared: a reload must not destroy it mid-fetch
+  // Weak: an origin holds its pending callbacks, which hold this fetch. Origins finish the
+  // fetches they started even once destroyed (a reload replaces them); one replaced before a
+  // delayed fetch starts fails it.
+  std::weak_ptr<origin::Origin> origin_;
   std::vector<PolicyRef> counted_;          // policies whose concurrency count this fetch holds
   std::chrono::nanoseconds delay_{0};
   std::vector<std::string> delayed_argv_;

@@ -127,13 +127,21 @@ void Fetch::ask_origin(std::span<const std::string_view> argv) {
   auto done = [self = shared_from_this()](const origin::FetchResult& result) {
     self->on_result(result);
   };
+  const auto origin = origin_.lock();
+  if (!origin) {
+    boost::asio::post(executor_, [done = std::move(done)] {
+      done({origin::Outcome::failure, "ERR corral: the policy's origin was replaced by a reload",
+            std::chrono::nanoseconds(0)});
+    });
+    return;
+  }
   const KeyFetch* single = elements.empty() && !leaders.empty() ? &leaders.front() : nullptr;
   if (single && single->background) {
     const auto reason = single->early ? origin::FetchReason::early : origin::FetchReason::stale;
-    origin_->refresh(argv, reason, std::move(done));
+    origin->refresh(argv, reason, std::move(done));
     return;
   }
-  origin_->fetch(argv, std::move(done));
+  origin->fetch(argv, std::move(done));
 }
 
 void Fetch::on_result(const origin::FetchResult& reply) {
