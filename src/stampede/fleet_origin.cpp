@@ -32,6 +32,9 @@ constexpr milliseconds kMinLockTtl{1000};
 // Waiting for another process's refresh: a read of the shared copy every delta / 8, within these.
 constexpr milliseconds kPollMin{5};
 constexpr milliseconds kPollMax{50};
+// lock()'s freshness checks.
+constexpr milliseconds kAnyFresh{0};
+constexpr milliseconds kNoCheck{-1};
 
 std::string random_token_prefix() {
   std::random_device device;
@@ -84,10 +87,11 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     if (mode_ == Mode::miss) {
       read([self = shared_from_this()](const fleet::SharedState& state) {
         if (state.fresh() || self->in_grace(state)) return self->answer(state, false);
-        self->lock(true);
+        self->lock(kAnyFresh);
       });
     } else {
-      lock(mode_ == Mode::stale);
+      // XFetch refreshes within the last half of a TTL at most: more left means refreshed.
+      lock(mode_ == Mode::stale ? kAnyFresh : shared_->policy.ttl / 2);
     }
   }
 
@@ -130,11 +134,13 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         });
   }
 
-  void lock(bool stale_only) {
+  // `fresher_than`: no lock if the shared copy has more freshness left (negative: no check).
+  void lock(milliseconds fresher_than) {
     token_ = shared_->token_prefix + std::to_string(++shared_->tokens);
     lock_ttl_ = shared_->lock_ttl(duration_cast<milliseconds>(delta_));
     const std::string ttl = std::to_string(lock_ttl_.count());
-    const std::string_view args[] = {token_, ttl, stale_only ? "1" : "0"};
+    const std::string min_left = std::to_string(fresher_than.count());
+    const std::string_view args[] = {token_, ttl, min_left};
     run(fleet::lock_script(), args,
         [self = shared_from_this()](std::string_view reply, bool failed) {
           if (failed || reply.empty() || reply.front() != ':') {
@@ -147,15 +153,20 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   void on_lock(std::string_view reply) {
     if (reply == ":1\r\n") {
       shared_->stats->lock_acquired();
+      const auto inner = inner_.lock();
+      if (!inner) {
+        release();
+        return fail("ERR corral: the policy's origin was replaced by a reload");
+      }
       const auto argv = view();
-      inner_->fetch(argv, [self = shared_from_this()](const origin::FetchResult& result) {
+      inner->fetch(argv, [self = shared_from_this()](const origin::FetchResult& result) {
         self->on_origin(result);
       });
       return;
     }
     if (reply == ":2\r\n") {  // refreshed by another process since our copy went stale
       read([self = shared_from_this()](const fleet::SharedState& state) {
-        if (!state.has_value) return self->lock(false);
+        if (!state.has_value) return self->lock(kNoCheck);
         self->answer(state, false);
       });
       return;
@@ -186,7 +197,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         if (state.lock_for.count() > 0) return self->wait_for_holder();
         // The holder is gone without writing. An early refresh was optional: keep the copy.
         if (self->mode_ == Mode::early && state.fresh()) return self->answer(state, false);
-        self->lock(true);  // take over
+        self->lock(kAnyFresh);  // take over
       });
     });
   }
@@ -225,19 +236,24 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     run(fleet::write_script(), args,
         [self = shared_from_this(), value, nil, fresh, keep, delta](std::string_view reply,
                                                                     bool failed) {
-          if (failed) return self->fail(reply);
-          if (reply == ":1\r\n") {
-            const auto grace = nil ? milliseconds(0) : self->shared_->policy.grace;
-            origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
+          const auto grace = nil ? milliseconds(0) : self->shared_->policy.grace;
+          const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
+          if (!failed && reply == ":1\r\n") return self->deliver_value(value, nil, stored);
+          if (failed || reply != ":0\r\n") {
+            // Redis refused or lost the write (OOM, READONLY ...): what we fetched is still the
+            // origin's answer. The lock goes, so others need not wait for it to expire.
+            spdlog::warn("fleet: refresh of '{}' was not stored in Redis: {}", self->keys_.plain,
+                         reply.substr(0, reply.find('\r')));
+            self->release();
             return self->deliver_value(value, nil, stored);
           }
           // Fenced: our lock expired during the fetch and a successor may have written since.
           self->shared_->stats->write_fenced();
           spdlog::warn("fleet: refresh of '{}' took longer than its lock; its write was refused",
                        self->keys_.plain);
-          self->read([self](const fleet::SharedState& state) {
-            if (state.has_value) return self->answer(state, true);
-            self->fail("ERR corral: fleet refresh lost its lock");
+          self->read([self, value, nil, stored](const fleet::SharedState& state) {
+            if (state.fresh()) return self->answer(state, true);
+            self->deliver_value(value, nil, stored);
           });
         });
   }
@@ -281,7 +297,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   std::vector<std::string_view> view() const { return {argv_.begin(), argv_.end()}; }
 
   SharedPtr shared_;
-  std::shared_ptr<origin::Origin> inner_;
+  // Weak: the origin holds its pending callbacks, which hold this fetch.
+  std::weak_ptr<origin::Origin> inner_;
   std::vector<std::string> argv_;
   fleet::FleetKeys keys_;
   Mode mode_;

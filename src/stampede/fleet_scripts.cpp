@@ -22,10 +22,13 @@ return {now, s[1], s[2], s[3], s[4], s[5], redis.call('PTTL', KEYS[2]),
         redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3])})";
 
 constexpr std::string_view kLock = R"(
-if ARGV[3] == '1' then
+local min_left = tonumber(ARGV[3])
+if min_left >= 0 then
   local soft = tonumber(redis.call('HGET', KEYS[2], 'soft') or '0')
   local cached_nil = redis.call('HGET', KEYS[2], 'nil') == '1'
-  if soft > now and (cached_nil or redis.call('EXISTS', KEYS[1]) == 1) then return 2 end
+  if soft - now > min_left and (cached_nil or redis.call('EXISTS', KEYS[1]) == 1) then
+    return 2
+  end
 end
 if redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0)";

@@ -23,8 +23,9 @@ struct FleetKeys {
 // KEYS plain shadow lock -> {now_ms, value, stored_ms, delta_ms, soft_ms, nil, shadow_pttl,
 // plain_exists, lock_pttl}
 const upstream::Script& read_script();
-// KEYS plain shadow lock, ARGV token lock_ttl_ms stale_only -> 1 won, 0 held, 2 already fresh
-// (only with stale_only=1: someone refreshed since the caller's copy went stale).
+// KEYS plain shadow lock, ARGV token lock_ttl_ms min_left_ms -> 1 won, 0 held, 2 already fresh:
+// the shared copy has more than min_left_ms of freshness left, so someone refreshed since the
+// caller's copy went stale (min_left 0) or was refreshed early (min_left ttl/2). -1: no check.
 const upstream::Script& lock_script();
 // KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil -> 1 written (and the
 // lock released), 0 fenced: the lock is no longer this token's, nothing written.

@@ -322,7 +322,7 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
                          overflow_reason(policy), target, tag);
     return MissPlan::answered;
   }
-  if (ticket.role == FlightRole::follower && origin_for(policy) == redis_origin_ &&
+  if (ticket.role == FlightRole::follower && settings.origin == config::OriginKind::redis &&
       runtime_.store().fill_ticket(key.user_key) != ticket.flight->ticket) {
     // The key was written since that fetch began: its value may predate the write. (Other
     // origins are not written through Redis: their in-flight answer is as new as another, and
