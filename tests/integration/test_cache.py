@@ -88,17 +88,23 @@ def swap_in(stack, key, value):
     messages (Redis 7.0), so the cache really holds an outdated value afterwards. Call before the
     cache reads the key: the db 1 write itself is announced (tracking goes by key name), and its
     invalidation must have landed before the cache is filled."""
+    set_announced(stack, key, value, db=1)
+
+
+def set_announced(stack, key, value, db=0):
+    """Sets `key` straight in Redis and waits for Corral to see its tracking invalidation, which
+    would otherwise drop whatever the cache reads next."""
     prefix = key.split(":", 1)[0] + ":"
     def seen():
         return metric(stack, "corral_cache_invalidations_total", policy=prefix, source="tracking")
     before = seen()
-    stack.direct(db=1).set(key, value)
+    stack.direct(db=db).set(key, value)
     harness.wait_until(lambda: seen() > before, 3.0, what="the tracking invalidation of " + key)
 
 
 @suite.test(corral_only=True)
 def stampede_of_500_clients_makes_one_upstream_get(stack):
-    stack.direct().set("st:hot", "v")
+    set_announced(stack, "st:hot", "v")
     clients = [Raw(stack.port, timeout=10) for _ in range(500)]
     try:
         for c in clients:  # all connected before the stampede starts
@@ -124,7 +130,7 @@ def stampede_of_500_clients_makes_one_upstream_get(stack):
 @suite.test(corral_only=True)
 def stale_served_in_grace_then_refreshed(stack):
     swap_in(stack, "gr:1", "new")
-    stack.direct().set("gr:1", "old")
+    set_announced(stack, "gr:1", "old")
     client = stack.client()
     eq(client.get("gr:1"), b"old", "first read")
     stack.direct().swapdb(0, 1)  # redis-server now holds "new"; the cache does not know
@@ -154,7 +160,7 @@ def stale_served_in_grace_then_refreshed(stack):
 @suite.test(corral_only=True)
 def xfetch_refreshes_before_expiry_without_a_miss(stack):
     swap_in(stack, "xf:1", "new")
-    stack.direct().set("xf:1", "old")
+    set_announced(stack, "xf:1", "old")
     client = stack.client()
     t0 = time.monotonic()
     eq(client.get("xf:1"), b"old", "first read")
@@ -189,7 +195,7 @@ def nil_replies_are_cached_for_negative_ttl(stack):
 @suite.test(corral_only=True)
 def writes_through_corral_invalidate(stack):
     client = stack.client()
-    stack.direct().set("inv:1", "v1")
+    set_announced(stack, "inv:1", "v1")
     eq(client.get("inv:1"), b"v1", "first read")
     eq(client.get("inv:1"), b"v1", "cached read")
     client.set("inv:1", "v2")
