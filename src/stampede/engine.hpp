@@ -62,6 +62,10 @@ struct WaitPolicy {
 
 class Engine;
 
+// One read straight from `origin`, neither coalesced nor cached; its answer goes to the target.
+void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> argv,
+                    const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag);
+
 // The answer for a request that gets no fetch of its own (waiter queue full, wait timed out,
 // origin concurrency cap): on_overflow decides between the stale copy, an error and an
 // uncached origin read. `argv` is needed for the last one only.
@@ -194,7 +198,7 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   // fetches they started even once destroyed (a reload replaces them); one replaced before a
   // delayed fetch starts fails it.
   std::weak_ptr<origin::Origin> origin_;
-  std::vector<PolicyRef> counted_;          // policies whose concurrency count this fetch holds
+  std::vector<PolicyRef> counted_;  // policies whose concurrency count this fetch holds
   std::chrono::nanoseconds delay_{0};
   std::vector<std::string> delayed_argv_;
   std::optional<boost::asio::steady_timer> delay_timer_;
@@ -226,7 +230,6 @@ class Engine : public std::enable_shared_from_this<Engine> {
   const std::shared_ptr<origin::Origin>& origin_for(const PolicyRef& policy) const {
     return origins_[policy.index];
   }
-  const std::shared_ptr<origin::Origin>& redis_origin() const { return redis_origin_; }
   // A write to `user_key` was answered: reads of it may use the cache again.
   void write_done(const std::string& user_key);
 
@@ -267,8 +270,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
                        std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                        bool& answered);
-  void fetch_uncached(const PolicyRef& policy, std::span<const std::string_view> argv,
-                      const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag);
+  // Appends "@v<version>" to `variant_` and points `versioned_argv_` at `<key>:v<version>`.
+  void use_version(std::span<const std::string_view> argv, std::uint64_t version);
   bool write_pending(std::string_view user_key) const;
   void sweep();
 

@@ -40,7 +40,12 @@ void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
     return;
   }
   // Uncoalesced and uncached, as the operator asked: the reply goes straight to the client.
-  origin->fetch(argv, [target, tag](const origin::FetchResult& result) {
+  fetch_uncached(*origin, argv, target, tag);
+}
+
+void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> argv,
+                    const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag) {
+  origin.fetch(argv, [target, tag](const origin::FetchResult& result) {
     if (result.outcome == origin::Outcome::failure) {
       target->on_failure(tag, result.reply);
     } else {

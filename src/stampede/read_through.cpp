@@ -169,7 +169,7 @@ bool Engine::handle_read(std::string_view command, std::span<const std::string_v
     // Forwarded behind the write on the client's connection when Redis is the origin; other
     // origins are asked directly, uncached.
     if (origin_for(policy) == redis_origin_) return false;
-    fetch_uncached(policy, read_argv, target, tag);
+    fetch_uncached(*origin_for(policy), read_argv, target, tag);
     return true;
   }
   return serve_key(policy, {argv[1], variant_}, read_argv, tag, target);
@@ -190,25 +190,20 @@ bool Engine::resolve_version(const PolicyRef& policy, std::span<const std::strin
     answered = true;
     return false;
   }
-  // The version is part of the cached variant: after a swap no reader finds the old one's values.
-  variant_ += "@v";
-  variant_ += std::to_string(version);
-  versioned_key_ = versioned_key(argv[1], version);
-  versioned_argv_.assign(argv.begin(), argv.end());
-  versioned_argv_[1] = versioned_key_;
+  use_version(argv, version);
   return true;
 }
 
-void Engine::fetch_uncached(const PolicyRef& policy, std::span<const std::string_view> argv,
-                            const std::shared_ptr<upstream::ReplyTarget>& target,
-                            std::uint64_t tag) {
-  origin_for(policy)->fetch(argv, [target, tag](const origin::FetchResult& result) {
-    if (result.outcome == origin::Outcome::failure) {
-      target->on_failure(tag, result.reply);
-    } else {
-      target->on_reply(tag, result.reply);
-    }
-  });
+void Engine::use_version(std::span<const std::string_view> argv, std::uint64_t version) {
+  // The version is part of the cached variant: after a swap no reader finds the old one's values.
+  const auto suffix = std::to_string(version);
+  variant_ += "@v";
+  variant_ += suffix;
+  versioned_key_.assign(argv[1]);
+  versioned_key_ += ":v";
+  versioned_key_ += suffix;
+  versioned_argv_.assign(argv.begin(), argv.end());
+  versioned_argv_[1] = versioned_key_;
 }
 
 bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
@@ -234,7 +229,7 @@ bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
       // The redis origin is the upstream: the dispatcher forwards it on the client's own
       // connection, in order with the client's other commands.
       if (origin_for(policy) == redis_origin_) return false;
-      fetch_uncached(policy, argv, target, tag);
+      fetch_uncached(*origin_for(policy), argv, target, tag);
       return true;
     case MissPlan::lead:
       break;
@@ -387,10 +382,9 @@ void Engine::refresh_invalidated(std::string_view key) {
   }
   const auto version = policy.runtime().versions().current();
   if (version == 0 || named_version(key) != 0) return;
-  variant_ = "GET@v" + std::to_string(version);
-  versioned_key_ = versioned_key(key, version);
-  const std::string_view versioned_argv[] = {"GET", versioned_key_};
-  refresh(policy, cache::CacheKey{key, variant_}, versioned_argv, cache::Duration{}, false);
+  variant_ = "GET";
+  use_version(argv, version);
+  refresh(policy, cache::CacheKey{key, variant_}, versioned_argv_, cache::Duration{}, false);
 }
 
 void Engine::refresh_shared_copy(std::string_view key) {

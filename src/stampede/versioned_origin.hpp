@@ -1,5 +1,5 @@
-// Versioned keys (`versioned:` policies): how version keys are named, and the origin that reads
-// `<key>:v<N>` and falls back to the previous version for keys missing in version N.
+// Versioned keys (`versioned:` policies): the origin that reads `<key>:v<N>` and falls back to
+// the previous version for keys missing in version N.
 #pragma once
 
 #include <cstdint>
@@ -10,29 +10,12 @@
 #include <string_view>
 
 #include "origin/origin.hpp"
-#include "stampede/version_key.hpp"  // versioned_key()
+#include "stampede/version_key.hpp"
 
 namespace corral::stampede {
 
 class PolicyRuntime;
 class PolicyStats;
-
-// A version is written in decimal without sign, spaces or leading zeros ("0" parses to 0, which
-// means "no version"). nullopt for anything else, and on overflow.
-std::optional<std::uint64_t> parse_version(std::string_view text);
-
-struct VersionedKey {
-  std::string_view user_key;  // the key without its ":v<N>" suffix
-  std::uint64_t version = 0;
-};
-// Splits "<user_key>:v<N>" (N as parse_version reads it, user_key not empty); nullopt when the
-// key carries no version suffix.
-std::optional<VersionedKey> split_versioned_key(std::string_view key);
-
-// `text` with the glob characters of SCAN MATCH (* ? [ ] \) escaped by a backslash.
-std::string glob_escape(std::string_view text);
-// The SCAN MATCH pattern of every key of `version` under `prefix`: "<prefix>*:v<version>".
-std::string version_pattern(std::string_view prefix, std::uint64_t version);
 
 // Wraps a policy's redis origin. fetch() gets requests whose keys are versioned (`<key>:v<N>`:
 // argv[1] of GET and the like, every key of an MGET, all of one version). A nil answer (an

@@ -29,17 +29,23 @@ class ScriptDigestTarget final : public ReplyTarget {
 
 namespace {
 
-// Passes the reply on, except NOSCRIPT: then the same call goes again as EVAL, once.
+// Holds an EVALSHA command and passes its reply on, except NOSCRIPT: then the same call goes
+// again as EVAL, once (built only then: NOSCRIPT is rare, the full source is long).
 class NoScriptRetry final : public ReplyTarget {
  public:
-  NoScriptRetry(std::weak_ptr<Connection> connection, std::string eval,
+  NoScriptRetry(std::weak_ptr<Connection> connection, const Script& script, std::string evalsha,
                 std::shared_ptr<ReplyTarget> target)
-      : connection_(std::move(connection)), eval_(std::move(eval)), target_(std::move(target)) {}
+      : connection_(std::move(connection)),
+        script_(script),
+        evalsha_(std::move(evalsha)),
+        target_(std::move(target)) {}
+
+  const std::string& evalsha() const { return evalsha_; }
 
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     if (reply.substr(0, 9) == "-NOSCRIPT") {
       const auto connection = connection_.lock();
-      if (connection && connection->send(eval_, target_, tag)) return;
+      if (connection && connection->send(script_.as_eval(evalsha_), target_, tag)) return;
       target_->on_failure(tag, "ERR upstream unavailable");
       return;
     }
@@ -51,16 +57,12 @@ class NoScriptRetry final : public ReplyTarget {
 
  private:
   std::weak_ptr<Connection> connection_;
-  std::string eval_;
+  const Script& script_;
+  std::string evalsha_;
   std::shared_ptr<ReplyTarget> target_;
 };
 
 }  // namespace
-
-std::string Script::digest() const {
-  std::lock_guard lock(mutex_);
-  return digest_;
-}
 
 void Script::learn(std::string_view digest) const {
   std::lock_guard lock(mutex_);
@@ -68,14 +70,13 @@ void Script::learn(std::string_view digest) const {
   loading_ = false;
 }
 
-std::string Script::command(bool by_digest, std::span<const std::string_view> keys,
+std::string Script::command(std::string_view digest, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args) const {
-  const std::string digest = by_digest ? this->digest() : std::string();
   const std::string key_count = std::to_string(keys.size());
   std::vector<std::string_view> argv;
   argv.reserve(3 + keys.size() + args.size());
-  argv.push_back(by_digest ? "EVALSHA" : "EVAL");
-  argv.push_back(by_digest ? std::string_view(digest) : std::string_view(source_));
+  argv.push_back(digest.empty() ? "EVAL" : "EVALSHA");
+  argv.push_back(digest.empty() ? std::string_view(source_) : digest);
   argv.push_back(key_count);
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -87,12 +88,12 @@ std::string Script::command(bool by_digest, std::span<const std::string_view> ke
 bool Script::run(Connection& connection, std::span<const std::string_view> keys,
                  std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
                  std::uint64_t tag) const {
-  bool known = false;
+  std::string digest;
   bool load = false;
   {
     std::lock_guard lock(mutex_);
-    known = !digest_.empty();
-    load = !known && !loading_;
+    digest = digest_;
+    load = digest.empty() && !loading_;
     if (load) loading_ = true;
   }
   if (load) {
@@ -103,10 +104,22 @@ bool Script::run(Connection& connection, std::span<const std::string_view> keys,
       learn({});
     }
   }
-  if (!known) return connection.send(command(false, keys, args), std::move(target), tag);
-  auto retry = std::make_shared<NoScriptRetry>(connection.weak_from_this(),
-                                               command(false, keys, args), std::move(target));
-  return connection.send(command(true, keys, args), std::move(retry), tag);
+  if (digest.empty()) return connection.send(command({}, keys, args), std::move(target), tag);
+  auto retry = std::make_shared<NoScriptRetry>(connection.weak_from_this(), *this,
+                                               command(digest, keys, args), std::move(target));
+  return connection.send(retry->evalsha(), retry, tag);
+}
+
+std::string Script::as_eval(std::string_view evalsha) const {
+  // "*<n>\r\n" "$7\r\nEVALSHA\r\n" "$40\r\n<digest>\r\n" <the key count, keys, arguments>
+  constexpr std::string_view kName = "$7\r\nEVALSHA\r\n";
+  constexpr std::size_t kDigest = 5 + 40 + 2;
+  const auto count_end = evalsha.find("\r\n") + 2;
+  std::string out(evalsha.substr(0, count_end));
+  out += "$4\r\nEVAL\r\n";
+  resp::append_bulk(out, source_);
+  out += evalsha.substr(count_end + kName.size() + kDigest);
+  return out;
 }
 
 }  // namespace corral::upstream

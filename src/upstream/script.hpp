@@ -31,12 +31,14 @@ class Script {
            std::uint64_t tag) const;
 
   const std::string& source() const { return source_; }
-  std::string digest() const;  // empty until Redis told us
+  // The EVAL form of an EVALSHA command run() built: the same keys and arguments.
+  std::string as_eval(std::string_view evalsha) const;
 
  private:
   friend class ScriptDigestTarget;
   void learn(std::string_view digest) const;
-  std::string command(bool by_digest, std::span<const std::string_view> keys,
+  // EVALSHA with `digest`; EVAL with the source when it is empty.
+  std::string command(std::string_view digest, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) const;
 
   std::string source_;

@@ -4,6 +4,8 @@
 
 #include "metrics/http_endpoint.hpp"
 
+#include "../loopback_client.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -38,17 +40,11 @@ struct HttpReply {
 // One blocking loopback connection; every receive gives up after two seconds.
 class Client {
  public:
-  explicit Client(unsigned short port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    timeval timeout{2, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  explicit Client(unsigned short port)
+      : fd_(corral::test::connect_loopback(port)), connected_(fd_ >= 0) {}
+  ~Client() {
+    if (fd_ >= 0) close(fd_);
   }
-  ~Client() { close(fd_); }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 

@@ -14,8 +14,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+
 #include <cstdlib>
 #include <string>
+#include "../loopback_client.hpp"
 
 namespace corral::test {
 
@@ -84,18 +86,11 @@ class OriginServerProcess {
   }
 
   std::string exchange(const std::string& request) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    timeval timeout{2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port_);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int fd = connect_loopback(port_);
     std::string reply;
-    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-        ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(request.size())) {
+    if (fd < 0) return reply;
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
       char buffer[4096];
       for (ssize_t n; (n = recv(fd, buffer, sizeof buffer, 0)) > 0;) reply.append(buffer, n);
     }
