@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::origin {
@@ -22,13 +23,6 @@ constexpr std::array<CommandRow, 4> kCommands{{{"get", StringCommand::get, 2},
                                                {"exists", StringCommand::exists, 2},
                                                {"strlen", StringCommand::strlen, 2},
                                                {"getrange", StringCommand::getrange, 4}}};
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Redis's string2ll: "0", or an optional '-' and digits without a leading zero.
 std::optional<std::int64_t> parse_int(std::string_view text) {
@@ -50,8 +44,9 @@ std::optional<StringRequest> parse_string_request(std::span<const std::string_vi
     resp::append_error(error, "ERR empty command");
     return std::nullopt;
   }
-  const auto row = std::find_if(kCommands.begin(), kCommands.end(),
-                                [&](const CommandRow& r) { return iequals(r.name, argv[0]); });
+  const auto row = std::find_if(kCommands.begin(), kCommands.end(), [&](const CommandRow& r) {
+    return resp::iequals(r.name, argv[0]);
+  });
   if (row == kCommands.end()) {
     resp::append_error(error, "ERR corral: an http origin cannot answer '" + std::string(argv[0]) +
                                   "' (GET, EXISTS, STRLEN, GETRANGE only)");

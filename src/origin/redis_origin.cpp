@@ -6,14 +6,13 @@
 #include <boost/asio/post.hpp>
 
 #include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::origin {
 
 namespace {
-
-constexpr std::string_view kUnavailable = "ERR upstream unavailable";
 
 // The connection holds this until it delivers the reply: the fetch is owned by the upstream
 // FIFO, not by whoever asked for it.
@@ -53,7 +52,7 @@ void RedisOrigin::fetch(std::span<const std::string_view> argv, FetchCallback do
   auto target = std::make_shared<FetchTarget>(std::move(done), clock_);
   if (pool_.shared(database_).send(command_, target, 0)) return;
   // The contract forbids calling back from within fetch(): the caller may still be setting up.
-  boost::asio::post(executor_, [target] { target->on_failure(0, kUnavailable); });
+  boost::asio::post(executor_, [target] { target->on_failure(0, upstream::kErrUnavailable); });
 }
 
 }  // namespace corral::origin

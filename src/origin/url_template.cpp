@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "resp/ascii.hpp"
+
 namespace corral::origin {
 
 namespace {
@@ -12,14 +14,6 @@ constexpr std::string_view kScheme = "http://";
 
 bool is_unreserved(unsigned char c) {
   return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) ==
-                  std::tolower(static_cast<unsigned char>(b));
-         });
 }
 
 // "65535" -> 65535; anything else (empty, signs, 0, too large) -> 0.
@@ -58,9 +52,8 @@ UrlTemplate UrlTemplate::parse(std::string_view text) {
     t.error_ = std::move(why);
     return t;
   };
-  if (starts_with_ignoring_case(text, "https://"))
-    return fail("https is not supported; use http://");
-  if (!starts_with_ignoring_case(text, kScheme)) return fail("must start with http://");
+  if (resp::istarts_with(text, "https://")) return fail("https is not supported; use http://");
+  if (!resp::istarts_with(text, kScheme)) return fail("must start with http://");
   const std::string_view rest = text.substr(kScheme.size());
   const std::size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
   const std::string_view authority = rest.substr(0, authority_end);

@@ -1,17 +1,8 @@
-// ASCII case-insensitive comparison, as Redis matches command names and keywords.
+// Command names and keywords compare as Redis does: ASCII case-insensitive (resp/ascii.hpp).
 #pragma once
 
-#include <algorithm>
-#include <cctype>
-#include <string_view>
+#include "resp/ascii.hpp"
 
 namespace corral::proxy {
-
-inline bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
+using resp::iequals;
 }  // namespace corral::proxy

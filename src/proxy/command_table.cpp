@@ -9,6 +9,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "proxy/ascii.hpp"
+
 namespace corral::proxy {
 namespace {
 
@@ -48,16 +50,6 @@ const CommandSpec* lookup(std::string_view lower) {
   const NameIndex& index = index_by_name();
   auto it = index.find(lower);
   return it == index.end() ? nullptr : it->second;
-}
-
-bool iequals(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char c = a[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
 }
 
 // A non-negative decimal count; nullopt for anything else (sign, spaces, overflow).

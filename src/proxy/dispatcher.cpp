@@ -13,14 +13,12 @@
 #include "resp/encoder.hpp"
 #include "stampede/read_through.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/pool.hpp"
 
 namespace corral::proxy {
 
 namespace {
-constexpr std::string_view kUnavailable = "ERR upstream unavailable";
-constexpr std::string_view kStateLost =
-    "ERR upstream connection lost; the transaction, WATCH or tracking state was discarded";
 
 bool has_argument(std::span<const std::string_view> argv, std::string_view word) {
   return std::any_of(argv.begin() + 1, argv.end(),
@@ -189,7 +187,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
     const bool state_lost = client.in_multi || client.watching || client.tracking;
     proxy::release_dedicated(client);
     if (state_lost) {
-      target->on_failure(tag, kStateLost);
+      target->on_failure(tag, upstream::kErrStateLost);
       return Action::done;
     }
   }
@@ -244,7 +242,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
   } else {
     sent = pool_.shared(client.database, client.id).send(bytes, reply_to, tag);
   }
-  if (!sent) target->on_failure(tag, kUnavailable);
+  if (!sent) target->on_failure(tag, upstream::kErrUnavailable);
   return Action::done;
 }
 
@@ -304,7 +302,8 @@ Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
   const std::string_view argv[] = {"DISCARD"};
   resp::append_command(discard, argv);
   auto answer = std::make_shared<FixedReply>(target, std::move(reply));
-  if (!client.dedicated->send(discard, answer, tag)) target->on_failure(tag, kUnavailable);
+  if (!client.dedicated->send(discard, answer, tag))
+    target->on_failure(tag, upstream::kErrUnavailable);
   return Action::done;
 }
 
@@ -314,7 +313,7 @@ Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, st
     return Action::close_after_reply;
   }
   if (!client.dedicated || !client.dedicated->send_untracked(wire_bytes(request))) {
-    resp::append_error(reply, "ERR upstream connection lost");
+    resp::append_error(reply, upstream::kErrConnectionLost);
     return Action::close_after_reply;
   }
   return Action::done;

@@ -12,11 +12,13 @@
 
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
+#include "resp/reply_constants.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/pointer_watch.hpp"
 #include "stampede/policy_runtime.hpp"
 #include "stampede/versioned_origin.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/script.hpp"
 
@@ -25,8 +27,6 @@ namespace corral::proxy {
 namespace {
 
 using resp::Reply;
-
-constexpr std::string_view kUnavailable = "ERR upstream unavailable";
 
 // KEYS: pointer, metadata hash. ARGV: new version, expected current ("" for any), who asks.
 // Replies {status, current}: ok | mismatch | same. Times are Redis's (TIME), in milliseconds.
@@ -211,7 +211,8 @@ void rollover(const VersionCall& call, Target policy, std::uint64_t tag,
   const std::string_view args[] = {call.argv[2], call.argv.size() > 3 ? call.argv[3] : "", who};
   auto reply = std::make_shared<RolloverReply>(std::move(policy), *version, *expected, target);
   auto& connection = call.pool.shared(call.cache->database(), call.client.id);
-  if (!kRollover.run(connection, keys, args, reply, tag)) target->on_failure(tag, kUnavailable);
+  if (!kRollover.run(connection, keys, args, reply, tag))
+    target->on_failure(tag, upstream::kErrUnavailable);
 }
 
 // PURGE after the check script: SCAN batches, each followed by an UNLINK of what it found.
@@ -269,7 +270,7 @@ class Purge final : public upstream::ReplyTarget, public std::enable_shared_from
         connection->send(command, shared_from_this(), static_cast<std::uint64_t>(step))) {
       return;
     }
-    on_failure(0, kUnavailable);
+    on_failure(0, upstream::kErrUnavailable);
   }
   void scan(std::string_view cursor) {
     const std::string pattern = stampede::version_pattern(prefix_, version_);
@@ -331,7 +332,7 @@ void Purge::on_scan(std::string_view reply) {
     for (const auto& key : keys) argv.push_back(key.text);
     send(argv, last ? Step::last_unlink : Step::unlink);
   } else if (last) {
-    return on_unlink(Step::last_unlink, ":0\r\n");
+    return on_unlink(Step::last_unlink, resp::kReplyZero);
   }
   // Pipelined behind the UNLINK: replies come back in order, so the count is complete when the
   // last SCAN's UNLINK answers.
@@ -354,7 +355,8 @@ void purge(const VersionCall& call, Target policy, std::uint64_t tag,
   auto job = std::make_shared<Purge>(connection, policy.policy->prefix, *version, versioned.grace,
                                      target, tag);
   const auto step = static_cast<std::uint64_t>(Purge::Step::check);
-  if (!kPurgeCheck.run(connection, keys, args, job, step)) target->on_failure(tag, kUnavailable);
+  if (!kPurgeCheck.run(connection, keys, args, job, step))
+    target->on_failure(tag, upstream::kErrUnavailable);
 }
 
 }  // namespace

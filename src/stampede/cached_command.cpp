@@ -5,6 +5,8 @@
 #include <array>
 #include <cctype>
 
+#include "resp/ascii.hpp"
+
 namespace corral::stampede {
 
 namespace {
@@ -12,12 +14,6 @@ constexpr std::array<std::string_view, kCachedCommandCount> kNames{
     "GET",    "MGET",   "HGET",   "HGETALL", "HMGET",   "SMEMBERS",
     "LRANGE", "ZRANGE", "EXISTS", "STRLEN",  "GETRANGE"};
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
-         });
-}
 }  // namespace
 
 std::string_view command_name(CachedCommand command) {
@@ -26,7 +22,7 @@ std::string_view command_name(CachedCommand command) {
 
 std::optional<CachedCommand> find_cached_command(std::string_view name) {
   for (std::size_t i = 0; i < kNames.size(); ++i) {
-    if (iequals(kNames[i], name)) return static_cast<CachedCommand>(i);
+    if (resp::iequals(kNames[i], name)) return static_cast<CachedCommand>(i);
   }
   return std::nullopt;
 }

@@ -4,11 +4,10 @@
 #include <utility>
 
 #include <algorithm>
-#include <charconv>
 
 #include <boost/asio/post.hpp>
 
-#include "resp/reply_framer.hpp"
+#include "resp/array_elements.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/ewma.hpp"
 #include "stampede/jitter.hpp"
@@ -20,33 +19,6 @@ namespace {
 constexpr std::string_view kBadMgetReply = "ERR corral: unexpected MGET reply from the origin";
 
 bool same_policy(const PolicyRef& a, const PolicyRef& b) { return &a.runtime() == &b.runtime(); }
-
-// The elements of an MGET array reply, or nullopt when it is not an array of `count` elements.
-std::optional<std::vector<std::string_view>> split_array(std::string_view reply,
-                                                         std::size_t count) {
-  const auto header_end = reply.find("\r\n");
-  if (reply.empty() || reply.front() != '*' || header_end == std::string_view::npos) {
-    return std::nullopt;
-  }
-  std::size_t declared = 0;
-  const auto digits = reply.substr(1, header_end - 1);
-  const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), declared);
-  if (parsed.ec != std::errc() || parsed.ptr != digits.data() + digits.size() ||
-      declared != count) {
-    return std::nullopt;
-  }
-  std::vector<std::string_view> elements;
-  elements.reserve(count);
-  std::string_view rest = reply.substr(header_end + 2);
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto frame = resp::frame_reply(rest);
-    if (frame.status != resp::FrameStatus::complete) return std::nullopt;
-    elements.push_back(rest.substr(0, frame.size));
-    rest.remove_prefix(frame.size);
-  }
-  if (!rest.empty()) return std::nullopt;
-  return elements;
-}
 
 }  // namespace
 
@@ -164,7 +136,7 @@ void Fetch::on_result(const origin::FetchResult& reply) {
     fail_elements(result.outcome, result.reply, result.duration);
     return;
   }
-  const auto items = split_array(result.reply, elements.size());
+  const auto items = resp::array_elements(result.reply, elements.size());
   if (!items) {
     fail_elements(origin::Outcome::failure, kBadMgetReply, result.duration);
     return;

@@ -13,10 +13,12 @@
 #include "cache/random.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
+#include "resp/reply_constants.hpp"
 #include "stampede/ewma.hpp"
 #include "stampede/fleet_scripts.hpp"
 #include "stampede/jitter.hpp"
 #include "stampede/policy_stats.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -121,7 +123,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     const auto key_list = keys();
     auto target = upstream::CallbackTarget::make(std::move(then));
     if (script.run(shared_->connection(), key_list, args, target, 0)) return;
-    asio::post(shared_->executor, [target] { target->on_failure(0, "ERR upstream unavailable"); });
+    asio::post(shared_->executor, [target] { target->on_failure(0, upstream::kErrUnavailable); });
   }
 
   void read(StateHandler then) {
@@ -151,7 +153,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   }
 
   void on_lock(std::string_view reply) {
-    if (reply == ":1\r\n") {
+    if (reply == resp::kReplyOne) {
       shared_->stats->lock_acquired();
       const auto inner = inner_.lock();
       if (!inner) {
@@ -238,8 +240,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
                                                                     bool failed) {
           const auto grace = nil ? milliseconds(0) : self->shared_->policy.grace;
           const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
-          if (!failed && reply == ":1\r\n") return self->deliver_value(value, nil, stored);
-          if (failed || reply != ":0\r\n") {
+          if (!failed && reply == resp::kReplyOne) return self->deliver_value(value, nil, stored);
+          if (failed || reply != resp::kReplyZero) {
             // Redis refused or lost the write (OOM, READONLY ...): what we fetched is still the
             // origin's answer. The lock goes, so others need not wait for it to expire.
             spdlog::warn("fleet: refresh of '{}' was not stored in Redis: {}", self->keys_.plain,

@@ -14,6 +14,7 @@
 #include "stampede/cache_runtime.hpp"
 #include "stampede/policy_runtime.hpp"
 #include "stampede/versioned_origin.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/hash_tag.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/script.hpp"
@@ -111,7 +112,7 @@ void PointerWatch::tick() {
     if (kReadPointer.run(pool_.shared(cache_.database()), keys, {}, replies, i)) {
       ++in_flight_;
     } else {
-      on_failure("ERR upstream unavailable");
+      on_failure(upstream::kErrUnavailable);
     }
   }
   schedule(interval.value_or(kIdleTick));

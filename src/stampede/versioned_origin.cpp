@@ -9,8 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
-#include "resp/reply_framer.hpp"
 #include "stampede/policy_runtime.hpp"
 #include "stampede/policy_stats.hpp"
 
@@ -44,25 +44,6 @@ bool is_mget(std::string_view command) {
          (command[2] | 0x20) == 'e' && (command[3] | 0x20) == 't';
 }
 
-// The elements of an array reply ("*<n>\r\n" then n replies); nullopt when it is not one.
-std::optional<std::vector<std::string_view>> array_elements(std::string_view reply) {
-  const auto header_end = reply.find("\r\n");
-  if (reply.empty() || reply.front() != '*' || header_end == std::string_view::npos) {
-    return std::nullopt;
-  }
-  const auto count = parse_version(reply.substr(1, header_end - 1));
-  if (!count) return std::nullopt;
-  std::vector<std::string_view> elements;
-  std::string_view rest = reply.substr(header_end + 2);
-  for (std::uint64_t i = 0; i < *count; ++i) {
-    const auto frame = resp::frame_reply(rest);
-    if (frame.status != resp::FrameStatus::complete) return std::nullopt;
-    elements.push_back(rest.substr(0, frame.size));
-    rest.remove_prefix(frame.size);
-  }
-  return elements;
-}
-
 // One fetch that may need a second one: the request, copied (the caller's argv is gone by then).
 struct Fallback {
   std::shared_ptr<VersionedOrigin::Context> context;
@@ -90,8 +71,8 @@ void splice(Fallback& fallback, const FetchResult& second, std::chrono::nanoseco
   if (second.outcome != Outcome::value) {
     return finish(fallback, FetchResult(second.outcome, second.reply, duration, second.lifetime));
   }
-  const auto elements = array_elements(fallback.first_reply);
-  const auto found = array_elements(second.reply);
+  const auto elements = resp::array_elements(fallback.first_reply);
+  const auto found = resp::array_elements(second.reply);
   if (!elements || !found || found->size() != fallback.missing.size()) {
     return finish(fallback, FetchResult(Outcome::failure,
                                         "ERR unexpected MGET reply from the upstream", duration));
@@ -133,7 +114,7 @@ void read_previous(const std::shared_ptr<Fallback>& fallback, const FetchResult&
 
 void on_current(const std::shared_ptr<Fallback>& fallback, const FetchResult& result) {
   if (is_mget(fallback->argv.front()) && result.outcome == Outcome::value) {
-    if (const auto elements = array_elements(result.reply)) {
+    if (const auto elements = resp::array_elements(result.reply)) {
       for (std::size_t i = 0; i < elements->size(); ++i) {
         if ((*elements)[i] == "$-1\r\n") fallback->missing.push_back(i);
       }

@@ -15,6 +15,7 @@
 #include "metrics/metrics.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply_framer.hpp"
+#include "upstream/errors.hpp"
 
 namespace corral::upstream {
 
@@ -25,8 +26,6 @@ using boost::system::error_code;
 
 namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
-constexpr std::string_view kUnavailable = "ERR upstream unavailable";
-constexpr std::string_view kLost = "ERR upstream connection lost";
 constexpr std::string_view kClosed = "ERR upstream connection closed";
 constexpr std::string_view kTimedOut = "ERR upstream command timed out";
 }  // namespace
@@ -94,11 +93,11 @@ void Connection::fail_all(std::string_view error) {
   auto failed = std::move(in_flight_);
   in_flight_.clear();
   write_buffer_.clear();
-  if (stats_ && (error == kLost || error == kTimedOut)) {
+  if (stats_ && (error == upstream::kErrConnectionLost || error == kTimedOut)) {
     for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
   }
   for (auto& item : failed) item.target->on_failure(item.tag, error);
-  if (unsolicited_ && error != kUnavailable) {
+  if (unsolicited_ && error != upstream::kErrUnavailable) {
     auto target = std::move(unsolicited_);
     target->on_failure(0, error);
   }
@@ -122,7 +121,7 @@ awaitable<void> Connection::run() {
     if (connected) connected = co_await handshake();
     if (!connected) {
       if (stats_) stats_->upstream_connect_failure();
-      fail_all(closing_ ? kClosed : kUnavailable);
+      fail_all(closing_ ? kClosed : upstream::kErrUnavailable);
       if (!options_.reconnect || closing_) break;
       set_state(State::backoff);
       backoff_timer_.expires_after(backoff);
@@ -143,7 +142,7 @@ awaitable<void> Connection::run() {
     co_await broken_.wait();
     set_state(State::connecting);
     if (stats_) stats_->upstream_disconnected();
-    fail_all(closing_ ? kClosed : timed_out_ ? kTimedOut : kLost);
+    fail_all(closing_ ? kClosed : timed_out_ ? kTimedOut : upstream::kErrConnectionLost);
     timed_out_ = false;
     if (!options_.reconnect) break;
     spdlog::warn("upstream {}:{} connection lost; reconnecting", options_.server.host,

@@ -6,6 +6,7 @@
 
 #include "resp/encoder.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/errors.hpp"
 
 namespace corral::upstream {
 
@@ -46,7 +47,7 @@ class NoScriptRetry final : public ReplyTarget {
     if (reply.substr(0, 9) == "-NOSCRIPT") {
       const auto connection = connection_.lock();
       if (connection && connection->send(script_.as_eval(evalsha_), target_, tag)) return;
-      target_->on_failure(tag, "ERR upstream unavailable");
+      target_->on_failure(tag, upstream::kErrUnavailable);
       return;
     }
     target_->on_reply(tag, reply);
