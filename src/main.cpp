@@ -1,4 +1,4 @@
-// Wiring only: parse flags, load the config, build the server, run.
+// Entry point: parse flags, load the config, hand it to the wiring (app.hpp), run.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -8,11 +8,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "app.hpp"
 #include "config/loader.hpp"
 #include "config/settings_dump.hpp"
 #include "metrics/metrics.hpp"
 #include "proxy/dispatcher.hpp"
-#include "session/server.hpp"
 
 namespace {
 
@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
                                    corral::proxy::Dispatcher::metric_id_count(),
                                    corral::proxy::Dispatcher::metric_name);
   try {
-    corral::session::Server server(settings, metrics);
-    server.run();
+    corral::App app(settings, metrics);
+    app.run();
   } catch (const std::exception& error) {
     spdlog::critical("cannot start: {}", error.what());
     return 1;

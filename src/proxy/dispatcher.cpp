@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "proxy/ascii.hpp"
+#include "proxy/client_session.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/subscriptions.hpp"
@@ -66,6 +67,15 @@ std::size_t Dispatcher::metric_id_count() { return all_commands().size() + 1; }
 std::string Dispatcher::metric_name(std::size_t metric_id) {
   const auto table = all_commands();
   return metric_id < table.size() ? std::string(table[metric_id].name) : std::string("unknown");
+}
+
+std::unique_ptr<session::ClientHandler> Dispatcher::open_session() {
+  return std::make_unique<ClientSession>(
+      *this, info_.next_client_id.fetch_add(1, std::memory_order_relaxed));
+}
+
+std::uint32_t Dispatcher::protocol_error_metric() const {
+  return static_cast<std::uint32_t>(metric_id_count() - 1);
 }
 
 Resolved Dispatcher::resolve(const Request& request) const {

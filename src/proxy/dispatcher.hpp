@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "config/settings.hpp"
+#include "metrics/process_info.hpp"
 #include "proxy/client_state.hpp"
 #include "proxy/command_table.hpp"
-#include "proxy/process_info.hpp"
 #include "proxy/request.hpp"
+#include "session/handler.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
@@ -24,11 +25,9 @@ class CacheRuntime;
 
 namespace corral::proxy {
 
-enum class Action {
-  done,               // answered or forwarded: the reply fills the request's slot
-  close_after_reply,  // answered: close the connection once the reply is written
-  drain_then_retry,   // the client's earlier replies must arrive first; then call again
-};
+using metrics::ProcessInfo;
+
+using Action = session::Action;
 
 struct Resolved {
   const CommandSpec* spec = nullptr;  // nullptr: unknown command
@@ -36,7 +35,7 @@ struct Resolved {
   std::size_t metric_id = 0;          // index for per-command metrics (unknown commands share one)
 };
 
-class Dispatcher {
+class Dispatcher : public session::Handler {
  public:
   // `read_through` (may be null) serves the reads that cache policies cover.
   Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
@@ -48,6 +47,10 @@ class Dispatcher {
   static std::string metric_name(std::size_t metric_id);
 
   Resolved resolve(const Request& request) const;
+
+  // session::Handler: a ClientSession (proxy/client_session.hpp) per client.
+  std::unique_ptr<session::ClientHandler> open_session() override;
+  std::uint32_t protocol_error_metric() const override;
 
   // Handles a request that owns reply slot `tag` of `target`; `awaiting` counts the client's
   // earlier requests whose replies have not arrived yet.

@@ -10,7 +10,7 @@
 #include "proxy/client_state.hpp"
 #include "proxy/command_table.hpp"
 #include "proxy/dispatcher.hpp"
-#include "proxy/process_info.hpp"
+#include "metrics/process_info.hpp"
 
 namespace corral::stampede {
 class CacheRuntime;

@@ -1,14 +1,8 @@
-// One framed client request as the dispatcher sees it.
+// The dispatcher's name for a framed request (resp/request.hpp).
 #pragma once
 
-#include <span>
-#include <string_view>
+#include "resp/request.hpp"
 
 namespace corral::proxy {
-
-struct Request {
-  std::span<const std::string_view> argv;  // argv[0] is the command name; never empty
-  std::string_view raw;  // the exact RESP bytes received; empty for inline commands
-};
-
+using Request = resp::Request;
 }  // namespace corral::proxy

@@ -1,7 +1,8 @@
-// Server wiring: one Worker per io thread, a listener that spreads clients across them, and an
-// admin thread for the metrics endpoint and signals.
+// The I/O layer's threads: one Worker per io thread, a listener that spreads clients across them,
+// and an admin thread for the metrics endpoint and signals.
 #include "session/server.hpp"
 
+#include <cassert>
 #include <variant>
 
 #include <spdlog/spdlog.h>
@@ -17,8 +18,6 @@
 #include "metrics/http_endpoint.hpp"
 #include "session/session.hpp"
 #include "session/worker.hpp"
-#include "stampede/invalidation_listener.hpp"
-#include "stampede/pointer_watch.hpp"
 
 namespace corral::session {
 
@@ -42,22 +41,24 @@ asio::ip::tcp::endpoint resolve_listen(const config::Endpoint& listen) {
 constexpr std::string_view kTooManyClients = "-ERR max number of clients reached\r\n";
 }  // namespace
 
-Server::Server(const config::Settings& settings, metrics::Metrics& metrics)
-    : settings_(settings), metrics_(metrics), admin_(std::make_unique<Admin>()) {
+Server::Server(const config::Settings& settings, metrics::Metrics& metrics,
+               metrics::ProcessInfo& info)
+    : settings_(settings), metrics_(metrics), info_(info), admin_(std::make_unique<Admin>()) {
   info_.threads = settings_.threads;
-  cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
-                                                    metrics_.registry());
-  metrics_.add_collectable(cache_->collectable());
   for (int i = 0; i < settings_.threads; ++i) {
-    workers_.push_back(std::make_unique<Worker>(settings_, metrics_.thread(i), info_, *cache_));
+    workers_.push_back(std::make_unique<Worker>(settings_, metrics_.thread(i), info_));
   }
 }
 
 Server::~Server() = default;
 
+asio::io_context& Server::io(int thread) { return workers_.at(thread)->io; }
+
+void Server::set_handler(int thread, Handler& handler) { workers_.at(thread)->handler = &handler; }
+
 static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
                                    std::vector<std::unique_ptr<Worker>>& workers,
-                                   proxy::ProcessInfo& info, const config::Settings& settings) {
+                                   metrics::ProcessInfo& info, const config::Settings& settings) {
   std::size_t next = 0;
   for (;;) {
     Worker& worker = *workers[next++ % workers.size()];
@@ -95,8 +96,7 @@ void Server::wait_for_reload(asio::signal_set& signal) {
       for (const auto& message : errors->messages) spdlog::error("  {}", message);
     } else {
       const auto& fresh = std::get<config::Settings>(loaded);
-      cache_->reload(fresh.policies);
-      asio::post(workers_.front()->io, [this] { listener_->restart(); });
+      if (reload_) reload_(fresh);
       spdlog::info("SIGHUP: reloaded {} policies from {} (other settings apply on restart)",
                    fresh.policies.size(), settings_.source);
     }
@@ -112,12 +112,6 @@ void Server::run() {
   acceptor.bind(endpoint);
   acceptor.listen(asio::socket_base::max_listen_connections);
 
-  if (settings_.upstream.cluster) {
-    spdlog::warn(
-        "upstream cluster: slot routing is not implemented yet; every command goes to "
-        "the first seed, {}:{}, as to a standalone Redis",
-        settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
-  }
   std::atomic<int>& ready = info_.ready_upstream_connections;
   if (settings_.metrics) {
     admin_->endpoint = std::make_unique<metrics::HttpEndpoint>(
@@ -141,24 +135,13 @@ void Server::run() {
   });
 
   asio::co_spawn(admin_->io, accept_loop(acceptor, workers_, info_, settings_), asio::detached);
-  // The listener lives on the first io thread; on_invalidate: refresh refetches through it.
-  auto& first = *workers_.front();
-  listener_ = std::make_shared<stampede::InvalidationListener>(
-      first.io.get_executor(), settings_.upstream, *cache_,
-      [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
-  asio::post(workers_.front()->io, [this] { listener_->start(); });
-  // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
-  const auto pointer_watch =
-      std::make_shared<stampede::PointerWatch>(first.io.get_executor(), first.pool, *cache_);
-  asio::post(first.io, [pointer_watch] { pointer_watch->start(); });
   for (auto& worker : workers_) {
     Worker* w = worker.get();
-    asio::post(w->io, [w] { w->pool.start(); });
+    assert(w->handler != nullptr);
     w->thread = std::thread([w] { w->io.run(); });
   }
-  spdlog::info("corral {} listening on {}:{} with {} io threads, upstream {}:{}", CORRAL_VERSION,
-               settings_.listen.host, settings_.listen.port, settings_.threads,
-               settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
+  spdlog::info("corral {} listening on {}:{} with {} io threads", CORRAL_VERSION,
+               settings_.listen.host, settings_.listen.port, settings_.threads);
   admin_->io.run();
   for (auto& worker : workers_) {
     if (worker->thread.joinable()) worker->thread.join();

@@ -1,9 +1,10 @@
-// The running proxy: io threads, the client listener, the metrics endpoint and signal handling.
+// The running I/O layer: io threads, the client listener, the metrics endpoint and signals. It
+// knows Handlers only through session/handler.hpp; the wiring (src/app.cpp) installs them.
 #pragma once
 
 #include <utility>
 
-#include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -12,12 +13,8 @@
 
 #include "config/settings.hpp"
 #include "metrics/metrics.hpp"
-#include "proxy/process_info.hpp"
-#include "stampede/cache_runtime.hpp"
-
-namespace corral::stampede {
-class InvalidationListener;
-}
+#include "metrics/process_info.hpp"
+#include "session/handler.hpp"
 
 namespace corral::session {
 
@@ -25,11 +22,20 @@ struct Worker;
 
 class Server {
  public:
-  Server(const config::Settings& settings, metrics::Metrics& metrics);
+  // Called on the admin thread with a new config that loaded without errors (SIGHUP).
+  using ReloadHook = std::function<void(const config::Settings& fresh)>;
+
+  Server(const config::Settings& settings, metrics::Metrics& metrics, metrics::ProcessInfo& info);
   ~Server();
 
-  // Binds the listener and the metrics endpoint (throws std::system_error when it cannot),
-  // then serves until SIGINT or SIGTERM.
+  int threads() const { return static_cast<int>(workers_.size()); }
+  boost::asio::io_context& io(int thread);
+  // Every thread needs its handler before run(); the handler must outlive run().
+  void set_handler(int thread, Handler& handler);
+  void on_reload(ReloadHook hook) { reload_ = std::move(hook); }
+
+  // Binds the listener and the metrics endpoint (throws std::system_error when it cannot), starts
+  // the io threads, then serves until SIGINT or SIGTERM.
   void run();
 
  private:
@@ -38,11 +44,10 @@ class Server {
 
   const config::Settings& settings_;
   metrics::Metrics& metrics_;
-  proxy::ProcessInfo info_;
-  std::unique_ptr<stampede::CacheRuntime> cache_;
+  metrics::ProcessInfo& info_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Admin> admin_;
-  std::shared_ptr<stampede::InvalidationListener> listener_;
+  ReloadHook reload_;
 };
 
 }  // namespace corral::session

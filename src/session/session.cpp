@@ -11,7 +11,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "proxy/dispatcher.hpp"
 #include "resp/encoder.hpp"
 #include "session/worker.hpp"
 
@@ -32,15 +31,13 @@ constexpr std::size_t kRetainedBuffer = 256 * 1024;
 Session::Session(asio::ip::tcp::socket socket, Worker& worker)
     : socket_(std::move(socket)),
       worker_(worker),
+      handler_(worker.handler->open_session()),
       input_(kInitialInput),
       output_ready_(socket_.get_executor()),
       slots_drained_(socket_.get_executor()) {
   const auto& client = worker_.settings.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
-  client_.id = worker_.info.next_client_id.fetch_add(1, std::memory_order_relaxed);
-  client_.authenticated = client.password.empty();
-  client_.admin = client.admin_password.empty();
   error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
 }
@@ -118,13 +115,12 @@ awaitable<void> Session::process_input() {
 }
 
 awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
-  auto& dispatcher = worker_.dispatcher;
-  const proxy::Request request{argv_, inline_form ? std::string_view() : raw};
-  if (client_.tunnel) {
+  const resp::Request request{argv_, inline_form ? std::string_view() : raw};
+  if (handler_->tunneling()) {
     std::string last_reply;
-    const auto action = dispatcher.handle_tunnel(client_, request, last_reply);
-    worker_.stats.command(dispatcher.resolve(request).metric_id, metrics::CommandResult::ok, {});
-    if (action == proxy::Action::close_after_reply) {
+    const auto action = handler_->handle_tunnel(request, last_reply);
+    worker_.stats.command(handler_->classify(request).metric_id, metrics::CommandResult::ok, {});
+    if (action == Action::close_after_reply) {
       push(last_reply);
       stop_reading_ = true;
       close_after_flush_ = true;
@@ -136,16 +132,16 @@ awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
     waiting_for_slots_ = true;
     co_await slots_drained_.wait();
   }
-  const auto resolved = dispatcher.resolve(request);
+  const auto classified = handler_->classify(request);
   auto self = shared_from_this();
   for (;;) {
     if (closed_) co_return;
     const std::uint64_t tag = first_tag_ + slots_.size();
     auto& slot = slots_.emplace_back();
     slot.started = read_at_;
-    slot.metric_id = static_cast<std::uint32_t>(resolved.metric_id);
-    const auto action = dispatcher.handle(client_, request, resolved, tag, self, slots_.size() - 1);
-    if (action == proxy::Action::drain_then_retry) {
+    slot.metric_id = classified.metric_id;
+    const auto action = handler_->handle(request, classified, tag, self, slots_.size() - 1);
+    if (action == Action::drain_then_retry) {
       slots_.pop_back();
       while (!slots_.empty() && !closed_) {
         waiting_for_slots_ = true;
@@ -153,7 +149,7 @@ awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
       }
       continue;
     }
-    if (action == proxy::Action::close_after_reply) {
+    if (action == Action::close_after_reply) {
       stop_reading_ = true;
       if (tag >= first_tag_) {
         slots_[tag - first_tag_].close_after = true;
@@ -170,7 +166,7 @@ void Session::on_reply(std::uint64_t tag, std::string_view reply) {
   if (closed_) return;
   if (tag == 0) {
     push(reply);
-    worker_.dispatcher.on_unsolicited(client_, reply);
+    handler_->on_unsolicited(reply);
     return;
   }
   const bool is_error = !reply.empty() && reply.front() == '-';
@@ -195,7 +191,7 @@ void Session::on_failure(std::uint64_t tag, std::string_view error) {
 void Session::complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result) {
   const std::size_t index = tag - first_tag_;
   if (tag < first_tag_ || index >= slots_.size()) {
-    spdlog::error("client {}: reply for unknown request {} dropped", client_.id, tag);
+    spdlog::error("client {}: reply for unknown request {} dropped", handler_->client_id(), tag);
     return;
   }
   Slot& slot = slots_[index];
@@ -237,13 +233,13 @@ void Session::push(std::string_view bytes) {
 
 void Session::reject_protocol(std::string_view error) {
   worker_.stats.protocol_error();
-  spdlog::debug("client {}: {}", client_.id, error);
+  spdlog::debug("client {}: {}", handler_->client_id(), error);
   std::string line;
   resp::append_error(line, std::string("ERR ") + std::string(error));
   const std::uint64_t tag = first_tag_ + slots_.size();
   auto& slot = slots_.emplace_back();
   slot.started = std::chrono::steady_clock::now();
-  slot.metric_id = static_cast<std::uint32_t>(proxy::Dispatcher::metric_id_count() - 1);
+  slot.metric_id = worker_.handler->protocol_error_metric();
   slot.close_after = true;
   stop_reading_ = true;
   complete(tag, line, metrics::CommandResult::error);
@@ -254,7 +250,7 @@ void Session::check_output_limit() {
   if (buffered <= worker_.settings.client.max_output_buffer || closed_) return;
   worker_.stats.client_output_overflow();
   spdlog::warn("client {}: output buffer {} bytes over client.max_output_buffer; disconnecting",
-               client_.id, buffered);
+               handler_->client_id(), buffered);
   abort();
 }
 
@@ -294,7 +290,7 @@ awaitable<void> Session::write_loop() {
 
 void Session::finish_loop() {
   if (--loops_running_ > 0) return;
-  worker_.dispatcher.end_session(client_);
+  handler_->end_session();
   worker_.stats.client_disconnected();
   worker_.info.connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -1,5 +1,5 @@
-// One client connection: reads and frames requests, hands them to the dispatcher, and writes the
-// replies in request order however they complete (local, upstream, cache).
+// One client connection: reads and frames requests, hands them to its ClientHandler, and writes
+// the replies in request order however they complete (local, upstream, cache).
 #pragma once
 
 #include <utility>
@@ -16,8 +16,8 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "metrics/metrics.hpp"
-#include "proxy/client_state.hpp"
 #include "resp/request_parser.hpp"
+#include "session/handler.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -60,7 +60,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
 
   boost::asio::ip::tcp::socket socket_;
   Worker& worker_;
-  proxy::ClientState client_;
+  std::unique_ptr<ClientHandler> handler_;
   resp::RequestLimits limits_;
 
   std::vector<char> input_;

@@ -1,5 +1,5 @@
-// One io thread: its io_context, upstream connections and dispatcher. Sessions accepted for it
-// live on it from start to end, so nothing here needs a lock.
+// One io thread: its io_context and the Handler that answers its clients. Sessions accepted for
+// it live on it from start to end, so nothing here needs a lock.
 #pragma once
 
 #include <utility>
@@ -10,33 +10,22 @@
 
 #include "config/settings.hpp"
 #include "metrics/metrics.hpp"
-#include "proxy/dispatcher.hpp"
-#include "proxy/process_info.hpp"
-#include "stampede/read_through.hpp"
-#include "upstream/pool.hpp"
+#include "metrics/process_info.hpp"
+#include "session/handler.hpp"
 
 namespace corral::session {
 
 struct Worker {
   Worker(const config::Settings& config, metrics::ThreadStats& thread_stats,
-         proxy::ProcessInfo& process_info, stampede::CacheRuntime& cache)
-      : settings(config),
-        stats(thread_stats),
-        info(process_info),
-        work(io.get_executor()),
-        pool(io.get_executor(), config.upstream, &thread_stats,
-             &process_info.ready_upstream_connections),
-        read_through(io.get_executor(), cache, pool),
-        dispatcher(config, pool, process_info, &read_through, &cache) {}
+         metrics::ProcessInfo& process_info)
+      : settings(config), stats(thread_stats), info(process_info), work(io.get_executor()) {}
 
   const config::Settings& settings;
   metrics::ThreadStats& stats;
-  proxy::ProcessInfo& info;
+  metrics::ProcessInfo& info;
   boost::asio::io_context io{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
-  upstream::Pool pool;
-  stampede::ReadThrough read_through;
-  proxy::Dispatcher dispatcher;
+  Handler* handler = nullptr;  // set by the wiring before run(); outlives the io thread
   std::thread thread;
 };
 

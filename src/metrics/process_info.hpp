@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace corral::proxy {
+namespace corral::metrics {
 
 struct ProcessInfo {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -16,4 +16,4 @@ struct ProcessInfo {
   std::atomic<int> ready_upstream_connections{0};
 };
 
-}  // namespace corral::proxy
+}  // namespace corral::metrics

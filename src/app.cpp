@@ -1,0 +1,79 @@
+// Wiring of the proxy: what runs on which io thread, and what a SIGHUP reload touches.
+#include "app.hpp"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
+
+#include "cache/clock.hpp"
+#include "proxy/dispatcher.hpp"
+#include "stampede/cache_runtime.hpp"
+#include "stampede/invalidation_listener.hpp"
+#include "stampede/pointer_watch.hpp"
+#include "stampede/read_through.hpp"
+#include "upstream/pool.hpp"
+
+namespace corral {
+
+namespace asio = boost::asio;
+
+// One io thread's share of the proxy. Members are built in order: the dispatcher uses the engine,
+// which uses the pool.
+struct App::ThreadParts {
+  ThreadParts(const config::Settings& settings, asio::io_context& io, metrics::ThreadStats& stats,
+              metrics::ProcessInfo& info, stampede::CacheRuntime& cache)
+      : pool(io.get_executor(), settings.upstream, &stats, &info.ready_upstream_connections),
+        read_through(io.get_executor(), cache, pool),
+        dispatcher(settings, pool, info, &read_through, &cache) {}
+
+  upstream::Pool pool;
+  stampede::ReadThrough read_through;
+  proxy::Dispatcher dispatcher;
+};
+
+App::App(const config::Settings& settings, metrics::Metrics& metrics)
+    : settings_(settings), server_(settings, metrics, info_) {
+  cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
+                                                    metrics.registry());
+  metrics.add_collectable(cache_->collectable());
+  for (int i = 0; i < server_.threads(); ++i) {
+    threads_.push_back(
+        std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i), info_, *cache_));
+    server_.set_handler(i, threads_.back()->dispatcher);
+  }
+}
+
+App::~App() = default;
+
+void App::run() {
+  if (settings_.upstream.cluster) {
+    spdlog::warn(
+        "upstream cluster: slot routing is not implemented yet; every command goes to "
+        "the first seed, {}:{}, as to a standalone Redis",
+        settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
+  }
+  // The listener lives on the first io thread; on_invalidate: refresh refetches through it.
+  auto& first = *threads_.front();
+  auto& first_io = server_.io(0);
+  listener_ = std::make_shared<stampede::InvalidationListener>(
+      first_io.get_executor(), settings_.upstream, *cache_,
+      [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
+  asio::post(first_io, [listener = listener_] { listener->start(); });
+  // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
+  const auto pointer_watch =
+      std::make_shared<stampede::PointerWatch>(first_io.get_executor(), first.pool, *cache_);
+  asio::post(first_io, [pointer_watch] { pointer_watch->start(); });
+  for (int i = 0; i < server_.threads(); ++i) {
+    asio::post(server_.io(i), [parts = threads_[i].get()] { parts->pool.start(); });
+  }
+  server_.on_reload([this, &first_io](const config::Settings& fresh) {
+    cache_->reload(fresh.policies);
+    asio::post(first_io, [listener = listener_] { listener->restart(); });
+  });
+  spdlog::info("upstream {}:{}", settings_.upstream.servers.front().host,
+               settings_.upstream.servers.front().port);
+  server_.run();
+}
+
+}  // namespace corral

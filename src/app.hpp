@@ -1,0 +1,40 @@
+// The wiring: the one place that names every concrete type. It builds the process-wide cache,
+// per io thread the upstream pool, the read-through engine and the dispatcher (the session's
+// Handler), and the background conversations with Redis (tracking, version pointers).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "metrics/metrics.hpp"
+#include "metrics/process_info.hpp"
+#include "session/server.hpp"
+
+namespace corral::stampede {
+class CacheRuntime;
+class InvalidationListener;
+}  // namespace corral::stampede
+
+namespace corral {
+
+class App {
+ public:
+  App(const config::Settings& settings, metrics::Metrics& metrics);
+  ~App();
+
+  // Serves until SIGINT or SIGTERM; throws std::system_error when an address cannot be bound.
+  void run();
+
+ private:
+  struct ThreadParts;
+
+  const config::Settings& settings_;
+  metrics::ProcessInfo info_;
+  session::Server server_;
+  std::unique_ptr<stampede::CacheRuntime> cache_;
+  std::vector<std::unique_ptr<ThreadParts>> threads_;
+  std::shared_ptr<stampede::InvalidationListener> listener_;
+};
+
+}  // namespace corral

@@ -1,0 +1,34 @@
+// One client as the proxy sees it: its connection state (ClientState) and the dispatcher of its
+// io thread, behind the session's ClientHandler interface.
+#pragma once
+
+#include <string>
+
+#include "proxy/client_state.hpp"
+#include "proxy/dispatcher.hpp"
+#include "session/handler.hpp"
+
+namespace corral::proxy {
+
+class ClientSession final : public session::ClientHandler {
+ public:
+  ClientSession(Dispatcher& dispatcher, std::uint64_t id);
+
+  std::uint64_t client_id() const override { return state_.id; }
+  session::Classified classify(const Request& request) override;
+  Action handle(const Request& request, const session::Classified& classified, std::uint64_t tag,
+                const std::shared_ptr<upstream::ReplyTarget>& target,
+                std::size_t awaiting) override;
+  bool tunneling() const override { return state_.tunnel; }
+  Action handle_tunnel(const Request& request, std::string& reply) override;
+  void on_unsolicited(std::string_view reply) override;
+  void end_session() override;
+
+  const ClientState& state() const { return state_; }
+
+ private:
+  Dispatcher& dispatcher_;
+  ClientState state_;
+};
+
+}  // namespace corral::proxy

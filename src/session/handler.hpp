@@ -1,0 +1,67 @@
+// The seam between the I/O layer and whatever answers requests: a session frames requests, keeps
+// their replies in order and writes them; a Handler decides what each request means. Only the
+// wiring next to main.cpp names a concrete Handler; tests and the I/O benchmark use a trivial one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "resp/request.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::session {
+
+enum class Action {
+  done,               // answered or forwarded: the reply fills the request's slot
+  close_after_reply,  // answered: close the connection once the reply is written
+  drain_then_retry,   // the client's earlier replies must arrive first; then call handle() again
+};
+
+// What the handler learned of a request before handling it. The session keeps the metric id (for
+// per-command latency) and hands the rest back unread; `command`/`detail` mean what the handler
+// wants them to (the proxy keeps its command table rows there, so a request is looked up once).
+struct Classified {
+  std::uint32_t metric_id = 0;
+  const void* command = nullptr;
+  const void* detail = nullptr;
+};
+
+// One client's conversation with the handler; the session owns it and calls it on its io thread.
+// Contract: for every handle() that returns done or close_after_reply, exactly one reply for `tag`
+// reaches `target` (on_reply or on_failure), now or later, in any order across tags.
+class ClientHandler {
+ public:
+  virtual ~ClientHandler() = default;
+
+  virtual std::uint64_t client_id() const = 0;
+  virtual Classified classify(const resp::Request& request) = 0;
+  // `awaiting` counts the client's earlier requests whose replies have not been written yet.
+  virtual Action handle(const resp::Request& request, const Classified& classified,
+                        std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                        std::size_t awaiting) = 0;
+
+  // Tunnel mode (subscribed, MONITOR, CLIENT REPLY OFF): requests get no reply slots and every
+  // reply arrives unsolicited (tag 0). handle_tunnel returns close_after_reply, with `reply` to
+  // send last, when the client must be disconnected.
+  virtual bool tunneling() const = 0;
+  virtual Action handle_tunnel(const resp::Request& request, std::string& reply) = 0;
+  // A reply that matched no request was forwarded to the client (a push, a message).
+  virtual void on_unsolicited(std::string_view reply) = 0;
+
+  // The client is gone: release whatever the handler holds for it.
+  virtual void end_session() = 0;
+};
+
+// One per io thread: opens a ClientHandler for each accepted client of that thread.
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  virtual std::unique_ptr<ClientHandler> open_session() = 0;
+  // The metric id that counts requests the session refused itself (protocol errors).
+  virtual std::uint32_t protocol_error_metric() const = 0;
+};
+
+}  // namespace corral::session
