@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Passthrough benchmark: redis-benchmark GET/SET against redis-server, twemproxy and Corral side by side.
+# Passthrough benchmark: redis-benchmark GET/SET against redis-server, twemproxy and Corral side by side,
+# plus an "I/O only" row (Corral's session layer answering from memory: what the I/O layer alone costs)
+# and the memory an idle client connection costs.
 # Usage: scripts/bench.sh [--out FILE | FILE]   (FILE: also write the markdown report there)
 # Env: CORRAL_BIN (use this binary, skip the build), CORRAL_THREADS (auto), BENCH_RUNS (3),
 #      BENCH_REQUESTS (200000 at pipeline 16), BENCH_REQUESTS_P1 (BENCH_REQUESTS/2), BENCH_CLIENTS (50),
-#      BENCH_KEYSPACE (100000), BENCH_CACHE=1 (also the "cache hits" section)
+#      BENCH_KEYSPACE (100000), BENCH_CACHE=1 (also the "cache hits" section),
+#      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure)
 #
 # The targets in SPEC.md are ratios measured on one machine in one run, and that is what this reports.
 # Absolute numbers mean little here: redis-benchmark pins a core, and on a 2-core box the client,
@@ -34,6 +37,7 @@ requests_p1=${BENCH_REQUESTS_P1:-$((requests_p16 / 2))}
 clients=${BENCH_CLIENTS:-50}
 keyspace=${BENCH_KEYSPACE:-100000}
 cache_section=${BENCH_CACHE:-0}
+idle_clients=${BENCH_IDLE_CLIENTS:-10000}
 host=127.0.0.1
 
 if [ -n "${CORRAL_BIN:-}" ]; then
@@ -46,6 +50,8 @@ else
   corral_bin=$CORRAL_ROOT/build/release/src/corral
 fi
 [ -x "$corral_bin" ] || { echo "no corral binary at $corral_bin" >&2; exit 1; }
+io_only_bin=${IO_ONLY_BIN:-$CORRAL_ROOT/build/release/tests/bench/io_only_server}
+[ -x "$io_only_bin" ] || (cd "$CORRAL_ROOT" && cmake --build --preset release --target io_only_server >&2)
 
 # --- processes: everything started here is killed on the way out, however the script ends ---------
 # shellcheck source=scripts/lib/processes.sh
@@ -105,6 +111,7 @@ start_corral() {
     echo "listen: $host:$corral_port"
     echo "threads: $threads"
     echo "log_level: warn"
+    echo "client: { max_clients: 20000 }"
     echo "upstream: { address: redis://$host:$redis_port }"
     [ -z "$extra" ] || echo "$extra"
   } >"$workdir/$name.yml"
@@ -143,6 +150,22 @@ check_target() {
 }
 
 redis_commands() { redis-cli -h "$host" -p "$redis_port" INFO stats | awk -F: '/^total_commands_processed:/ {print $2+0}'; }
+
+# The session layer alone: Corral's listener and sessions with a handler that answers from memory.
+start_io_only() {
+  io_port=$(free_port)
+  local io_threads=$threads
+  [ "$io_threads" != auto ] || io_threads=$(nproc)
+  "$io_only_bin" "$io_port" "$io_threads" >"$workdir/io_only.log" 2>&1 &
+  io_pid=$!
+  pids+=("$io_pid")
+  for _ in $(seq 100); do
+    [ "$(redis-cli -h "$host" -p "$io_port" PING 2>/dev/null)" = PONG ] && return 0
+    sleep 0.1
+  done
+  echo "io_only_server did not answer on port $io_port" >&2
+  exit 1
+}
 
 # --- measuring ------------------------------------------------------------------------------------
 declare -A port_of=()
@@ -183,7 +206,7 @@ measure() {
     return 0
   fi
   # Passthrough targets must have sent every request on to redis (cache hits may not).
-  if [ "$label" = pass ] && [ $((after - before)) -lt "$n" ]; then
+  if [ "$label" = pass ] && [ "$target" != io_only ] && [ $((after - before)) -lt "$n" ]; then
     echo "   WARNING: $target $test P$pipeline: redis saw $((after - before)) commands for $n requests" >&2
   fi
   echo "$line" >>"$workdir/res.$label.$target.$test.$pipeline"
@@ -262,16 +285,22 @@ start_redis
 populate
 start_twemproxy
 start_corral corral
+start_io_only
 sleep 0.5
 corral_rss_idle=$(rss_kb "$corral_pid")
-port_of=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port)
+port_of=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port)
 for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
 load_start=$(cat /proc/loadavg)
 
-run_matrix pass "redis twemproxy corral" "get set"
+run_matrix pass "redis twemproxy corral io_only" "get set"
+stop_pid "$io_pid"
 kill -0 "$corral_pid" 2>/dev/null || { echo "corral died during the run:" >&2; tail -20 "$workdir/corral.log" >&2; failures=$((failures + 1)); }
 corral_rss_after=$(rss_kb "$corral_pid")
 load_end=$(cat /proc/loadavg)
+# Memory per idle client: RSS with N connections that each did one GET, minus RSS before, / N.
+echo "== $idle_clients idle clients" >&2
+idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "$corral_port" "$corral_pid" \
+  "$idle_clients" 2>&1) || { echo "idle client measurement failed: $idle_line" >&2; failures=$((failures + 1)); }
 
 if [ "$cache_section" = 1 ]; then
   stop_pid "$corral_pid"
@@ -307,12 +336,16 @@ report() {
   echo "## Passthrough"
   table pass corral corral "get set"
   echo
+  echo "## I/O only (the session layer answering from memory, no upstream: tests/bench/io_only_server)"
+  table pass io_only io-only "get set"
+  echo
   echo "## Targets (SPEC.md)"
   summary
   echo
   echo "## Memory (corral VmRSS)"
   echo "- idle, after start: ${corral_rss_idle} kB (target: under 30 MB)"
   echo "- after the passthrough run: ${corral_rss_after} kB"
+  echo "- per idle client (tests/bench/idle_clients.py, each did one GET): $idle_line"
   if [ "$cache_section" = 1 ]; then
     echo
     echo "## Cache hits (policy key: ttl 60s; GET only)"

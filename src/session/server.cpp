@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -104,7 +105,7 @@ void Server::wait_for_reload(asio::signal_set& signal) {
   });
 }
 
-void Server::run() {
+void Server::bind() {
   auto& acceptor = admin_->acceptor;
   const auto endpoint = resolve_listen(settings_.listen);
   acceptor.open(endpoint.protocol());
@@ -119,29 +120,44 @@ void Server::run() {
         [&ready] { return ready.load(std::memory_order_relaxed) > 0; });
     admin_->endpoint->start();
   }
+}
 
-  asio::signal_set reload_signal(admin_->io, SIGHUP);
-  wait_for_reload(reload_signal);
-  asio::signal_set signals(admin_->io, SIGINT, SIGTERM);
-  signals.async_wait([this, &reload_signal](const error_code& ec, int signal_number) {
-    if (ec) return;
-    spdlog::info("signal {}: shutting down", signal_number);
+unsigned short Server::port() const { return admin_->acceptor.local_endpoint().port(); }
+
+void Server::stop() {
+  asio::post(admin_->io, [this] {
     error_code ignored;
     admin_->acceptor.close(ignored);
     if (admin_->endpoint) admin_->endpoint->stop();
-    reload_signal.cancel();
     for (auto& worker : workers_) worker->io.stop();
     admin_->io.stop();
   });
+}
 
-  asio::co_spawn(admin_->io, accept_loop(acceptor, workers_, info_, settings_), asio::detached);
+void Server::run() {
+  bind();
+  serve();
+}
+
+void Server::serve() {
+  asio::signal_set reload_signal(admin_->io, SIGHUP);
+  wait_for_reload(reload_signal);
+  asio::signal_set signals(admin_->io, SIGINT, SIGTERM);
+  signals.async_wait([this](const error_code& ec, int signal_number) {
+    if (ec) return;
+    spdlog::info("signal {}: shutting down", signal_number);
+    stop();
+  });
+
+  asio::co_spawn(admin_->io, accept_loop(admin_->acceptor, workers_, info_, settings_),
+                 asio::detached);
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     assert(w->handler != nullptr);
     w->thread = std::thread([w] { w->io.run(); });
   }
   spdlog::info("corral {} listening on {}:{} with {} io threads", CORRAL_VERSION,
-               settings_.listen.host, settings_.listen.port, settings_.threads);
+               settings_.listen.host, port(), settings_.threads);
   admin_->io.run();
   for (auto& worker : workers_) {
     if (worker->thread.joinable()) worker->thread.join();

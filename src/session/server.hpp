@@ -34,9 +34,16 @@ class Server {
   void set_handler(int thread, Handler& handler);
   void on_reload(ReloadHook hook) { reload_ = std::move(hook); }
 
-  // Binds the listener and the metrics endpoint (throws std::system_error when it cannot), starts
-  // the io threads, then serves until SIGINT or SIGTERM.
+  // bind() then serve().
   void run();
+  // Binds the listener and the metrics endpoint; throws std::system_error when it cannot.
+  void bind();
+  // The bound listener port (listen.port may be 0: any free port).
+  unsigned short port() const;
+  // Starts the io threads and serves until SIGINT, SIGTERM or stop().
+  void serve();
+  // Thread-safe: stops accepting and ends serve() (connected sessions are dropped).
+  void stop();
 
  private:
   struct Admin;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -22,8 +23,6 @@ using asio::use_awaitable;
 using boost::system::error_code;
 
 namespace {
-constexpr std::size_t kInitialInput = 16 * 1024;
-constexpr std::size_t kMinReadSpace = 4 * 1024;
 // Buffers grown by one large reply are given back once they are this big and empty.
 constexpr std::size_t kRetainedBuffer = 256 * 1024;
 }  // namespace
@@ -32,7 +31,6 @@ Session::Session(asio::ip::tcp::socket socket, Worker& worker)
     : socket_(std::move(socket)),
       worker_(worker),
       handler_(worker.handler->open_session()),
-      input_(kInitialInput),
       output_ready_(socket_.get_executor()),
       slots_drained_(socket_.get_executor()) {
   const auto& client = worker_.settings.client;
@@ -56,45 +54,36 @@ void Session::start() {
       socket_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
 }
 
+// Reads without waiting while bytes are there; once none are, the input buffer goes back to the
+// thread's cache and the session waits for readability holding no buffer: an idle client costs
+// its socket and this coroutine's frame, not 16 KB.
 awaitable<void> Session::read_loop() {
   auto self = shared_from_this();
-  while (!stop_reading_ && !closed_) {
-    grow_input();
-    error_code ec;
-    const auto n = co_await socket_.async_read_some(
-        asio::buffer(input_.data() + input_end_, input_.size() - input_end_),
-        asio::redirect_error(use_awaitable, ec));
+  error_code ec;
+  socket_.non_blocking(true, ec);
+  while (!ec && !stop_reading_ && !closed_) {
+    const auto n = socket_.read_some(asio::buffer(input_.space(), input_.space_size()), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      input_.release();
+      co_await socket_.async_wait(asio::socket_base::wait_read,
+                                  asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
     if (ec || closed_) break;
-    input_end_ += n;
+    input_.commit(n);
     read_at_ = std::chrono::steady_clock::now();
     co_await process_input();
+    // The read did not go through the event loop: let the thread's other clients run.
+    co_await asio::post(socket_.get_executor(), use_awaitable);
   }
   reader_done_ = true;
   output_ready_.notify();
   finish_loop();
 }
 
-void Session::grow_input() {
-  if (input_begin_ == input_end_) {
-    input_begin_ = input_end_ = 0;
-    if (input_.size() > kRetainedBuffer) {
-      input_.resize(kInitialInput);
-      input_.shrink_to_fit();
-    }
-  }
-  if (input_.size() - input_end_ >= kMinReadSpace) return;
-  if (input_begin_ > 0) {
-    std::memmove(input_.data(), input_.data() + input_begin_, input_end_ - input_begin_);
-    input_end_ -= input_begin_;
-    input_begin_ = 0;
-  }
-  // A request larger than the buffer: grow geometrically (process_input bounds the request size).
-  if (input_.size() - input_end_ < kMinReadSpace) input_.resize(input_.size() * 2);
-}
-
 awaitable<void> Session::process_input() {
-  while (!stop_reading_ && !closed_ && input_begin_ < input_end_) {
-    const std::string_view pending(input_.data() + input_begin_, input_end_ - input_begin_);
+  while (!stop_reading_ && !closed_ && !input_.empty()) {
+    const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(pending, limits_, argv_, scratch_);
     if (parsed.status == resp::ParseStatus::need_more) {
       // The parser bounds each argument; this bounds a whole request still arriving.
@@ -110,7 +99,7 @@ awaitable<void> Session::process_input() {
     if (!argv_.empty()) {
       co_await dispatch(pending.substr(0, parsed.consumed), parsed.inline_form);
     }
-    input_begin_ += parsed.consumed;
+    input_.consume(parsed.consumed);
   }
 }
 

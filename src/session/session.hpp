@@ -18,6 +18,7 @@
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
 #include "session/handler.hpp"
+#include "session/input_buffer.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -56,16 +57,13 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   void check_output_limit();
   void abort();
   void finish_loop();
-  void grow_input();
 
   boost::asio::ip::tcp::socket socket_;
   Worker& worker_;
   std::unique_ptr<ClientHandler> handler_;
   resp::RequestLimits limits_;
 
-  std::vector<char> input_;
-  std::size_t input_begin_ = 0;
-  std::size_t input_end_ = 0;
+  InputBuffer input_;
   std::vector<std::string_view> argv_;
   std::string scratch_;
 

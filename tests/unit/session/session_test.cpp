@@ -1,0 +1,219 @@
+// The session layer alone, against the trivial MemoryHandler: replies in request order however
+// they complete, the pipeline and output bounds, protocol errors, drain-and-retry and QUIT.
+#include <utility>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+
+#include "../loopback_client.hpp"
+#include "config/settings.hpp"
+#include "memory_handler.hpp"
+#include "metrics/metrics.hpp"
+#include "metrics/process_info.hpp"
+#include "session/server.hpp"
+
+namespace {
+
+using corral::test::connect_loopback;
+using corral::test::MemoryHandler;
+
+// A Server on a free loopback port with one io thread answering from a MemoryHandler.
+class RunningServer {
+ public:
+  explicit RunningServer(void (*adjust)(corral::config::Settings&) = nullptr)
+      : settings_(make_settings(adjust)),
+        metrics_(1, 1, [](std::size_t) { return std::string("cmd"); }),
+        server_(settings_, metrics_, info_),
+        handler_(server_.io(0).get_executor()) {
+    server_.set_handler(0, handler_);
+    server_.bind();
+    thread_ = std::thread([this] { server_.serve(); });
+  }
+  ~RunningServer() {
+    server_.stop();
+    thread_.join();
+  }
+  unsigned short port() const { return server_.port(); }
+  MemoryHandler& handler() { return handler_; }
+  corral::metrics::ProcessInfo& info() { return info_; }
+
+ private:
+  static corral::config::Settings make_settings(void (*adjust)(corral::config::Settings&)) {
+    corral::config::Settings settings;
+    settings.listen = {"127.0.0.1", 0};
+    settings.threads = 1;
+    if (adjust) adjust(settings);
+    return settings;
+  }
+
+  corral::config::Settings settings_;
+  corral::metrics::Metrics metrics_;
+  corral::metrics::ProcessInfo info_;
+  corral::session::Server server_;
+  MemoryHandler handler_;
+  std::thread thread_;
+};
+
+void send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const auto n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    REQUIRE(n > 0);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// Reads until `expected` bytes arrived or the peer closed (or two seconds passed).
+std::string receive(int fd, std::size_t expected) {
+  std::string got;
+  char buffer[65536];
+  while (got.size() < expected) {
+    const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+// True when the peer closed the connection (a read returns 0 or an error other than a timeout).
+bool closed_by_peer(int fd) {
+  char byte;
+  return ::recv(fd, &byte, 1, 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("replies leave in request order however they complete") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  // The first reply completes last: every later one must wait for it.
+  send_all(fd,
+           "*3\r\n$5\r\nLATER\r\n$2\r\n50\r\n$1\r\na\r\n"
+           "*3\r\n$5\r\nLATER\r\n$1\r\n0\r\n$1\r\nb\r\n"
+           "PING\r\n"
+           "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+           "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+  const std::string expected = "$1\r\na\r\n$1\r\nb\r\n+PONG\r\n+OK\r\n$1\r\nv\r\n";
+  CHECK(receive(fd, expected.size()) == expected);
+  ::close(fd);
+}
+
+TEST_CASE("a deep pipeline arriving in one write is answered completely") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  std::string requests;
+  std::string expected;
+  for (int i = 0; i < 20000; ++i) {
+    requests += "*1\r\n$4\r\nPING\r\n";
+    expected += "+PONG\r\n";
+  }
+  std::thread writer([&] { send_all(fd, requests); });
+  CHECK(receive(fd, expected.size()) == expected);
+  writer.join();
+  ::close(fd);
+}
+
+TEST_CASE("a request that needs earlier replies first is retried after they arrive") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  send_all(fd,
+           "*3\r\n$5\r\nLATER\r\n$2\r\n30\r\n$1\r\na\r\n"
+           "*2\r\n$10\r\nAFTERDRAIN\r\n$1\r\nb\r\n"
+           "PING\r\n");
+  const std::string expected = "$1\r\na\r\n$1\r\nb\r\n+PONG\r\n";
+  CHECK(receive(fd, expected.size()) == expected);
+  CHECK(server.handler().drain_retries >= 1);
+  ::close(fd);
+}
+
+TEST_CASE("a protocol error is answered, then the connection is closed") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  send_all(fd, "PING\r\n*1\r\n$x\r\n");
+  const auto got = receive(fd, 1 << 20);
+  CHECK(got.rfind("+PONG\r\n-ERR Protocol error", 0) == 0);
+  ::close(fd);
+}
+
+TEST_CASE("QUIT answers OK and closes; later requests are not answered") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  send_all(fd, "PING\r\nQUIT\r\nPING\r\n");
+  CHECK(receive(fd, 1 << 20) == "+PONG\r\n+OK\r\n");
+  ::close(fd);
+}
+
+TEST_CASE("a client whose replies exceed max_output_buffer is disconnected") {
+  RunningServer server(
+      [](corral::config::Settings& settings) { settings.client.max_output_buffer = 64 * 1024; });
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  // Parked replies count too: a slow first reply holds 200 KB of later ones back.
+  std::string requests = "*3\r\n$5\r\nLATER\r\n$3\r\n200\r\n$1\r\na\r\n";
+  for (int i = 0; i < 4; ++i) requests += "*2\r\n$3\r\nBIG\r\n$5\r\n50000\r\n";
+  send_all(fd, requests);
+  CHECK(receive(fd, 1 << 20).empty());
+  ::close(fd);
+
+  // A client under the cap is served in full.
+  const int small = connect_loopback(server.port());
+  REQUIRE(small >= 0);
+  send_all(small, "*2\r\n$3\r\nBIG\r\n$4\r\n1000\r\n");
+  CHECK(receive(small, 1009).size() == 1009);  // "$1000\r\n" + 1000 bytes + "\r\n"
+  ::close(small);
+}
+
+TEST_CASE("max_pipeline bounds requests in flight without losing any") {
+  RunningServer server(
+      [](corral::config::Settings& settings) { settings.client.max_pipeline = 4; });
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  std::string requests;
+  std::string expected;
+  for (int i = 0; i < 50; ++i) {
+    requests += "*3\r\n$5\r\nLATER\r\n$1\r\n1\r\n$1\r\n" + std::to_string(i % 10) + "\r\n";
+    expected += "$1\r\n" + std::to_string(i % 10) + "\r\n";
+  }
+  send_all(fd, requests);
+  CHECK(receive(fd, expected.size()) == expected);
+  ::close(fd);
+}
+
+TEST_CASE("sessions open and end through the handler; clients are counted") {
+  RunningServer server;
+  const int first = connect_loopback(server.port());
+  const int second = connect_loopback(server.port());
+  send_all(first, "PING\r\n");
+  send_all(second, "PING\r\n");
+  CHECK(receive(first, 7) == "+PONG\r\n");
+  CHECK(receive(second, 7) == "+PONG\r\n");
+  CHECK(server.info().connected_clients.load() == 2);
+  ::close(first);
+  ::close(second);
+  for (int i = 0; i < 200 && server.info().connected_clients.load() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(server.info().connected_clients.load() == 0);
+  CHECK(server.handler().sessions_opened == 2);
+  CHECK(server.handler().sessions_ended == 2);
+}
+
+TEST_CASE("clients over max_clients are refused with Redis's error") {
+  RunningServer server([](corral::config::Settings& settings) { settings.client.max_clients = 1; });
+  const int first = connect_loopback(server.port());
+  send_all(first, "PING\r\n");
+  REQUIRE(receive(first, 7) == "+PONG\r\n");
+  const int second = connect_loopback(server.port());
+  CHECK(receive(second, 1 << 20) == "-ERR max number of clients reached\r\n");
+  CHECK(closed_by_peer(second));
+  ::close(first);
+  ::close(second);
+}
