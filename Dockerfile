@@ -10,7 +10,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libboost-dev libboost-system-dev libhiredis-dev libspdlog-dev libyaml-cpp-dev \
-      prometheus-cpp-dev \
+      prometheus-cpp-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -25,7 +25,7 @@ FROM debian:bookworm-slim AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libhiredis0.14 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 \
+      libhiredis0.14 libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libssl3 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin corral

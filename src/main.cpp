@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +14,7 @@
 #include "config/settings_dump.hpp"
 #include "metrics/metrics.hpp"
 #include "proxy/dispatcher.hpp"
+#include "tls/context.hpp"
 
 namespace {
 
@@ -59,6 +61,22 @@ int parse_flags(int argc, char** argv, Options& options) {
   return -1;
 }
 
+// The certificate and key files load and match (the YAML check only sees that they are readable).
+std::vector<std::string> tls_problems(const corral::config::Settings& settings) {
+  std::vector<std::string> problems;
+  if (settings.tls.listen) {
+    if (auto built = corral::tls::make_server_context(settings.tls); !built.context) {
+      problems.push_back("tls: " + built.error);
+    }
+  }
+  if (settings.upstream.tls.enabled) {
+    if (auto built = corral::tls::make_client_context(settings.upstream.tls); !built.context) {
+      problems.push_back("upstream.tls: " + built.error);
+    }
+  }
+  return problems;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +91,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& settings = std::get<corral::config::Settings>(loaded);
+  if (const auto problems = tls_problems(settings); !problems.empty()) {
+    std::cerr << "corral: " << options.config << ": " << problems.size()
+              << " error(s) in the configuration:\n";
+    for (const auto& problem : problems)
+      std::cerr << "  " << options.config << ": " << problem << "\n";
+    return 1;
+  }
   if (options.check_only) {
     std::cout << corral::config::describe(settings) << options.config << ": OK\n";
     return 0;

@@ -64,6 +64,7 @@ void read_address(Reader& r, const YAML::Node& n, const std::string& p, Upstream
   const auto url = r.parse<RedisUrl>(n, p, parse_redis_url);
   if (!url) return;
   s.servers = {url->endpoint};
+  s.tls.enabled = url->tls;
   s.cluster = false;
   s.database = url->database;
   take_credentials(*url, s);
@@ -80,6 +81,9 @@ void read_cluster(Reader& r, const YAML::Node& n, const std::string& p, Upstream
     if (url->database != 0) r.error(n[i], item(p, i), "Redis Cluster has only database 0");
     if (!agree(credentials.username, url->username) || !agree(credentials.password, url->password))
       r.error(n[i], item(p, i), "seed nodes give different credentials");
+    if (i > 0 && url->tls != s.tls.enabled)
+      r.error(n[i], item(p, i), "seed nodes mix redis:// and rediss://");
+    s.tls.enabled = url->tls;
     take_credentials(*url, credentials);
     seeds.push_back(url->endpoint);
   }
@@ -98,19 +102,84 @@ Field<UpstreamSettings> credential(std::string_view key, std::string UpstreamSet
   return f;
 }
 
+// A file the config names: it must be there and readable when the config is loaded; whether it
+// holds a usable certificate or key is checked when the TLS context is built (tls/context.hpp).
+Field<TlsFiles> pem_file(std::string_view key, std::string TlsFiles::*m) {
+  Field<TlsFiles> f = text(key, m);
+  f.read = [m](Reader& r, const YAML::Node& n, const std::string& p, TlsFiles& s) {
+    auto v = r.scalar(n, p);
+    if (!v) return;
+    if (v->empty()) {  // as ${CA_FILE:-} gives when unset: no file
+      (s.*m).clear();
+      return;
+    }
+    std::ifstream in(*v);
+    if (!in) return r.error(n, p, *v + ": cannot read: " + std::strerror(errno));
+    s.*m = std::move(*v);
+  };
+  return f;
+}
+
+// TlsFiles' keys sit directly in the tls maps, so each table lists them through `files`.
+template <class S>
+Field<S> files_field(std::string_view key, std::string TlsFiles::*m) {
+  Field<TlsFiles> inner = pem_file(key, m);
+  return {key,
+          [read = inner.read](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
+            read(r, n, p, s.files);
+          },
+          [show = inner.show](const S& s) { return show(s.files); }};
+}
+
+const Table<UpstreamTlsSettings>& upstream_tls_table() {
+  using S = UpstreamTlsSettings;
+  static const Table<S> table{
+      files_field<S>("ca", &TlsFiles::ca),   files_field<S>("cert", &TlsFiles::cert),
+      files_field<S>("key", &TlsFiles::key), text("server_name", &S::server_name),
+      boolean("verify", &S::verify),
+  };
+  return table;
+}
+
+const std::array<Choice<std::string>, 2> kTlsVersions{{{"1.2", "1.2"}, {"1.3", "1.3"}}};
+
+const Table<ClientTlsSettings>& client_tls_table() {
+  using S = ClientTlsSettings;
+  static const Table<S> table{
+      {"listen",
+       [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
+         if (const auto e = r.parse<Endpoint>(n, p, parse_listen)) s.listen = *e;
+       },
+       [](const S& s) { return s.listen ? text_node(format_endpoint(*s.listen)) : omitted(); }},
+      files_field<S>("cert", &TlsFiles::cert),
+      files_field<S>("key", &TlsFiles::key),
+      files_field<S>("ca", &TlsFiles::ca),
+      choice("min_version", &S::min_version, kTlsVersions),
+      duration("handshake_timeout", &S::handshake_timeout, Min::positive),
+  };
+  return table;
+}
+
+void check_client_tls(Reader& r, const YAML::Node& map, const std::string& p,
+                      ClientTlsSettings& s) {
+  if (!s.listen) return r.error(map, child(p, "listen"), "required: the TLS listener's address");
+  if (!has_key(map, "cert")) r.error(map, child(p, "cert"), "required with tls.listen");
+  if (!has_key(map, "key")) r.error(map, child(p, "key"), "required with tls.listen");
+}
+
 const Table<UpstreamSettings>& upstream_table() {
   using S = UpstreamSettings;
   static const Table<S> table{
       {"address", read_address,
        [](const S& s) {
          if (s.cluster || s.servers.empty()) return omitted();
-         return text_node(format_redis_url(s.servers.front(), s.database));
+         return text_node(format_redis_url(s.servers.front(), s.database, s.tls.enabled));
        }},
       {"cluster", read_cluster,
        [](const S& s) {
          if (!s.cluster) return omitted();
          std::vector<std::string> urls;
-         for (const Endpoint& e : s.servers) urls.push_back(format_redis_url(e, 0));
+         for (const Endpoint& e : s.servers) urls.push_back(format_redis_url(e, 0, s.tls.enabled));
          return flow_list(urls);
        }},
       credential("username", &S::username, Text::plain),
@@ -121,6 +190,7 @@ const Table<UpstreamSettings>& upstream_table() {
       integer("max_in_flight", &S::max_in_flight, 1, 10'000'000),
       duration("reconnect_backoff_min", &S::reconnect_backoff_min, Min::positive),
       duration("reconnect_backoff_max", &S::reconnect_backoff_max, Min::positive),
+      section("tls", &S::tls, upstream_tls_table),
   };
   return table;
 }
@@ -176,6 +246,8 @@ LoadResult load(const std::string& text, const std::string& source) {
   Settings settings;
   settings.source = source;
   read_map(r, root, "", settings_table(), settings);
+  // A TLS listener alone replaces the plain one; both run when both are written.
+  settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
   finalize(settings);
   if (!r.ok()) return ConfigErrors{r.messages()};
   return settings;
@@ -195,6 +267,12 @@ const Table<Settings>& settings_table() {
        [](const S& s) { return text_node(s.metrics ? format_endpoint(*s.metrics) : "off"); }},
       {"threads", read_threads, [](const S& s) { return text_node(std::to_string(s.threads)); }},
       choice("log_level", &S::log_level, kLogLevels),
+      {"tls",
+       [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
+         read_map(r, n, p, client_tls_table(), s.tls);
+         if (n.IsMap()) check_client_tls(r, n, p, s.tls);
+       },
+       [](const S& s) { return s.tls.listen ? show_map(client_tls_table(), s.tls) : omitted(); }},
       section("upstream", &S::upstream, upstream_table, check_upstream),
       section("client", &S::client, client_table),
       section("cache", &S::cache, cache_table),

@@ -17,8 +17,32 @@ struct Endpoint {
   std::uint16_t port = 0;
 };
 
+// PEM files of one side of a TLS connection.
+struct TlsFiles {
+  std::string cert;  // certificate (chain)
+  std::string key;   // its private key
+  std::string ca;    // CA bundle that verifies the peer (empty: the system's, for upstreams)
+};
+
+// `upstream.tls`, in force when the address is rediss://.
+struct UpstreamTlsSettings {
+  bool enabled = false;
+  TlsFiles files;           // cert/key: a client certificate, when the server asks for one
+  std::string server_name;  // SNI and the name verified; empty: the host of the address
+  bool verify = true;
+};
+
+// `tls:`: a listener for TLS clients, beside (or instead of) the plain one.
+struct ClientTlsSettings {
+  std::optional<Endpoint> listen;
+  TlsFiles files;  // ca set: clients must present a certificate it signed (mTLS)
+  std::string min_version = "1.2";
+  Duration handshake_timeout{5000};
+};
+
 struct UpstreamSettings {
   std::vector<Endpoint> servers;  // one for a single Redis; several with `cluster:`
+  UpstreamTlsSettings tls;
   bool cluster = false;
   std::string username;  // ACL user (empty: default user)
   std::string password;
@@ -100,6 +124,8 @@ struct PolicySettings {
 struct Settings {
   std::string source;  // file the settings came from
   Endpoint listen{"127.0.0.1", 6380};
+  bool listen_plain = true;  // false when only tls.listen was configured
+  ClientTlsSettings tls;
   std::optional<Endpoint> metrics;  // /metrics, /healthz, /readyz
   int threads = 0;                  // resolved: `auto` becomes the core count
   std::string log_level = "info";

@@ -15,7 +15,8 @@ namespace {
 constexpr std::string_view kDurationExpected = "expected a duration like 300ms, 10s, 5m";
 constexpr std::string_view kSizeExpected = "expected a size like 64kb, 512mb, 1gb";
 constexpr std::string_view kEndpointExpected = "expected host:port like 127.0.0.1:6380";
-constexpr std::string_view kRedisUrlExpected = "expected redis://[user:pass@]host:port[/db]";
+constexpr std::string_view kRedisUrlExpected =
+    "expected redis://[user:pass@]host:port[/db] (or rediss:// for TLS)";
 
 struct Unit {
   std::string_view name;
@@ -196,11 +197,12 @@ Parsed<Endpoint> parse_endpoint(std::string_view text, bool allow_port_zero) {
 
 Parsed<RedisUrl> parse_redis_url(std::string_view text) {
   const std::string scheme = to_lower(text.substr(0, text.find("://") + 3));
-  if (scheme == "rediss://")
-    return Parsed<RedisUrl>::fail("TLS (rediss://) to the upstream is not supported");
-  if (scheme != "redis://") return Parsed<RedisUrl>::fail(std::string(kRedisUrlExpected));
+  if (scheme != "redis://" && scheme != "rediss://") {
+    return Parsed<RedisUrl>::fail(std::string(kRedisUrlExpected));
+  }
   std::string_view rest = text.substr(scheme.size());
   RedisUrl url;
+  url.tls = scheme == "rediss://";
   // The last '@' ends the credentials, so an unescaped '@' in a password still works.
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view userinfo = rest.substr(0, at);
@@ -314,8 +316,8 @@ std::string format_endpoint(const Endpoint& e) {
   return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
 }
 
-std::string format_redis_url(const Endpoint& e, int database) {
-  std::string url = "redis://" + format_endpoint(e);
+std::string format_redis_url(const Endpoint& e, int database, bool tls) {
+  std::string url = (tls ? "rediss://" : "redis://") + format_endpoint(e);
   if (database != 0) url += "/" + std::to_string(database);
   return url;
 }

@@ -41,11 +41,12 @@ Parsed<Endpoint> parse_endpoint(std::string_view text, bool allow_port_zero);
 
 struct RedisUrl {
   Endpoint endpoint;
+  bool tls = false;      // rediss://
   std::string username;  // percent-decoded
   std::string password;  // percent-decoded
   int database = 0;
 };
-// `redis://[user[:pass]@]host[:port][/db]` (port defaults to 6379, db to 0).
+// `redis[s]://[user[:pass]@]host[:port][/db]` (port defaults to 6379, db to 0).
 Parsed<RedisUrl> parse_redis_url(std::string_view text);
 
 // Looks up an environment variable; nullopt when it is unset.
@@ -63,7 +64,7 @@ std::string format_duration(Duration d);   // largest exact unit: 1h, 5m, 10s, 3
 std::string format_size(std::uint64_t n);  // largest exact unit: 1gb, 512mb, 64kb, or bytes
 std::string format_number(double v);       // shortest text that reads back the same value
 std::string format_endpoint(const Endpoint& e);
-std::string format_redis_url(const Endpoint& e, int database);  // without credentials
+std::string format_redis_url(const Endpoint& e, int database, bool tls = false);  // no credentials
 
 std::string to_upper(std::string_view text);
 std::string to_lower(std::string_view text);

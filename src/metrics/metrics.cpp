@@ -128,6 +128,7 @@ struct Totals {
   std::uint64_t clients_disconnected = 0;
   std::uint64_t clients_rejected = 0;
   std::uint64_t client_output_overflow = 0;
+  std::uint64_t tls_handshake_failures = 0;
   std::uint64_t protocol_errors = 0;
   std::uint64_t upstream_connected = 0;
   std::uint64_t upstream_disconnected = 0;
@@ -142,6 +143,7 @@ struct Totals {
     clients_connected += read(t.clients_connected_total);
     clients_rejected += read(t.clients_rejected_total);
     client_output_overflow += read(t.client_output_overflow_total);
+    tls_handshake_failures += read(t.tls_handshake_failures_total);
     protocol_errors += read(t.protocol_errors_total);
     upstream_disconnected += read(t.upstream_disconnected_total);
     upstream_connected += read(t.upstream_connected_total);
@@ -207,6 +209,7 @@ void ThreadStats::client_connected() { bump(clients_connected_total); }
 void ThreadStats::client_disconnected() { bump(clients_disconnected_total); }
 void ThreadStats::client_rejected() { bump(clients_rejected_total); }
 void ThreadStats::client_output_overflow() { bump(client_output_overflow_total); }
+void ThreadStats::tls_handshake_failed() { bump(tls_handshake_failures_total); }
 void ThreadStats::protocol_error() { bump(protocol_errors_total); }
 void ThreadStats::upstream_connected() { bump(upstream_connected_total); }
 void ThreadStats::upstream_disconnected() { bump(upstream_disconnected_total); }
@@ -279,6 +282,9 @@ class Metrics::ThreadStatsCollector : public prometheus::Collectable {
     counter("corral_client_output_overflow_total",
             "Clients disconnected because their unread replies exceeded max_output_buffer.",
             s.client_output_overflow);
+    counter("corral_tls_handshake_failures_total",
+            "TLS clients dropped before or during the handshake (bad, plain-text or stalled).",
+            s.tls_handshake_failures);
     counter("corral_protocol_errors_total",
             "Client connections closed for a malformed or oversized RESP request.",
             s.protocol_errors);

@@ -3,6 +3,7 @@
 #include "session/server.hpp"
 
 #include <cassert>
+#include <stdexcept>
 #include <variant>
 
 #include <spdlog/spdlog.h>
@@ -19,6 +20,7 @@
 #include "metrics/http_endpoint.hpp"
 #include "session/session.hpp"
 #include "session/worker.hpp"
+#include "tls/context.hpp"
 
 namespace corral::session {
 
@@ -29,7 +31,10 @@ using boost::system::error_code;
 
 struct Server::Admin {
   asio::io_context io{1};
-  asio::ip::tcp::acceptor acceptor{io};
+  asio::ip::tcp::acceptor acceptor{io};      // plain clients (closed when listen_plain is off)
+  asio::ip::tcp::acceptor tls_acceptor{io};  // TLS clients (closed without tls.listen)
+  // Replaced by SIGHUP; sessions keep the SSL_CTX they started with (OpenSSL counts references).
+  std::shared_ptr<asio::ssl::context> tls_context;
   std::unique_ptr<metrics::HttpEndpoint> endpoint;
 };
 
@@ -57,7 +62,34 @@ asio::io_context& Server::io(int thread) { return workers_.at(thread)->io; }
 
 void Server::set_handler(int thread, Handler& handler) { workers_.at(thread)->handler = &handler; }
 
+namespace {
+void open_acceptor(asio::ip::tcp::acceptor& acceptor, const config::Endpoint& listen) {
+  const auto endpoint = resolve_listen(listen);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+  acceptor.bind(endpoint);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+}
+
+// Starts a session of the listener's kind on the worker's thread.
+void start_session(Worker& worker, asio::ip::tcp::socket socket,
+                   const std::shared_ptr<asio::ssl::context>& tls_context) {
+  if (!tls_context) {
+    asio::post(worker.io, [&worker, socket = std::move(socket)]() mutable {
+      std::make_shared<PlainSession>(std::move(socket), worker)->start();
+    });
+    return;
+  }
+  asio::post(worker.io, [&worker, socket = std::move(socket), tls_context]() mutable {
+    std::make_shared<TlsSession>(TlsStream(std::move(socket), *tls_context), worker)->start();
+  });
+}
+}  // namespace
+
+// One loop per listener; `tls_context` (null for the plain listener) is read at each accept, so a
+// reloaded certificate serves the next client.
 static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
+                                   const std::shared_ptr<asio::ssl::context>* tls_context,
                                    std::vector<std::unique_ptr<Worker>>& workers,
                                    metrics::ProcessInfo& info, const config::Settings& settings) {
   std::size_t next = 0;
@@ -79,10 +111,19 @@ static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
       socket.close(ec);
       continue;
     }
-    asio::post(worker.io, [&worker, socket = std::move(socket)]() mutable {
-      std::make_shared<Session>(std::move(socket), worker)->start();
-    });
+    start_session(worker, std::move(socket), tls_context ? *tls_context : nullptr);
   }
+}
+
+void Server::reload_tls(const config::Settings& fresh) {
+  if (!fresh.tls.listen || !admin_->tls_context) return;
+  auto built = tls::make_server_context(fresh.tls);
+  if (!built.context) {
+    spdlog::error("SIGHUP: TLS: {}; keeping the running certificate", built.error);
+    return;
+  }
+  admin_->tls_context = std::move(built.context);
+  spdlog::info("SIGHUP: TLS certificate reloaded from {}", fresh.tls.files.cert);
 }
 
 // SIGHUP: re-read the config file and apply its policies; on any error keep the running ones.
@@ -97,6 +138,7 @@ void Server::wait_for_reload(asio::signal_set& signal) {
       for (const auto& message : errors->messages) spdlog::error("  {}", message);
     } else {
       const auto& fresh = std::get<config::Settings>(loaded);
+      reload_tls(fresh);
       if (reload_) reload_(fresh);
       spdlog::info("SIGHUP: reloaded {} policies from {} (other settings apply on restart)",
                    fresh.policies.size(), settings_.source);
@@ -106,12 +148,13 @@ void Server::wait_for_reload(asio::signal_set& signal) {
 }
 
 void Server::bind() {
-  auto& acceptor = admin_->acceptor;
-  const auto endpoint = resolve_listen(settings_.listen);
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true));
-  acceptor.bind(endpoint);
-  acceptor.listen(asio::socket_base::max_listen_connections);
+  if (settings_.tls.listen) {
+    auto built = tls::make_server_context(settings_.tls);
+    if (!built.context) throw std::runtime_error("tls: " + built.error);
+    admin_->tls_context = std::move(built.context);
+    open_acceptor(admin_->tls_acceptor, *settings_.tls.listen);
+  }
+  if (settings_.listen_plain) open_acceptor(admin_->acceptor, settings_.listen);
 
   std::atomic<int>& ready = info_.ready_upstream_connections;
   if (settings_.metrics) {
@@ -122,12 +165,23 @@ void Server::bind() {
   }
 }
 
-unsigned short Server::port() const { return admin_->acceptor.local_endpoint().port(); }
+unsigned short Server::port() const {
+  error_code ec;
+  const auto endpoint = admin_->acceptor.local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
+
+unsigned short Server::tls_port() const {
+  error_code ec;
+  const auto endpoint = admin_->tls_acceptor.local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
 
 void Server::stop() {
   asio::post(admin_->io, [this] {
     error_code ignored;
     admin_->acceptor.close(ignored);
+    admin_->tls_acceptor.close(ignored);
     if (admin_->endpoint) admin_->endpoint->stop();
     for (auto& worker : workers_) worker->io.stop();
     admin_->io.stop();
@@ -149,15 +203,29 @@ void Server::serve() {
     stop();
   });
 
-  asio::co_spawn(admin_->io, accept_loop(admin_->acceptor, workers_, info_, settings_),
-                 asio::detached);
+  if (admin_->acceptor.is_open()) {
+    asio::co_spawn(admin_->io, accept_loop(admin_->acceptor, nullptr, workers_, info_, settings_),
+                   asio::detached);
+  }
+  if (admin_->tls_acceptor.is_open()) {
+    asio::co_spawn(
+        admin_->io,
+        accept_loop(admin_->tls_acceptor, &admin_->tls_context, workers_, info_, settings_),
+        asio::detached);
+  }
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     assert(w->handler != nullptr);
     w->thread = std::thread([w] { w->io.run(); });
   }
-  spdlog::info("corral {} listening on {}:{} with {} io threads", CORRAL_VERSION,
-               settings_.listen.host, port(), settings_.threads);
+  if (settings_.listen_plain) {
+    spdlog::info("corral {} listening on {}:{} with {} io threads", CORRAL_VERSION,
+                 settings_.listen.host, port(), settings_.threads);
+  }
+  if (settings_.tls.listen) {
+    spdlog::info("corral {} listening for TLS clients on {}:{}", CORRAL_VERSION,
+                 settings_.tls.listen->host, tls_port());
+  }
   admin_->io.run();
   for (auto& worker : workers_) {
     if (worker->thread.joinable()) worker->thread.join();

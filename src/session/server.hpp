@@ -36,10 +36,12 @@ class Server {
 
   // bind() then serve().
   void run();
-  // Binds the listener and the metrics endpoint; throws std::system_error when it cannot.
+  // Binds the listeners and the metrics endpoint; throws std::system_error when an address cannot
+  // be bound, std::runtime_error when the TLS certificate or key cannot be loaded.
   void bind();
-  // The bound listener port (listen.port may be 0: any free port).
+  // The bound listener ports (listen.port may be 0: any free port); 0 when there is none.
   unsigned short port() const;
+  unsigned short tls_port() const;
   // Starts the io threads and serves until SIGINT, SIGTERM or stop().
   void serve();
   // Thread-safe: stops accepting and ends serve() (connected sessions are dropped).
@@ -48,6 +50,7 @@ class Server {
  private:
   struct Admin;
   void wait_for_reload(boost::asio::signal_set& signal);
+  void reload_tls(const config::Settings& fresh);
 
   const config::Settings& settings_;
   metrics::Metrics& metrics_;

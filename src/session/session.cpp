@@ -3,12 +3,15 @@
 #include "session/session.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -27,61 +30,108 @@ namespace {
 constexpr std::size_t kRetainedBuffer = 256 * 1024;
 }  // namespace
 
-Session::Session(asio::ip::tcp::socket socket, Worker& worker)
-    : socket_(std::move(socket)),
+template <class Stream>
+Session<Stream>::Session(Stream stream, Worker& worker)
+    : stream_(std::move(stream)),
       worker_(worker),
       handler_(worker.handler->open_session()),
-      output_ready_(socket_.get_executor()),
-      slots_drained_(socket_.get_executor()) {
+      output_ready_(stream_.get_executor()),
+      slots_drained_(stream_.get_executor()) {
   const auto& client = worker_.settings.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
   error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket().set_option(asio::ip::tcp::no_delay(true), ignored);
 }
 
-Session::~Session() = default;
+template <class Stream>
+Session<Stream>::~Session() = default;
 
-void Session::start() {
+template <class Stream>
+void Session<Stream>::start() {
   worker_.stats.client_connected();
   worker_.info.connected_clients.fetch_add(1, std::memory_order_relaxed);
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
   loops_running_ = 2;
-  auto self = shared_from_this();
+  auto self = this->shared_from_this();
   asio::co_spawn(
-      socket_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
+      stream_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
   asio::co_spawn(
-      socket_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
+      stream_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
 }
 
-// Reads without waiting while bytes are there; once none are, the input buffer goes back to the
-// thread's cache and the session waits for readability holding no buffer: an idle client costs
-// its socket and this coroutine's frame, not 16 KB.
-awaitable<void> Session::read_loop() {
-  auto self = shared_from_this();
-  error_code ec;
-  socket_.non_blocking(true, ec);
-  while (!ec && !stop_reading_ && !closed_) {
-    const auto n = socket_.read_some(asio::buffer(input_.space(), input_.space_size()), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
-      input_.release();
-      co_await socket_.async_wait(asio::socket_base::wait_read,
-                                  asio::redirect_error(use_awaitable, ec));
-      continue;
-    }
-    if (ec || closed_) break;
-    input_.commit(n);
-    read_at_ = std::chrono::steady_clock::now();
-    co_await process_input();
-    // The read did not go through the event loop: let the thread's other clients run.
-    co_await asio::post(socket_.get_executor(), use_awaitable);
+template <class Stream>
+awaitable<void> Session<Stream>::read_loop() {
+  auto self = this->shared_from_this();
+  if constexpr (std::is_same_v<Stream, PlainStream>) {
+    co_await read_plain();
+  } else {
+    co_await read_tls();
   }
   reader_done_ = true;
   output_ready_.notify();
   finish_loop();
 }
 
-awaitable<void> Session::process_input() {
+// Once no bytes are there, the input buffer goes back to the thread's cache and the session waits
+// for readability holding no buffer: an idle client costs its socket and this frame, not 16 KB.
+template <class Stream>
+awaitable<void> Session<Stream>::read_plain() {
+  if constexpr (std::is_same_v<Stream, PlainStream>) {
+    error_code ec;
+    stream_.non_blocking(true, ec);
+    while (!ec && !stop_reading_ && !closed_) {
+      const auto n = stream_.read_some(asio::buffer(input_.space(), input_.space_size()), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        input_.release();
+        co_await stream_.async_wait(asio::socket_base::wait_read,
+                                    asio::redirect_error(use_awaitable, ec));
+        continue;
+      }
+      if (ec || closed_) break;
+      input_.commit(n);
+      read_at_ = std::chrono::steady_clock::now();
+      co_await process_input();
+      // The read did not go through the event loop: let the thread's other clients run.
+      co_await asio::post(stream_.get_executor(), use_awaitable);
+    }
+  }
+  co_return;
+}
+
+template <class Stream>
+awaitable<void> Session<Stream>::read_tls() {
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    error_code ec;
+    {
+      // A client that stalls mid-handshake (or speaks plain text and waits) is cut here.
+      asio::steady_timer deadline(stream_.get_executor(), worker_.settings.tls.handshake_timeout);
+      deadline.async_wait([this](const error_code& timer_ec) {
+        if (!timer_ec) abort();
+      });
+      co_await stream_.async_handshake(asio::ssl::stream_base::server,
+                                       asio::redirect_error(use_awaitable, ec));
+    }
+    if (ec || closed_) {
+      worker_.stats.tls_handshake_failed();
+      spdlog::debug("client {}: TLS handshake failed: {}", handler_->client_id(), ec.message());
+      co_return;
+    }
+    while (!stop_reading_ && !closed_) {
+      const auto n =
+          co_await stream_.async_read_some(asio::buffer(input_.space(), input_.space_size()),
+                                           asio::redirect_error(use_awaitable, ec));
+      if (ec || closed_) break;
+      input_.commit(n);
+      read_at_ = std::chrono::steady_clock::now();
+      co_await process_input();
+    }
+  }
+  co_return;
+}
+
+template <class Stream>
+awaitable<void> Session<Stream>::process_input() {
   while (!stop_reading_ && !closed_ && !input_.empty()) {
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(pending, limits_, argv_, scratch_);
@@ -103,7 +153,8 @@ awaitable<void> Session::process_input() {
   }
 }
 
-awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
+template <class Stream>
+awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form) {
   const resp::Request request{argv_, inline_form ? std::string_view() : raw};
   if (handler_->tunneling()) {
     std::string last_reply;
@@ -122,7 +173,7 @@ awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
     co_await slots_drained_.wait();
   }
   const auto classified = handler_->classify(request);
-  auto self = shared_from_this();
+  auto self = this->shared_from_this();
   for (;;) {
     if (closed_) co_return;
     const std::uint64_t tag = first_tag_ + slots_.size();
@@ -151,7 +202,8 @@ awaitable<void> Session::dispatch(std::string_view raw, bool inline_form) {
   }
 }
 
-void Session::on_reply(std::uint64_t tag, std::string_view reply) {
+template <class Stream>
+void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
   if (closed_) return;
   if (tag == 0) {
     push(reply);
@@ -162,7 +214,8 @@ void Session::on_reply(std::uint64_t tag, std::string_view reply) {
   complete(tag, reply, is_error ? metrics::CommandResult::error : metrics::CommandResult::ok);
 }
 
-void Session::on_failure(std::uint64_t tag, std::string_view error) {
+template <class Stream>
+void Session<Stream>::on_failure(std::uint64_t tag, std::string_view error) {
   if (closed_) return;
   std::string line;
   resp::append_error(line, error);
@@ -177,7 +230,9 @@ void Session::on_failure(std::uint64_t tag, std::string_view error) {
   complete(tag, line, metrics::CommandResult::unavailable);
 }
 
-void Session::complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result) {
+template <class Stream>
+void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
+                               metrics::CommandResult result) {
   const std::size_t index = tag - first_tag_;
   if (tag < first_tag_ || index >= slots_.size()) {
     spdlog::error("client {}: reply for unknown request {} dropped", handler_->client_id(), tag);
@@ -214,13 +269,15 @@ void Session::complete(std::uint64_t tag, std::string_view reply, metrics::Comma
   check_output_limit();
 }
 
-void Session::push(std::string_view bytes) {
+template <class Stream>
+void Session<Stream>::push(std::string_view bytes) {
   output_.append(bytes);
   output_ready_.notify();
   check_output_limit();
 }
 
-void Session::reject_protocol(std::string_view error) {
+template <class Stream>
+void Session<Stream>::reject_protocol(std::string_view error) {
   worker_.stats.protocol_error();
   spdlog::debug("client {}: {}", handler_->client_id(), error);
   std::string line;
@@ -234,7 +291,8 @@ void Session::reject_protocol(std::string_view error) {
   complete(tag, line, metrics::CommandResult::error);
 }
 
-void Session::check_output_limit() {
+template <class Stream>
+void Session<Stream>::check_output_limit() {
   const auto buffered = output_.size() + writing_.size() + parked_bytes_;
   if (buffered <= worker_.settings.client.max_output_buffer || closed_) return;
   worker_.stats.client_output_overflow();
@@ -243,18 +301,20 @@ void Session::check_output_limit() {
   abort();
 }
 
-void Session::abort() {
+template <class Stream>
+void Session<Stream>::abort() {
   if (closed_) return;
   closed_ = true;
   stop_reading_ = true;
   error_code ignored;
-  socket_.close(ignored);
+  socket().close(ignored);
   output_ready_.notify();
   slots_drained_.notify();
 }
 
-awaitable<void> Session::write_loop() {
-  auto self = shared_from_this();
+template <class Stream>
+awaitable<void> Session<Stream>::write_loop() {
+  auto self = this->shared_from_this();
   while (!closed_) {
     if (output_.empty()) {
       if (close_after_flush_ || (reader_done_ && slots_.empty())) break;
@@ -263,7 +323,7 @@ awaitable<void> Session::write_loop() {
     }
     writing_.swap(output_);
     error_code ec;
-    co_await asio::async_write(socket_, asio::buffer(writing_),
+    co_await asio::async_write(stream_, asio::buffer(writing_),
                                asio::redirect_error(use_awaitable, ec));
     if (ec) break;
     writing_.clear();
@@ -271,17 +331,21 @@ awaitable<void> Session::write_loop() {
   }
   if (!closed_) {
     error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+    socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   }
   abort();
   finish_loop();
 }
 
-void Session::finish_loop() {
+template <class Stream>
+void Session<Stream>::finish_loop() {
   if (--loops_running_ > 0) return;
   handler_->end_session();
   worker_.stats.client_disconnected();
   worker_.info.connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }
+
+template class Session<PlainStream>;
+template class Session<TlsStream>;
 
 }  // namespace corral::session

@@ -1,5 +1,6 @@
 // One client connection: reads and frames requests, hands them to its ClientHandler, and writes
-// the replies in request order however they complete (local, upstream, cache).
+// the replies in request order however they complete (local, upstream, cache). Templated on the
+// stream, so plain TCP pays nothing for TLS: PlainSession and TlsSession below.
 #pragma once
 
 #include <utility>
@@ -14,6 +15,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
@@ -26,9 +28,10 @@ namespace corral::session {
 
 struct Worker;
 
-class Session : public upstream::ReplyTarget, public std::enable_shared_from_this<Session> {
+template <class Stream>
+class Session : public upstream::ReplyTarget, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(boost::asio::ip::tcp::socket socket, Worker& worker);
+  Session(Stream stream, Worker& worker);
   ~Session() override;
 
   void start();
@@ -47,6 +50,12 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   };
 
   boost::asio::awaitable<void> read_loop();
+  // Plain TCP: reads without waiting while bytes are there, holds no buffer while idle.
+  boost::asio::awaitable<void> read_plain();
+  // TLS: the handshake (bounded by tls.handshake_timeout), then reads through the stream, whose
+  // engine may hold decrypted bytes the socket no longer shows as readable.
+  boost::asio::awaitable<void> read_tls();
+  auto& socket() { return stream_.lowest_layer(); }
   boost::asio::awaitable<void> write_loop();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
@@ -58,7 +67,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   void abort();
   void finish_loop();
 
-  boost::asio::ip::tcp::socket socket_;
+  Stream stream_;
   Worker& worker_;
   std::unique_ptr<ClientHandler> handler_;
   resp::RequestLimits limits_;
@@ -83,5 +92,12 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   bool closed_ = false;
   int loops_running_ = 0;
 };
+
+using PlainStream = boost::asio::ip::tcp::socket;
+using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+using PlainSession = Session<PlainStream>;
+using TlsSession = Session<TlsStream>;
+extern template class Session<PlainStream>;
+extern template class Session<TlsStream>;
 
 }  // namespace corral::session

@@ -40,7 +40,8 @@ TEST_CASE("type and range errors at the top level and in sections", "[config][er
       {"log_level: loud", "t.yaml:1: log_level: expected one of: trace, debug, info, warn, error"},
       {"upstream: 5", "t.yaml:1: upstream: expected a map of settings, found a single value"},
       {"\nupstream:\n  address: http://h:1",
-       "t.yaml:2: upstream.address: expected redis://[user:pass@]host:port[/db]"},
+       "t.yaml:2: upstream.address: expected redis://[user:pass@]host:port[/db] (or rediss:// for "
+       "TLS)"},
       {"\nupstream:\n  address: redis://h:1\n  cluster: [redis://h:2]",
        "t.yaml:3: upstream.cluster: use either address or cluster, not both"},
       {"\nupstream:\n  cluster: [redis://a:1, redis://b:1/2]",

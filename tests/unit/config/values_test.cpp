@@ -108,15 +108,18 @@ TEST_CASE("redis URLs carry credentials, port and database", "[config][values]")
   CHECK(u->endpoint.host == "::1");
   CHECK(u->endpoint.port == 6379);
 
-  const std::string expected = "expected redis://[user:pass@]host:port[/db]";
+  const std::string expected =
+      "expected redis://[user:pass@]host:port[/db] (or rediss:// for TLS)";
   for (const char* bad : {"", "127.0.0.1:6379", "http://h:1", "redis://", "redis://h:x"}) {
     INFO(bad);
     CHECK(parse_redis_url(bad).error == expected);
   }
   CHECK(parse_redis_url("redis://h/db").error == "the database after '/' must be a number");
   CHECK(parse_redis_url("redis://a:%zz@h").error == "bad %-escape in the credentials");
-  CHECK(parse_redis_url("rediss://h").error == "TLS (rediss://) to the upstream is not supported");
+  CHECK(parse_redis_url("rediss://h")->tls);
+  CHECK_FALSE(parse_redis_url("redis://h")->tls);
   CHECK(format_redis_url({"h", 7000}, 3) == "redis://h:7000/3");
+  CHECK(format_redis_url({"h", 7000}, 0, true) == "rediss://h:7000");
 }
 
 TEST_CASE("${ENV} expansion", "[config][values]") {
