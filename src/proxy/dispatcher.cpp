@@ -251,7 +251,7 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
                       const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto bytes = wire_bytes(request);
   if (!client.dedicated) {
-    return links_.shared_link(client.database, client.id).send(bytes, reply_to, tag);
+    return links_.send_shared(client.database, client.id, bytes, reply_to, tag);
   }
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.

@@ -31,13 +31,16 @@ class Link {
   virtual void close() = 0;
 };
 
-// One io thread's source of links. A client always passes the same `affinity` to shared(), so its
-// commands travel one connection and Redis runs them in the order it sent them.
+// One io thread's upstream as the dispatcher sees it. The shared path is one call (one virtual
+// dispatch per command), not a lookup followed by a send.
 class Links {
  public:
   virtual ~Links() = default;
 
-  virtual Link& shared_link(int database, std::size_t affinity) = 0;
+  // Link::send on a shared connection of `database`. A client always passes the same `affinity`
+  // (its id), so its commands travel one connection and Redis runs them in the order it sent them.
+  virtual bool send_shared(int database, std::size_t affinity, std::string_view command,
+                           std::shared_ptr<ReplyTarget> target, std::uint64_t tag) = 0;
   // A new connection owned by one client; it does not reconnect.
   virtual std::shared_ptr<Link> dedicated_link(int database) = 0;
 };

@@ -34,8 +34,9 @@ class Pool final : public Links {
   std::shared_ptr<Connection> dedicated(int database);
 
   // Links: the same connections, for the proxy's dispatcher.
-  Link& shared_link(int database, std::size_t affinity) override {
-    return shared(database, affinity);
+  bool send_shared(int database, std::size_t affinity, std::string_view command,
+                   std::shared_ptr<ReplyTarget> target, std::uint64_t tag) override {
+    return shared(database, affinity).send(command, std::move(target), tag);
   }
   std::shared_ptr<Link> dedicated_link(int database) override { return dedicated(database); }
 

@@ -37,17 +37,23 @@ TEST_CASE("ordinary commands go to the shared connection of the client's databas
   CHECK_FALSE(shared.sent[0].exempt);
   shared.answer("$1\r\nv\r\n");
   CHECK(client.reply() == "$1\r\nv\r\n");
+  // Each client keeps to one shared connection: its id is the affinity.
+  Client other(proxy);
+  CHECK(other.send({"GET", "k"}) == Action::done);
+  REQUIRE(proxy.links.affinities.size() == 2);
+  CHECK(proxy.links.affinities[0] == client.handler->client_id());
+  CHECK(proxy.links.affinities[1] == other.handler->client_id());
+  CHECK(proxy.links.affinities[0] != proxy.links.affinities[1]);
   // A local row without a handler of its own is Redis's to answer.
   CHECK(client.send({"COMMAND", "DOCS", "get"}) == Action::done);
-  CHECK(shared.sent.size() == 2);
+  CHECK(shared.sent.size() == 3);
   CHECK(proxy.links.dedicated.empty());
 }
 
 TEST_CASE("a shared connection that cannot take the command fails it", "[dispatcher]") {
   Proxy proxy;
   Client client(proxy);
-  proxy.links.shared_link(0, 0);
-  proxy.links.shared_of(0).refuse = true;
+  proxy.links.shared_link(0).refuse = true;
   CHECK(client.send({"GET", "k"}) == Action::done);
   CHECK(client.failure() == "ERR upstream unavailable");
 }
@@ -226,6 +232,14 @@ TEST_CASE("dangerous commands are refused unless allowed", "[dispatcher]") {
     CHECK(client.send({"CONFIG", "SET", "maxmemory", "1"}) == Action::done);
     CHECK(client.reply().starts_with("-ERR command 'config|set' is not allowed"));
   }
+}
+
+TEST_CASE("CORRAL.ROLLOVER without a pool answers unavailable", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"CORRAL.ROLLOVER", "p:", "2"}) == Action::done);
+  CHECK(client.failure() == "ERR upstream unavailable");
+  CHECK(proxy.links.shared.empty());
 }
 
 TEST_CASE("unknown commands and wrong arity are answered by Corral", "[dispatcher]") {

@@ -94,21 +94,20 @@ class RecordingLink final : public upstream::Link {
 
 class RecordingLinks final : public upstream::Links {
  public:
-  upstream::Link& shared_link(int database, std::size_t) override {
-    auto& link = shared[database];
-    if (!link) link = std::make_unique<RecordingLink>(database);
-    return *link;
+  bool send_shared(int database, std::size_t affinity, std::string_view command,
+                   std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag) override {
+    affinities.push_back(affinity);
+    return shared_link(database).send(command, std::move(target), tag, false);
   }
   std::shared_ptr<upstream::Link> dedicated_link(int database) override {
     dedicated.push_back(std::make_shared<RecordingLink>(database));
     return dedicated.back();
   }
 
-  // Everything sent on shared links, of every database.
-  std::size_t shared_sends() const {
-    std::size_t n = 0;
-    for (const auto& [database, link] : shared) n += link->sent.size();
-    return n;
+  RecordingLink& shared_link(int database) {
+    auto& link = shared[database];
+    if (!link) link = std::make_unique<RecordingLink>(database);
+    return *link;
   }
   RecordingLink& shared_of(int database) {
     REQUIRE(shared.count(database) == 1);
@@ -121,6 +120,7 @@ class RecordingLinks final : public upstream::Links {
 
   std::map<int, std::unique_ptr<RecordingLink>> shared;
   std::vector<std::shared_ptr<RecordingLink>> dedicated;
+  std::vector<std::size_t> affinities;  // of every shared send, in order
 };
 
 // The client's reply slots: what reached each tag.
