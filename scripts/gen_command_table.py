@@ -69,6 +69,30 @@ LOCAL = [
     "command", "command|*",
 ]
 
+# Commands that only remove their keys: allowed on keys whose policy refuses writes.
+DELETES_KEYS = ["del", "unlink"]
+
+# Commands that empty whole databases: the cache is flushed with them.
+FLUSHES_ALL = ["flushdb", "flushall"]
+
+# The route column (Route in command_table.hpp). LOCAL rows route `local`; every other blocking
+# row `dedicated`; the rest `shared`.
+ROUTES = {
+    "dedicated": ["multi", "watch", "client|tracking", "client|no-evict", "client|caching"],
+    "blocking_if_argument": ["xread", "xreadgroup"],  # block only with BLOCK
+    "tunnel": ["subscribe", "psubscribe", "ssubscribe", "monitor"],
+    "control": ["client|reply"],
+}
+
+# The connection-state column (StateChange in command_table.hpp).
+STATE_CHANGES = {
+    "multi": "multi", "exec": "exec", "discard": "discard", "watch": "watch",
+    "unwatch": "unwatch", "client|tracking": "tracking", "client|no-evict": "no_evict",
+    "monitor": "monitor", "client|reply": "reply_mode", "subscribe": "subscribe",
+    "psubscribe": "subscribe", "ssubscribe": "subscribe", "select": "select", "quit": "quit",
+    "reset": "reset",
+}
+
 # Corral's admin commands, which Redis does not have: (name, arity).
 CORRAL_COMMANDS = [
     ("corral.info", 2),        # CORRAL.INFO key
@@ -77,7 +101,7 @@ CORRAL_COMMANDS = [
     ("corral.rollover", -3),   # CORRAL.ROLLOVER prefix new [expected]
     ("corral.purge", 3),       # CORRAL.PURGE prefix version
 ]
-CORRAL_FLAGS = ["kLocal", "kAdmin"]
+CORRAL_FLAGS = ["kAdmin"]
 
 # Redis flag -> CommandFlag. Unlisted Redis flags (denyoom, noscript, ...) do not matter to Corral.
 REDIS_FLAGS = {
@@ -86,7 +110,8 @@ REDIS_FLAGS = {
     "noauth": "kNoAuth", "movablekeys": "kMovableKeys",
 }
 FLAG_ORDER = ["kWrite", "kReadOnly", "kAdmin", "kBlocking", "kPubSub", "kTransaction",
-              "kDangerous", "kLocal", "kNoAuth", "kMovableKeys", "kFast", "kLoading", "kStale"]
+              "kDangerous", "kNoAuth", "kMovableKeys", "kFast", "kLoading", "kStale",
+              "kDeletesKeys", "kFlushesAll"]
 
 # Movable-key commands whose key specs are not one of the generic shapes derived below.
 SPECIAL_KEYSPECS = {
@@ -272,9 +297,12 @@ def build_rows(reply):
     extra = {}
     for table, flag in ((TRANSACTION, "kTransaction"), (EXTRA_BLOCKING, "kBlocking"),
                         (MAY_WRITE, "kWrite"), (PUBSUB, "kPubSub"), (DANGEROUS, "kDangerous"),
-                        (LOCAL, "kLocal")):
+                        (DELETES_KEYS, "kDeletesKeys"), (FLUSHES_ALL, "kFlushesAll")):
         for name in expand(table, rows):
             extra.setdefault(name, set()).add(flag)
+    local = expand(LOCAL, rows)
+    routes = {name: route for route, names in ROUTES.items() for name in expand(names, rows)}
+    changes = {name: change for name, change in STATE_CHANGES.items() if name in expand([name], rows)}
 
     specs = {}
     for name, row in rows.items():
@@ -283,14 +311,17 @@ def build_rows(reply):
         keyspec = "positions"
         if "kMovableKeys" in flags:
             keyspec = derive_keyspec(name, row[8])
-        specs[name] = (arity, flags, first, last, step, keyspec)
+        route = routes.get(name, "local" if name in local else
+                           "dedicated" if "kBlocking" in flags else "shared")
+        specs[name] = (arity, flags, first, last, step, keyspec, route, changes.get(name, "none"))
     for name, arity in CORRAL_COMMANDS:
-        specs[name] = (arity, set(CORRAL_FLAGS), 0, 0, 0, "positions")
+        specs[name] = (arity, set(CORRAL_FLAGS), 0, 0, 0, "positions", "local", "none")
 
-    for name, (arity, flags, first, last, step, keyspec) in specs.items():
+    for name, (arity, flags, first, last, step, keyspec, route, _) in specs.items():
         assert name == name.lower() and 0 < len(name) <= MAX_NAME, name
         assert arity != 0 and (first == 0) == (step == 0), name
-        assert not {"kLocal", "kDangerous"} <= flags, name
+        assert not (route == "local" and "kDangerous" in flags), name
+        assert not (name in local and name in routes), name
     # Top-level commands sorted, each followed by its subcommands: a container's subcommands are
     # one contiguous run, which subcommands() and COMMAND's nested reply rely on.
     order = sorted(specs, key=lambda n: (n.split("|")[0], "|" in n, n))
@@ -307,13 +338,17 @@ def render(version, rows):
         "namespace corral::proxy {",
         "namespace {",
         "",
-        "// {name, arity, flags, first_key, last_key, key_step[, key_spec]}",
+        "// {name, arity, flags, first_key, last_key, key_step[, key_spec[, route[, change]]]}",
         "// clang-format off",
         "constexpr CommandSpec kCommands[] = {",
     ]
-    for name, arity, flags, first, last, step, keyspec in rows:
+    for name, arity, flags, first, last, step, keyspec, route, change in rows:
         expr = " | ".join(f for f in FLAG_ORDER if f in flags) or "0"
-        tail = "" if keyspec == "positions" else ", KeySpec::" + keyspec
+        # Trailing fields at their defaults are left out.
+        tail = [", KeySpec::" + keyspec, ", Route::" + route, ", StateChange::" + change]
+        while tail and tail[-1].endswith(("::positions", "::shared", "::none")):
+            tail.pop()
+        tail = "".join(tail)
         out.append('    {"%s", %d, %s, %d, %d, %d%s},' % (name, arity, expr, first, last, step,
                                                          tail))
     out += [

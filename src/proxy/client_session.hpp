@@ -19,7 +19,7 @@ class ClientSession final : public session::ClientHandler {
   Action handle(const Request& request, const session::Classified& classified, std::uint64_t tag,
                 const std::shared_ptr<upstream::ReplyTarget>& target,
                 std::size_t awaiting) override;
-  bool tunneling() const override { return state_.tunnel; }
+  bool tunneling() const override { return state_.mode.tunneling(); }
   Action handle_tunnel(const Request& request, std::string& reply) override;
   void on_unsolicited(std::string_view reply) override;
   void end_session() override;

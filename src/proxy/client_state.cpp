@@ -1,9 +1,64 @@
-// Leaving the stateful modes that hold a dedicated upstream connection.
+// The connection-mode state machine, and leaving the modes that hold a dedicated connection.
 #include "proxy/client_state.hpp"
 
-#include "upstream/connection.hpp"
+#include "proxy/ascii.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::proxy {
+
+void ConnectionMode::apply(StateChange change, std::span<const std::string_view> argv) {
+  switch (change) {
+    case StateChange::multi:
+      state_ = State::multi;
+      break;
+    case StateChange::exec:
+    case StateChange::discard:
+      // Both end any WATCH too; outside a transaction Redis just answers with an error.
+      if (in_multi() || state_ == State::watching) state_ = State::plain;
+      break;
+    case StateChange::watch:
+      if (state_ == State::plain) state_ = State::watching;
+      break;
+    case StateChange::unwatch:
+      if (state_ == State::watching) state_ = State::plain;
+      break;
+    case StateChange::tracking:
+      pins_ = iequals(argv[2], "on") ? pins_ | kTracking : pins_ & ~kTracking;
+      break;
+    case StateChange::no_evict:
+      pins_ |= kSticky;
+      break;
+    case StateChange::monitor:
+      pins_ |= kSticky;
+      state_ = State::tunnel;
+      break;
+    case StateChange::reply_mode:
+      pins_ |= kSticky;
+      if (!iequals(argv[2], "on")) state_ = State::tunnel;
+      break;
+    case StateChange::subscribe:
+      state_ = State::subscribed;
+      break;
+    case StateChange::none:
+    case StateChange::select:
+    case StateChange::quit:
+    case StateChange::reset:
+      break;
+  }
+}
+
+void ConnectionMode::refused_in_multi() {
+  if (state_ == State::multi) state_ = State::multi_aborted;
+}
+
+void ConnectionMode::ended_subscriptions() {
+  if (state_ == State::subscribed) state_ = State::plain;
+}
+
+void ConnectionMode::reset() {
+  state_ = State::plain;
+  pins_ = 0;
+}
 
 void release_dedicated(ClientState& client) {
   if (client.dedicated) {
@@ -12,9 +67,7 @@ void release_dedicated(ClientState& client) {
     client.dedicated->close();
   }
   client.dedicated.reset();
-  client.in_multi = client.multi_errored = client.watching = client.tracking = false;
-  client.sticky = false;
-  client.tunnel = client.subscribed = false;
+  client.mode.reset();
   client.queued_write_keys.clear();
 }
 

@@ -1,16 +1,60 @@
-// Per-client connection state that Corral keeps on the client's behalf.
+// Per-client connection state that Corral keeps on the client's behalf: who it is, its database,
+// and the mode of its dedicated upstream connection as one small state machine.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "proxy/command_table.hpp"
+
 namespace corral::upstream {
-class Connection;
+class Link;
 }
 
 namespace corral::proxy {
+
+// The state Redis keeps for the client's dedicated connection, driven by the table's StateChange
+// column. `state` is the transaction/tunnel axis; pins are what holds the connection besides it
+// (they outlive transactions and subscriptions).
+class ConnectionMode {
+ public:
+  enum class State : std::uint8_t {
+    plain,
+    watching,
+    multi,
+    multi_aborted,  // Corral refused a command queued in MULTI: EXEC must abort
+    subscribed,     // tunnel until the last subscription ends
+    tunnel,         // MONITOR, CLIENT REPLY OFF|SKIP: tunnel until the client leaves
+  };
+
+  State state() const { return state_; }
+  bool in_multi() const { return state_ == State::multi || state_ == State::multi_aborted; }
+  // Every reply from the dedicated connection goes straight to the client, unmatched to requests.
+  bool tunneling() const { return state_ == State::subscribed || state_ == State::tunnel; }
+  // Losing the dedicated connection now would silently lose state the client relies on.
+  bool holds_redis_state() const {
+    return state_ == State::watching || in_multi() || (pins_ & kTracking) != 0;
+  }
+  // The dedicated connection may be released (once idle) only when this is false.
+  bool holds_connection() const { return state_ != State::plain || pins_ != 0; }
+
+  // `argv` is the request that Redis accepted for the client's dedicated connection.
+  void apply(StateChange change, std::span<const std::string_view> argv);
+  // Redis aborts a transaction whose queued command it rejected; Corral rejected one for it.
+  void refused_in_multi();
+  void ended_subscriptions();
+  void reset();
+
+ private:
+  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2 };
+
+  State state_ = State::plain;
+  std::uint8_t pins_ = 0;
+};
 
 struct ClientState {
   std::uint64_t id = 0;
@@ -19,22 +63,14 @@ struct ClientState {
   int database = 0;
   std::string name;
 
-  // A connection of the client's own, while it is in a stateful mode. The flags say why it is held;
-  // it is released once none is set and it has no command in flight.
-  std::shared_ptr<upstream::Connection> dedicated;
-  bool in_multi = false;
-  bool multi_errored = false;  // Corral refused a command queued in MULTI: EXEC must abort
+  // A connection of the client's own, while `mode` needs one; released once it does not and no
+  // command is in flight.
+  std::shared_ptr<upstream::Link> dedicated;
+  ConnectionMode mode;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
-  bool watching = false;
-  bool tracking = false;  // CLIENT TRACKING on
-  bool sticky = false;    // held until the client leaves (MONITOR, CLIENT REPLY, CLIENT NO-EVICT)
-  // Every reply from the dedicated connection goes straight to the client, unmatched to requests:
-  // subscribed mode, MONITOR, CLIENT REPLY OFF/SKIP.
-  bool tunnel = false;
-  bool subscribed = false;
 };
 
-// Closes the client's dedicated connection (if any) and clears every mode that held it.
+// Closes the client's dedicated connection (if any) and leaves every mode that held it.
 void release_dedicated(ClientState& client);
 
 }  // namespace corral::proxy

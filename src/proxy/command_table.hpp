@@ -1,5 +1,5 @@
-// The Redis 7.0 command table as data: arity, flags and key positions of every command,
-// plus Corral's own routing flags. Lookups are case-insensitive and allocate nothing.
+// The Redis 7.0 command table as data: arity, flags and key positions of every command, plus
+// Corral's route and connection-state columns. Lookups are case-insensitive and allocate nothing.
 #pragma once
 
 #include <cstddef>
@@ -18,12 +18,42 @@ enum CommandFlag : std::uint32_t {
   kPubSub = 1u << 4,       // enters or works in subscribed mode
   kTransaction = 1u << 5,  // MULTI EXEC DISCARD WATCH UNWATCH
   kDangerous = 1u << 6,    // refused unless listed in client.allow_commands
-  kLocal = 1u << 7,        // answered by Corral itself
   kNoAuth = 1u << 8,       // allowed before AUTH (AUTH, HELLO, QUIT)
   kMovableKeys = 1u << 9,  // key positions depend on arguments (EVAL numkeys, XREAD STREAMS ...)
   kFast = 1u << 10,
   kLoading = 1u << 11,
   kStale = 1u << 12,
+  kDeletesKeys = 1u << 13,  // only removes its keys (DEL UNLINK): allowed where writes are refused
+  kFlushesAll = 1u << 14,   // empties databases (FLUSHDB FLUSHALL): the whole cache goes
+};
+
+// Where a command is sent. A cluster adds "keyed by slot", "split by slot" and "broadcast" here.
+enum class Route : std::uint8_t {
+  shared,                // any of the io thread's shared connections
+  local,                 // answered by Corral itself (unless Redis must see it: inside MULTI ...)
+  dedicated,             // the client's own connection: Redis keeps state for it, or it blocks
+  blocking_if_argument,  // dedicated with a BLOCK argument, else shared (XREAD XREADGROUP)
+  tunnel,                // dedicated, then every reply is unsolicited (SUBSCRIBE MONITOR ...)
+  control,               // shared with argument ON, else its replies are suppressed (CLIENT REPLY)
+};
+
+// What a command does to the state Redis keeps for the client's connection; the proxy's
+// ConnectionMode (client_state.hpp) follows these.
+enum class StateChange : std::uint8_t {
+  none,
+  multi,    // enters a transaction
+  exec,     // ends it (and any WATCH); aborts it when Corral refused a queued command
+  discard,  // ends it (and any WATCH)
+  watch,
+  unwatch,
+  tracking,    // CLIENT TRACKING ON|OFF
+  no_evict,    // CLIENT NO-EVICT: keeps the connection until the client leaves
+  monitor,     // tunnel until the client leaves
+  reply_mode,  // CLIENT REPLY ON|OFF|SKIP: OFF and SKIP tunnel until the client leaves
+  subscribe,   // subscribed until the last subscription ends
+  select,      // changes the database
+  quit,        // ends the connection (never queued in MULTI)
+  reset,       // resets the connection (never queued in MULTI)
 };
 
 // How keys are found when kMovableKeys is set (argv[0] is the command name).
@@ -50,6 +80,8 @@ struct CommandSpec {
   int last_key;   // -1: last argument, -2: second to last ...
   int key_step;
   KeySpec key_spec = KeySpec::positions;
+  Route route = Route::shared;
+  StateChange change = StateChange::none;
 };
 
 // Whole table (top-level commands and subcommands), in a stable order; `id` = index in it.

@@ -1,9 +1,11 @@
 // Request routing: checks (known, arity, auth, allowed), local answers, and the choice between the
-// thread's shared upstream connection and a dedicated one for stateful commands.
+// thread's shared upstream connection and a dedicated one, read from the command table's route
+// and state-change columns: no command is named here.
 #include "proxy/dispatcher.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "proxy/ascii.hpp"
 #include "proxy/client_session.hpp"
@@ -13,8 +15,8 @@
 #include "proxy/version_commands.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/read_through.hpp"
-#include "upstream/connection.hpp"
 #include "upstream/errors.hpp"
+#include "upstream/link.hpp"
 #include "upstream/pool.hpp"
 
 namespace corral::proxy {
@@ -56,7 +58,24 @@ std::string normalized_command_name(std::string_view configured) {
 
 Dispatcher::Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
                        stampede::ReadThrough* read_through, stampede::CacheRuntime* cache)
-    : settings_(settings), pool_(pool), info_(info), read_through_(read_through), cache_(cache) {
+    : settings_(settings),
+      links_(pool),
+      pool_(&pool),
+      info_(info),
+      read_through_(read_through),
+      cache_(cache) {
+  for (const auto& allowed : settings_.client.allow_commands) {
+    allowed_.push_back(normalized_command_name(allowed));
+  }
+}
+
+Dispatcher::Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info)
+    : settings_(settings),
+      links_(links),
+      pool_(nullptr),
+      info_(info),
+      read_through_(nullptr),
+      cache_(nullptr) {
   for (const auto& allowed : settings_.client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
@@ -84,7 +103,7 @@ Resolved Dispatcher::resolve(const Request& request) const {
   resolved.spec = find_command(request.argv[0]);
   if (resolved.spec == nullptr) return resolved;
   if (request.argv.size() >= 2) resolved.sub = find_subcommand(*resolved.spec, request.argv[1]);
-  resolved.metric_id = command_id(resolved.sub ? *resolved.sub : *resolved.spec);
+  resolved.metric_id = command_id(resolved.row());
   return resolved;
 }
 
@@ -103,60 +122,69 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     append_unknown_command(scratch_, argv);
   } else if (!arity_ok(*resolved.spec, argv.size()) ||
              (resolved.sub && !arity_ok(*resolved.sub, argv.size()))) {
-    append_wrong_arity(scratch_, (resolved.sub ? resolved.sub : resolved.spec)->name);
-  } else if (!client.authenticated &&
-             !((resolved.sub ? resolved.sub : resolved.spec)->flags & kNoAuth)) {
+    append_wrong_arity(scratch_, resolved.row().name);
+  } else if (!client.authenticated && !(resolved.row().flags & kNoAuth)) {
     append_noauth(scratch_);
   } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & kDangerous) &&
              !command_allowed(resolved)) {
-    append_not_allowed(scratch_, (resolved.sub ? resolved.sub : resolved.spec)->name);
+    append_not_allowed(scratch_, resolved.row().name);
   } else {
-    const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
-    // Inside MULTI, Redis queues local commands with the rest (their replies belong in EXEC's);
-    // SELECT on a dedicated connection must reach it too.
-    const bool redis_must_see = (client.in_multi && row.name != "quit" && row.name != "reset") ||
-                                (row.name == "select" && client.dedicated);
-    // CORRAL.ROLLOVER / CORRAL.PURGE talk to Redis: they answer the slot later.
-    if ((row.flags & kLocal) && !redis_must_see && is_version_command(row.name)) {
-      run_version_command({row.name, client, argv, pool_, cache_}, tag, target);
-      return Action::done;
+    const auto& row = resolved.row();
+    // Inside MULTI, Redis queues local commands with the rest (their replies belong in EXEC's),
+    // but never those that end or reset the connection; SELECT on a dedicated connection must
+    // reach it too.
+    const bool redis_must_see = (client.mode.in_multi() && row.change != StateChange::quit &&
+                                 row.change != StateChange::reset) ||
+                                (row.change == StateChange::select && client.dedicated);
+    if (row.route == Route::local && !redis_must_see) {
+      return answer_locally(client, request, row, tag, target, awaiting);
     }
-    const LocalHandler local =
-        (row.flags & kLocal) && !redis_must_see ? find_local_handler(row) : nullptr;
-    if (local == nullptr) return forward(client, request, resolved, tag, target, awaiting);
-    LocalCall call{client, argv, settings_, info_, awaiting, scratch_, cache_};
-    const Action action = local(call);
-    if (action == Action::drain_then_retry) return action;
-    target->on_reply(tag, scratch_);
-    return action;
+    return forward(client, request, row, tag, target, awaiting);
   }
-  // Redis aborts a transaction whose queued command it rejected; Corral rejected this one for it.
-  if (client.in_multi) client.multi_errored = true;
+  client.mode.refused_in_multi();
   target->on_reply(tag, scratch_);
   return Action::done;
 }
 
-Dispatcher::Route Dispatcher::route_for(const Resolved& resolved, const Request& request) const {
-  const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
-  const auto name = row.name;
-  if (name == "subscribe" || name == "psubscribe" || name == "ssubscribe" || name == "monitor") {
-    return Route::enter_tunnel;
-  }
-  if (name == "client|reply") {
-    return iequals(request.argv[2], "on") ? Route::shared : Route::reply_suppressed;
-  }
-  if (name == "multi" || name == "watch" || name == "client|tracking" ||
-      name == "client|no-evict" || name == "client|caching") {
-    return Route::dedicated;
-  }
-  if (row.flags & kBlocking) {
-    // XREAD and XREADGROUP block only when asked to.
-    if (name == "xread" || name == "xreadgroup") {
-      return has_argument(request.argv, "block") ? Route::dedicated : Route::shared;
+Action Dispatcher::answer_locally(ClientState& client, const Request& request,
+                                  const CommandSpec& row, std::uint64_t tag,
+                                  const std::shared_ptr<upstream::ReplyTarget>& target,
+                                  std::size_t awaiting) {
+  // CORRAL.ROLLOVER / CORRAL.PURGE talk to Redis: they answer the slot later.
+  if (is_version_command(row.name)) {
+    if (pool_ == nullptr) {
+      target->on_failure(tag, upstream::kErrUnavailable);
+    } else {
+      run_version_command({row.name, client, request.argv, *pool_, cache_}, tag, target);
     }
-    return Route::dedicated;
+    return Action::done;
   }
-  return Route::shared;
+  // A local row without a handler (COMMAND DOCS ...) is Redis's to answer after all.
+  const LocalHandler local = find_local_handler(row);
+  if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
+  LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
+  const Action action = local(call);
+  if (action == Action::drain_then_retry) return action;
+  target->on_reply(tag, scratch_);
+  return action;
+}
+
+Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
+                                      std::span<const std::string_view> argv) {
+  switch (row.route) {
+    case Route::shared:
+    case Route::local:  // one that Redis must see after all
+      return Path::shared;
+    case Route::dedicated:
+      return Path::dedicated;
+    case Route::blocking_if_argument:
+      return has_argument(argv, "block") ? Path::dedicated : Path::shared;
+    case Route::tunnel:
+      return Path::tunnel;
+    case Route::control:
+      return iequals(argv[2], "on") ? Path::shared : Path::reply_suppressed;
+  }
+  return Path::shared;
 }
 
 std::string_view Dispatcher::wire_bytes(const Request& request) {
@@ -166,56 +194,21 @@ std::string_view Dispatcher::wire_bytes(const Request& request) {
   return scratch_;
 }
 
-// Tracks the connection state a command leaves behind on the client's dedicated connection.
-static void note_mode_change(ClientState& client, const CommandSpec& row,
-                             std::span<const std::string_view> argv) {
-  const auto name = row.name;
-  if (name == "multi") {
-    client.in_multi = true;
-  } else if (name == "exec" || name == "discard") {
-    client.in_multi = false;
-    client.multi_errored = false;
-    client.watching = false;
-  } else if (name == "watch") {
-    client.watching = true;
-  } else if (name == "unwatch") {
-    client.watching = false;
-  } else if (name == "client|tracking") {
-    client.tracking = iequals(argv[2], "on");
-  } else if (name == "client|no-evict" || name == "monitor" || name == "client|reply") {
-    client.sticky = true;
-  } else if (name == "select") {
-    // Redis validates it; the session follows so a later shared connection uses the same db.
-    client.database = std::atoi(std::string(argv[1]).c_str());
-  }
-}
-
-Action Dispatcher::forward(ClientState& client, const Request& request, const Resolved& resolved,
+Action Dispatcher::forward(ClientState& client, const Request& request, const CommandSpec& row,
                            std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                            std::size_t awaiting) {
-  if (client.dedicated && client.dedicated->state() == upstream::Connection::State::closed) {
-    const bool state_lost = client.in_multi || client.watching || client.tracking;
-    proxy::release_dedicated(client);
+  if (client.dedicated && client.dedicated->state() == upstream::Link::State::closed) {
+    const bool state_lost = client.mode.holds_redis_state();
+    release_dedicated(client);
     if (state_lost) {
       target->on_failure(tag, upstream::kErrStateLost);
       return Action::done;
     }
   }
-  const Route route = route_for(resolved, request);
-  const bool holds_state =
-      client.in_multi || client.watching || client.tracking || client.sticky || client.tunnel;
-  if (client.dedicated && !holds_state && route == Route::shared && awaiting == 0 &&
-      client.dedicated->in_flight() == 0) {
-    proxy::release_dedicated(client);
-  }
-  if (!client.dedicated && route != Route::shared) {
-    // Commands of one client must run in order, so it switches connections only when idle.
-    if (awaiting > 0) return Action::drain_then_retry;
-    client.dedicated = pool_.dedicated(client.database);
-  }
-
-  const auto& row = resolved.sub ? *resolved.sub : *resolved.spec;
-  if (row.name == "exec" && client.multi_errored && client.dedicated) {
+  const Path path = path_for(row, request.argv);
+  if (!acquire_dedicated(client, path, awaiting)) return Action::drain_then_retry;
+  if (row.change == StateChange::exec &&
+      client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {
     return abort_transaction(client, tag, target);
   }
   // The cache holds the configured database only; other databases pass through.
@@ -224,36 +217,58 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
       read_through_->handle_read(row.name, request.argv, tag, target)) {
     return Action::done;
   }
-  if (cacheable && (row.flags & kWrite) && row.name != "del" && row.name != "unlink") {
+  if (cacheable && (row.flags & kWrite) && !(row.flags & kDeletesKeys)) {
     key_indices(row, request.argv, keys_);
     if (auto refusal = read_through_->refused_write(request.argv, keys_)) {
-      if (client.in_multi) client.multi_errored = true;
+      client.mode.refused_in_multi();
       target->on_failure(tag, *refusal);
       return Action::done;
     }
   }
   const auto& reply_to = cacheable ? invalidating_target(client, row, request, target) : target;
-  const auto bytes = wire_bytes(request);
-  bool sent = false;
-  if (client.dedicated) {
-    note_mode_change(client, row, request.argv);
-    if (route == Route::enter_tunnel || route == Route::reply_suppressed) {
-      client.dedicated->set_unsolicited_target(target);
-      client.tunnel = true;
-      client.subscribed = row.name != "monitor" && row.name != "client|reply";
-    }
-    if (route == Route::reply_suppressed) {
-      sent = client.dedicated->send_untracked(bytes);
-      if (sent) target->on_reply(tag, {});
-    } else {
-      const bool exempt = (row.flags & kBlocking) || route == Route::enter_tunnel;
-      sent = client.dedicated->send(bytes, reply_to, tag, exempt);
-    }
-  } else {
-    sent = pool_.shared(client.database, client.id).send(bytes, reply_to, tag);
+  if (!send(client, row, request, path, tag, reply_to, target)) {
+    target->on_failure(tag, upstream::kErrUnavailable);
   }
-  if (!sent) target->on_failure(tag, upstream::kErrUnavailable);
   return Action::done;
+}
+
+// Commands of one client must run in order, so it switches connections only when idle; false
+// when it must drain first.
+bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting) {
+  if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
+      awaiting == 0 && client.dedicated->in_flight() == 0) {
+    release_dedicated(client);
+  }
+  if (client.dedicated || path == Path::shared) return true;
+  if (awaiting > 0) return false;
+  client.dedicated = links_.dedicated_link(client.database);
+  return true;
+}
+
+bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request& request,
+                      Path path, std::uint64_t tag,
+                      const std::shared_ptr<upstream::ReplyTarget>& reply_to,
+                      const std::shared_ptr<upstream::ReplyTarget>& target) {
+  const auto bytes = wire_bytes(request);
+  if (!client.dedicated) {
+    return links_.send_shared(client.database, client.id, bytes, reply_to, tag);
+  }
+  // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
+  // session follows so that a later shared connection uses the same database.
+  if (row.change == StateChange::select) {
+    client.database = std::atoi(std::string(request.argv[1]).c_str());
+  }
+  client.mode.apply(row.change, request.argv);
+  if (path == Path::tunnel || path == Path::reply_suppressed) {
+    client.dedicated->set_unsolicited_target(target);
+  }
+  if (path == Path::reply_suppressed) {
+    if (!client.dedicated->send_untracked(bytes)) return false;
+    target->on_reply(tag, {});
+    return true;
+  }
+  const bool exempt = (row.flags & kBlocking) || path == Path::tunnel;
+  return client.dedicated->send(bytes, reply_to, tag, exempt);
 }
 
 // Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.
@@ -261,7 +276,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Re
 std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     ClientState& client, const CommandSpec& row, const Request& request,
     const std::shared_ptr<upstream::ReplyTarget>& target) {
-  if (row.name == "exec" && !client.queued_write_keys.empty()) {
+  if (row.change == StateChange::exec && !client.queued_write_keys.empty()) {
     std::vector<std::string_view> keys(client.queued_write_keys.begin(),
                                        client.queued_write_keys.end());
     keys_.resize(keys.size());
@@ -270,15 +285,15 @@ std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     client.queued_write_keys.clear();
     return wrapped;
   }
-  if (row.name == "discard") client.queued_write_keys.clear();
+  if (row.change == StateChange::discard) client.queued_write_keys.clear();
   if (!(row.flags & kWrite)) return target;
-  if (row.name == "flushdb" || row.name == "flushall") {
+  if (row.flags & kFlushesAll) {
     read_through_->flush_all();
     return std::make_shared<FlushOnReply>(target, *read_through_);
   }
   key_indices(row, request.argv, keys_);
   if (keys_.empty()) return target;
-  if (client.in_multi) {
+  if (client.mode.in_multi()) {
     for (auto index : keys_) client.queued_write_keys.emplace_back(request.argv[index]);
   }
   return read_through_->wrap_write(request.argv, keys_, target);
@@ -304,7 +319,7 @@ class FixedReply : public upstream::ReplyTarget {
 // EXEC after a command Corral refused inside MULTI: discard upstream, answer as Redis would.
 Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
                                      const std::shared_ptr<upstream::ReplyTarget>& target) {
-  client.in_multi = client.multi_errored = client.watching = false;
+  client.mode.apply(StateChange::discard, {});
   client.queued_write_keys.clear();
   std::string reply;
   resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
@@ -318,7 +333,8 @@ Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
 }
 
 Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, std::string& reply) {
-  if (iequals(request.argv[0], "quit")) {
+  const CommandSpec* spec = find_command(request.argv[0]);
+  if (spec != nullptr && spec->change == StateChange::quit) {
     resp::append_simple(reply, "OK");
     return Action::close_after_reply;
   }
@@ -332,9 +348,8 @@ Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, st
 void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
   // Leaving subscribed mode: later requests get slots again. The dedicated connection keeps this
   // client as its unsolicited target, so replies to requests already sent untracked still arrive.
-  if (client.subscribed && ends_subscriptions(reply)) {
-    client.subscribed = false;
-    client.tunnel = false;
+  if (client.mode.state() == ConnectionMode::State::subscribed && ends_subscriptions(reply)) {
+    client.mode.ended_subscriptions();
   }
 }
 

@@ -16,8 +16,10 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
+class Link;
+class Links;
 class Pool;
-}
+}  // namespace corral::upstream
 namespace corral::stampede {
 class ReadThrough;
 class CacheRuntime;
@@ -33,6 +35,9 @@ struct Resolved {
   const CommandSpec* spec = nullptr;  // nullptr: unknown command
   const CommandSpec* sub = nullptr;   // the subcommand row, when the command has one
   std::size_t metric_id = 0;          // index for per-command metrics (unknown commands share one)
+
+  // The row that decides: the subcommand's when there is one. Only for a known command.
+  const CommandSpec& row() const { return sub ? *sub : *spec; }
 };
 
 class Dispatcher : public session::Handler {
@@ -41,6 +46,8 @@ class Dispatcher : public session::Handler {
   Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
              stampede::ReadThrough* read_through = nullptr,
              stampede::CacheRuntime* cache = nullptr);
+  // Without a Pool (tests): no cache, and CORRAL.ROLLOVER / CORRAL.PURGE answer unavailable.
+  Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info);
 
   // Ids for metrics: one per table row plus one for unknown commands.
   static std::size_t metric_id_count();
@@ -72,9 +79,11 @@ class Dispatcher : public session::Handler {
   ProcessInfo& process_info() { return info_; }
 
  private:
-  enum class Route { shared, dedicated, enter_tunnel, reply_suppressed };
+  // Where one request goes, once the route column has been read against its arguments.
+  enum class Path { shared, dedicated, tunnel, reply_suppressed };
 
-  Action forward(ClientState& client, const Request& request, const Resolved& resolved,
+  static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv);
+  Action forward(ClientState& client, const Request& request, const CommandSpec& row,
                  std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                  std::size_t awaiting);
   Action abort_transaction(ClientState& client, std::uint64_t tag,
@@ -82,12 +91,19 @@ class Dispatcher : public session::Handler {
   std::shared_ptr<upstream::ReplyTarget> invalidating_target(
       ClientState& client, const CommandSpec& row, const Request& request,
       const std::shared_ptr<upstream::ReplyTarget>& target);
-  Route route_for(const Resolved& resolved, const Request& request) const;
+  Action answer_locally(ClientState& client, const Request& request, const CommandSpec& row,
+                        std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                        std::size_t awaiting);
+  bool acquire_dedicated(ClientState& client, Path path, std::size_t awaiting);
+  bool send(ClientState& client, const CommandSpec& row, const Request& request, Path path,
+            std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& reply_to,
+            const std::shared_ptr<upstream::ReplyTarget>& target);
   std::string_view wire_bytes(const Request& request);
   bool command_allowed(const Resolved& resolved) const;
 
   const config::Settings& settings_;
-  upstream::Pool& pool_;
+  upstream::Links& links_;
+  upstream::Pool* pool_;  // for CORRAL.ROLLOVER / CORRAL.PURGE; null in tests
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;

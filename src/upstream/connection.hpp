@@ -20,6 +20,7 @@
 
 #include "config/settings.hpp"
 #include "upstream/async_event.hpp"
+#include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::metrics {
@@ -42,34 +43,33 @@ struct ConnectionOptions {
       true;  // shared connections reconnect; dedicated ones end with their first failure
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// Final, so calls through a Connection& stay direct; the proxy reaches it through Link.
+class Connection final : public Link, public std::enable_shared_from_this<Connection> {
  public:
-  enum class State { connecting, ready, backoff, closed };
-
   // `ready_connections`, when given, counts connections in the ready state (for /readyz).
   Connection(const boost::asio::any_io_executor& executor, ConnectionOptions options,
              metrics::ThreadStats* stats, std::atomic<int>* ready_connections = nullptr);
-  ~Connection();
+  ~Connection() override;
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   void start();
   // Fails every pending command and stops for good.
-  void close();
+  void close() override;
 
   // Queues one complete RESP command; its outcome goes to target->on_*(tag). Returns false, without
   // queueing, when the connection cannot take it now (backing off, closed, or max_in_flight
   // reached): the caller answers for that command. Commands queued while connecting wait for the
   // connection.
   bool send(std::string_view command, std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
-            bool exempt_from_timeout = false);
+            bool exempt_from_timeout = false) override;
   // For subscribed mode and MONITOR: replies that match no tracked command go to `target` with tag
   // 0.
-  void set_unsolicited_target(std::shared_ptr<ReplyTarget> target);
-  bool send_untracked(std::string_view command);
+  void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) override;
+  bool send_untracked(std::string_view command) override;
 
-  State state() const { return state_; }
-  std::size_t in_flight() const { return in_flight_.size(); }
+  State state() const override { return state_; }
+  std::size_t in_flight() const override { return in_flight_.size(); }
 
  private:
   struct InFlight {

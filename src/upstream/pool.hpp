@@ -11,14 +11,15 @@
 
 #include "config/settings.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::upstream {
 
-class Pool {
+class Pool final : public Links {
  public:
   Pool(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
        metrics::ThreadStats* stats, std::atomic<int>* ready_connections);
-  ~Pool();
+  ~Pool() override;
 
   // Opens the shared connections of the default database now, so readiness is known before clients
   // come.
@@ -31,6 +32,13 @@ class Pool {
   // A new connection owned by one session; it does not reconnect, and blocking commands on it
   // may be exempted from the command timeout.
   std::shared_ptr<Connection> dedicated(int database);
+
+  // Links: the same connections, for the proxy's dispatcher.
+  bool send_shared(int database, std::size_t affinity, std::string_view command,
+                   std::shared_ptr<ReplyTarget> target, std::uint64_t tag) override {
+    return shared(database, affinity).send(command, std::move(target), tag);
+  }
+  std::shared_ptr<Link> dedicated_link(int database) override { return dedicated(database); }
 
  private:
   ConnectionOptions options_for(int database, bool reconnect) const;

@@ -85,7 +85,12 @@ std::optional<Promtool> promtool_check(const std::string& text) {
 void check_with_promtool(const std::string& text) {
   auto result = promtool_check(text);
   if (!result) {
-    WARN("promtool not found; `promtool check metrics` skipped");
+    // CI images must carry promtool: a silent skip there would let a broken exposition through.
+    const char* ci = std::getenv("CI");
+    if (ci != nullptr && *ci != '\0') {
+      FAIL("promtool not found but CI is set: install it (Debian package prometheus)");
+    }
+    WARN("promtool not found; `promtool check metrics` skipped (set CI to make this fail)");
     return;
   }
   INFO(result->output);

@@ -79,7 +79,7 @@ TEST_CASE("find_subcommand resolves container subcommands", "[command_table]") {
   REQUIRE(setname != nullptr);
   CHECK(setname->name == "client|setname");
   CHECK(setname->arity == 3);
-  CHECK(has(*setname, kLocal));
+  CHECK(setname->route == Route::local);
   CHECK(must_find_sub("config", "GET").name == "config|get");
   CHECK(must_find_sub("cluster", "count-failure-reports").name == "cluster|count-failure-reports");
   CHECK(must_find_sub("object", "encoding").first_key == 2);
@@ -238,7 +238,7 @@ TEST_CASE("table sanity", "[command_table]") {
     for (char c : row.name) CHECK_FALSE((c >= 'A' && c <= 'Z'));
     CHECK(row.arity != 0);
     CHECK_FALSE((has(row, kWrite) && has(row, kReadOnly)));
-    CHECK_FALSE((has(row, kLocal) && has(row, kDangerous)));
+    CHECK_FALSE((row.route == Route::local && has(row, kDangerous)));
     CHECK(has(row, kMovableKeys) == (row.key_spec != KeySpec::positions));
     if (row.first_key == 0) {
       CHECK(row.last_key == 0);
@@ -294,15 +294,17 @@ TEST_CASE("Corral's flags", "[command_table]") {
 
   for (auto name :
        {"ping", "echo", "quit", "hello", "auth", "select", "command", "info", "reset"}) {
-    CHECK(has(must_find(name), kLocal));
+    CHECK(must_find(name).route == Route::local);
   }
-  for (auto sub : {"setname", "getname", "id"}) CHECK(has(must_find_sub("client", sub), kLocal));
+  for (auto sub : {"setname", "getname", "id"}) {
+    CHECK(must_find_sub("client", sub).route == Route::local);
+  }
   for (auto sub : {"count", "info", "docs", "list", "getkeys"}) {
-    CHECK(has(must_find_sub("command", sub), kLocal));
+    CHECK(must_find_sub("command", sub).route == Route::local);
   }
-  CHECK_FALSE(has(must_find("client"), kLocal));
-  CHECK_FALSE(has(must_find_sub("client", "list"), kLocal));
-  CHECK_FALSE(has(must_find("get"), kLocal));
+  CHECK(must_find("client").route == Route::shared);
+  CHECK(must_find_sub("client", "list").route == Route::shared);
+  CHECK(must_find("get").route == Route::shared);
 
   for (auto name : {"auth", "hello", "quit"}) CHECK(has(must_find(name), kNoAuth));
   CHECK_FALSE(has(must_find("get"), kNoAuth));
@@ -316,6 +318,56 @@ TEST_CASE("Corral's flags", "[command_table]") {
   CHECK(has(must_find("set"), kWrite));
 }
 
+TEST_CASE("The route column", "[command_table]") {
+  for (auto name : {"multi", "watch", "blpop", "brpoplpush", "blmpop", "bzpopmin", "wait"}) {
+    INFO(name);
+    CHECK(must_find(name).route == Route::dedicated);
+  }
+  for (auto sub : {"tracking", "no-evict", "caching"}) {
+    CHECK(must_find_sub("client", sub).route == Route::dedicated);
+  }
+  for (auto name : {"xread", "xreadgroup"}) {
+    CHECK(must_find(name).route == Route::blocking_if_argument);
+  }
+  for (auto name : {"subscribe", "psubscribe", "ssubscribe", "monitor"}) {
+    CHECK(must_find(name).route == Route::tunnel);
+  }
+  CHECK(must_find_sub("client", "reply").route == Route::control);
+  for (auto name : {"exec", "discard", "unwatch", "unsubscribe", "publish", "set", "flushall"}) {
+    CHECK(must_find(name).route == Route::shared);
+  }
+  // Every blocking row holds a connection of its own, at least when asked to block.
+  for (const CommandSpec& row : all_commands()) {
+    if (has(row, kBlocking)) {
+      INFO(row.name);
+      CHECK((row.route == Route::dedicated || row.route == Route::blocking_if_argument));
+    }
+  }
+}
+
+TEST_CASE("The connection-state column", "[command_table]") {
+  struct Row {
+    std::string_view name;
+    StateChange change;
+  };
+  for (Row r : {Row{"multi", StateChange::multi}, Row{"exec", StateChange::exec},
+                Row{"discard", StateChange::discard}, Row{"watch", StateChange::watch},
+                Row{"unwatch", StateChange::unwatch}, Row{"monitor", StateChange::monitor},
+                Row{"subscribe", StateChange::subscribe}, Row{"psubscribe", StateChange::subscribe},
+                Row{"ssubscribe", StateChange::subscribe}, Row{"select", StateChange::select},
+                Row{"quit", StateChange::quit}, Row{"reset", StateChange::reset},
+                Row{"get", StateChange::none}, Row{"unsubscribe", StateChange::none}}) {
+    INFO(r.name);
+    CHECK(must_find(r.name).change == r.change);
+  }
+  CHECK(must_find_sub("client", "tracking").change == StateChange::tracking);
+  CHECK(must_find_sub("client", "no-evict").change == StateChange::no_evict);
+  CHECK(must_find_sub("client", "reply").change == StateChange::reply_mode);
+  for (auto name : {"del", "unlink"}) CHECK(has(must_find(name), kDeletesKeys));
+  for (auto name : {"flushdb", "flushall"}) CHECK(has(must_find(name), kFlushesAll));
+  CHECK_FALSE(has(must_find("set"), kDeletesKeys | kFlushesAll));
+}
+
 TEST_CASE("CORRAL.* admin commands", "[command_table]") {
   struct Row {
     std::string_view name;
@@ -326,7 +378,8 @@ TEST_CASE("CORRAL.* admin commands", "[command_table]") {
     INFO(r.name);
     const CommandSpec& spec = must_find(r.name);
     CHECK(spec.arity == r.arity);
-    CHECK(spec.flags == (kLocal | kAdmin));
+    CHECK(spec.flags == kAdmin);
+    CHECK(spec.route == Route::local);
     CHECK(spec.first_key == 0);
   }
   CHECK(find_command("corral") == nullptr);

@@ -1,0 +1,48 @@
+// The upstream seam the proxy's dispatcher talks through: a Link is one upstream connection as a
+// client request sees it, Links hands them out. Pool/Connection are the production pair; unit
+// tests put a recorder here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "upstream/reply_target.hpp"
+
+namespace corral::upstream {
+
+// Contract: send() either queues the command, whose outcome then reaches target->on_*(tag)
+// exactly once, or returns false without queueing it (the caller answers for it). Replies that
+// match no tracked command go to the unsolicited target with tag 0.
+class Link {
+ public:
+  enum class State { connecting, ready, backoff, closed };
+
+  virtual ~Link() = default;
+
+  virtual bool send(std::string_view command, std::shared_ptr<ReplyTarget> target,
+                    std::uint64_t tag, bool exempt_from_timeout = false) = 0;
+  virtual bool send_untracked(std::string_view command) = 0;
+  virtual void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) = 0;
+  virtual State state() const = 0;
+  virtual std::size_t in_flight() const = 0;
+  // Fails every pending command and stops for good.
+  virtual void close() = 0;
+};
+
+// One io thread's upstream as the dispatcher sees it. The shared path is one call (one virtual
+// dispatch per command), not a lookup followed by a send.
+class Links {
+ public:
+  virtual ~Links() = default;
+
+  // Link::send on a shared connection of `database`. A client always passes the same `affinity`
+  // (its id), so its commands travel one connection and Redis runs them in the order it sent them.
+  virtual bool send_shared(int database, std::size_t affinity, std::string_view command,
+                           std::shared_ptr<ReplyTarget> target, std::uint64_t tag) = 0;
+  // A new connection owned by one client; it does not reconnect.
+  virtual std::shared_ptr<Link> dedicated_link(int database) = 0;
+};
+
+}  // namespace corral::upstream

@@ -1,0 +1,104 @@
+// The client's connection-mode state machine (proxy/client_state.hpp), driven by the table's
+// StateChange column alone.
+#include <catch2/catch.hpp>
+
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+#include "proxy/client_state.hpp"
+
+namespace corral::proxy {
+namespace {
+
+using State = ConnectionMode::State;
+
+void apply(ConnectionMode& mode, StateChange change,
+           std::initializer_list<std::string_view> words) {
+  const std::vector<std::string_view> argv(words);
+  mode.apply(change, argv);
+}
+
+}  // namespace
+
+TEST_CASE("a transaction: MULTI, a refusal, EXEC", "[connection_mode]") {
+  ConnectionMode mode;
+  CHECK_FALSE(mode.holds_connection());
+  apply(mode, StateChange::watch, {"WATCH", "k"});
+  CHECK(mode.state() == State::watching);
+  CHECK(mode.holds_redis_state());
+  apply(mode, StateChange::multi, {"MULTI"});
+  CHECK(mode.in_multi());
+  // WATCH and UNWATCH inside MULTI change nothing: EXEC ends both.
+  apply(mode, StateChange::unwatch, {"UNWATCH"});
+  CHECK(mode.state() == State::multi);
+  mode.refused_in_multi();
+  CHECK(mode.state() == State::multi_aborted);
+  CHECK(mode.in_multi());
+  apply(mode, StateChange::exec, {"EXEC"});
+  CHECK(mode.state() == State::plain);
+  CHECK_FALSE(mode.holds_connection());
+  // Outside MULTI a refusal is just an error reply.
+  mode.refused_in_multi();
+  CHECK(mode.state() == State::plain);
+}
+
+TEST_CASE("pins outlive transactions", "[connection_mode]") {
+  ConnectionMode mode;
+  apply(mode, StateChange::tracking, {"CLIENT", "TRACKING", "ON"});
+  CHECK(mode.state() == State::plain);
+  CHECK(mode.holds_connection());
+  CHECK(mode.holds_redis_state());
+  apply(mode, StateChange::multi, {"MULTI"});
+  apply(mode, StateChange::discard, {"DISCARD"});
+  CHECK(mode.holds_redis_state());
+  apply(mode, StateChange::tracking, {"CLIENT", "TRACKING", "off"});
+  CHECK_FALSE(mode.holds_connection());
+
+  apply(mode, StateChange::no_evict, {"CLIENT", "NO-EVICT", "on"});
+  CHECK(mode.holds_connection());
+  CHECK_FALSE(mode.holds_redis_state());
+  mode.reset();
+  CHECK_FALSE(mode.holds_connection());
+}
+
+TEST_CASE("tunnels: subscribed ends with the subscriptions, MONITOR never", "[connection_mode]") {
+  ConnectionMode mode;
+  apply(mode, StateChange::subscribe, {"SUBSCRIBE", "c"});
+  CHECK(mode.tunneling());
+  mode.ended_subscriptions();
+  CHECK_FALSE(mode.tunneling());
+  CHECK_FALSE(mode.holds_connection());
+
+  apply(mode, StateChange::monitor, {"MONITOR"});
+  CHECK(mode.tunneling());
+  mode.ended_subscriptions();
+  CHECK(mode.tunneling());
+  mode.reset();
+  CHECK_FALSE(mode.tunneling());
+}
+
+TEST_CASE("CLIENT REPLY: ON pins the connection, OFF and SKIP tunnel", "[connection_mode]") {
+  ConnectionMode on;
+  apply(on, StateChange::reply_mode, {"CLIENT", "REPLY", "ON"});
+  CHECK_FALSE(on.tunneling());
+  CHECK(on.holds_connection());
+  for (auto word : {"OFF", "skip"}) {
+    ConnectionMode mode;
+    apply(mode, StateChange::reply_mode, {"CLIENT", "REPLY", word});
+    CHECK(mode.tunneling());
+    CHECK(mode.state() == State::tunnel);
+  }
+}
+
+TEST_CASE("changes that are not the mode's leave it alone", "[connection_mode]") {
+  for (auto change : {StateChange::none, StateChange::select, StateChange::quit, StateChange::reset,
+                      StateChange::exec, StateChange::unwatch}) {
+    ConnectionMode mode;
+    apply(mode, change, {"X", "1"});
+    CHECK(mode.state() == State::plain);
+    CHECK_FALSE(mode.holds_connection());
+  }
+}
+
+}  // namespace corral::proxy

@@ -1,0 +1,183 @@
+// The client's connection modes through the dispatcher: transactions (and their abort), the
+// release of an idle dedicated connection, SELECT, draining before a switch, lost connections.
+#include <catch2/catch.hpp>
+
+#include "recording_upstream.hpp"
+
+namespace corral::proxy::test {
+
+using session::Action;
+
+TEST_CASE("a command refused inside MULTI makes EXEC abort and discard upstream", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"FLUSHALL"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR command 'flushall' is not allowed"));
+  CHECK(client.send({"SET", "k", "v"}) == Action::done);
+  dedicated.answer("+QUEUED\r\n");
+
+  CHECK(client.send({"EXEC"}) == Action::done);
+  const auto exec_tag = client.tag;
+  REQUIRE(dedicated.sent.size() == 3);
+  CHECK(dedicated.sent.back().bytes == wire({"DISCARD"}));
+  CHECK(client.reply().empty());  // answered once Redis has discarded
+  dedicated.answer("+OK\r\n");
+  CHECK(client.reply_of(exec_tag) ==
+        "-EXECABORT Transaction discarded because of previous errors.\r\n");
+
+  // The transaction is over: the idle connection goes, later commands share.
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(dedicated.closes == 1);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+}
+
+TEST_CASE("unknown commands and wrong arity inside MULTI abort it too", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.send({"GET"}) == Action::done);
+  CHECK(client.send({"EXEC"}) == Action::done);
+  CHECK(dedicated.sent.back().bytes == wire({"DISCARD"}));
+}
+
+TEST_CASE("MULTI then EXEC releases the dedicated connection once idle", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.send({"INCR", "n"}) == Action::done);
+  CHECK(client.send({"EXEC"}) == Action::done);
+  CHECK(dedicated.sent.back().bytes == wire({"EXEC"}));
+
+  // Replies still outstanding: the next command stays on the dedicated connection, in order.
+  CHECK(client.send({"GET", "n"}, 3) == Action::done);
+  CHECK(dedicated.closes == 0);
+  CHECK(dedicated.sent.back().bytes == wire({"GET", "n"}));
+  for (int i = 0; i < 4; ++i) dedicated.answer("+OK\r\n");
+
+  CHECK(client.send({"GET", "n"}) == Action::done);
+  CHECK(dedicated.closes == 1);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+  // A later stateful command opens a fresh one.
+  CHECK(client.send({"MULTI"}) == Action::done);
+  CHECK(proxy.links.dedicated.size() == 2);
+}
+
+TEST_CASE("DISCARD ends the transaction; WATCH alone holds the connection", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"WATCH", "k"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);  // still watching: stays dedicated
+  dedicated.answer("$-1\r\n");
+  CHECK(dedicated.closes == 0);
+  CHECK(client.send({"UNWATCH"}) == Action::done);
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(dedicated.closes == 1);
+
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& second = proxy.links.last_dedicated();
+  CHECK(client.send({"DISCARD"}) == Action::done);
+  second.answer("+OK\r\n");
+  second.answer("+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(second.closes == 1);
+}
+
+TEST_CASE("SELECT changes the database of later shared sends", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"SELECT", "3"}) == Action::done);
+  CHECK(client.reply() == "+OK\r\n");
+  CHECK(proxy.links.shared.empty());
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(3).sent.size() == 1);
+  CHECK(proxy.links.shared.count(0) == 0);
+
+  CHECK(client.send({"SELECT", "99"}) == Action::done);
+  CHECK(client.reply() == "-ERR DB index is out of range\r\n");
+
+  // Dedicated connections open on the current database; SELECT on one must reach Redis.
+  CHECK(client.send({"WATCH", "k"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(dedicated.database == 3);
+  CHECK(client.send({"SELECT", "5"}) == Action::done);
+  CHECK(dedicated.sent.back().bytes == wire({"SELECT", "5"}));
+  CHECK(client.send({"UNWATCH"}) == Action::done);
+  while (!dedicated.pending.empty()) dedicated.answer("+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(5).sent.size() == 1);
+}
+
+TEST_CASE("a dedicated route waits for earlier replies before switching", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"GET", "a"}) == Action::done);
+  CHECK(client.send({"MULTI"}, 1) == Action::drain_then_retry);
+  CHECK(proxy.links.dedicated.empty());
+  CHECK(client.slots->replies.count(client.tag) == 0);
+  proxy.links.shared_of(0).answer("$1\r\n1\r\n");
+  CHECK(client.retry({"MULTI"}) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  CHECK(proxy.links.last_dedicated().sent.at(0).tag == client.tag);
+
+  // RESET also waits: it drops upstream state.
+  CHECK(client.send({"RESET"}, 1) == Action::drain_then_retry);
+  CHECK(client.retry({"RESET"}) == Action::done);
+  CHECK(client.reply() == "+RESET\r\n");
+  CHECK(proxy.links.last_dedicated().closes == 1);
+}
+
+TEST_CASE("a dedicated connection lost while it held state fails the next command",
+          "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  proxy.links.last_dedicated().die();
+  CHECK(client.send({"SET", "k", "v"}) == Action::done);
+  CHECK(client.failure() ==
+        "ERR upstream connection lost; the transaction, WATCH or tracking state was discarded");
+  // The state is gone with it: the client starts afresh on the shared connection.
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+
+  Client blocked(proxy);
+  CHECK(blocked.send({"BLPOP", "l", "0"}) == Action::done);
+  proxy.links.last_dedicated().die();
+  // Nothing stateful was held: a fresh dedicated connection takes the next blocking call.
+  CHECK(blocked.send({"BLPOP", "l", "0"}) == Action::done);
+  CHECK(blocked.failure().empty());
+  CHECK(proxy.links.dedicated.size() == 3);
+}
+
+TEST_CASE("CLIENT TRACKING holds the dedicated connection until turned off", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"CLIENT", "TRACKING", "on"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  dedicated.answer("$-1\r\n");
+  CHECK(dedicated.sent.size() == 2);
+  CHECK(client.send({"CLIENT", "TRACKING", "off"}) == Action::done);
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(dedicated.closes == 1);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+}
+
+TEST_CASE("end_session closes the client's dedicated connection", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"BLPOP", "l", "0"}) == Action::done);
+  client.handler->end_session();
+  CHECK(proxy.links.last_dedicated().closes == 1);
+}
+
+}  // namespace corral::proxy::test

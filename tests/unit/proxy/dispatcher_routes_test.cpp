@@ -1,0 +1,257 @@
+// The dispatcher's routes, driven through the session seam against a recording upstream: local
+// answers, shared and dedicated connections, tunnels, and the checks that refuse a request.
+#include <catch2/catch.hpp>
+
+#include "recording_upstream.hpp"
+
+namespace corral::proxy::test {
+
+using session::Action;
+
+TEST_CASE("local commands are answered without upstream traffic", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"PING"}) == Action::done);
+  CHECK(client.reply() == "+PONG\r\n");
+  CHECK(client.send({"ECHO", "hi"}) == Action::done);
+  CHECK(client.reply() == "$2\r\nhi\r\n");
+  CHECK(client.send({"CLIENT", "SETNAME", "me"}) == Action::done);
+  CHECK(client.send({"client", "getname"}) == Action::done);
+  CHECK(client.reply() == "$2\r\nme\r\n");
+  CHECK(client.send({"QUIT"}) == Action::close_after_reply);
+  CHECK(client.reply() == "+OK\r\n");
+  CHECK(proxy.links.shared.empty());
+  CHECK(proxy.links.dedicated.empty());
+}
+
+TEST_CASE("ordinary commands go to the shared connection of the client's database",
+          "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  auto& shared = proxy.links.shared_of(0);
+  REQUIRE(shared.sent.size() == 1);
+  CHECK(shared.sent[0].bytes == wire({"GET", "k"}));
+  CHECK(shared.sent[0].tag == client.tag);
+  CHECK(shared.sent[0].tracked);
+  CHECK_FALSE(shared.sent[0].exempt);
+  shared.answer("$1\r\nv\r\n");
+  CHECK(client.reply() == "$1\r\nv\r\n");
+  // Each client keeps to one shared connection: its id is the affinity.
+  Client other(proxy);
+  CHECK(other.send({"GET", "k"}) == Action::done);
+  REQUIRE(proxy.links.affinities.size() == 2);
+  CHECK(proxy.links.affinities[0] == client.handler->client_id());
+  CHECK(proxy.links.affinities[1] == other.handler->client_id());
+  CHECK(proxy.links.affinities[0] != proxy.links.affinities[1]);
+  // A local row without a handler of its own is Redis's to answer.
+  CHECK(client.send({"COMMAND", "DOCS", "get"}) == Action::done);
+  CHECK(shared.sent.size() == 3);
+  CHECK(proxy.links.dedicated.empty());
+}
+
+TEST_CASE("a shared connection that cannot take the command fails it", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  proxy.links.shared_link(0).refuse = true;
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(client.failure() == "ERR upstream unavailable");
+}
+
+TEST_CASE("MULTI and WATCH take a dedicated connection", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"WATCH", "k"}) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.send({"MULTI"}) == Action::done);
+  CHECK(client.send({"SET", "k", "v"}) == Action::done);
+  // Inside MULTI even local commands are queued by Redis: their replies belong in EXEC's.
+  CHECK(client.send({"PING"}) == Action::done);
+  CHECK(client.send({"EXEC"}) == Action::done);
+  CHECK(dedicated.bytes() == std::vector<std::string>{wire({"WATCH", "k"}), wire({"MULTI"}),
+                                                      wire({"SET", "k", "v"}), wire({"PING"}),
+                                                      wire({"EXEC"})});
+  CHECK(proxy.links.dedicated.size() == 1);
+  CHECK(proxy.links.shared.empty());
+}
+
+TEST_CASE("blocking commands take a dedicated connection, exempt from the timeout",
+          "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"BLPOP", "list", "0"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  REQUIRE(dedicated.sent.size() == 1);
+  CHECK(dedicated.sent[0].bytes == wire({"BLPOP", "list", "0"}));
+  CHECK(dedicated.sent[0].exempt);
+  CHECK(proxy.links.shared.empty());
+}
+
+TEST_CASE("XREAD blocks, and takes a dedicated connection, only with BLOCK", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"XREAD", "COUNT", "1", "STREAMS", "s", "0"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+  CHECK(proxy.links.dedicated.empty());
+  proxy.links.shared_of(0).answer("*-1\r\n");
+
+  CHECK(client.send({"XREAD", "block", "100", "STREAMS", "s", "$"}) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  CHECK(proxy.links.last_dedicated().sent.at(0).exempt);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+
+  Client group(proxy);
+  CHECK(group.send({"XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 2);
+  CHECK(group.send({"XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"}, 1) ==
+        Action::drain_then_retry);
+}
+
+TEST_CASE("SUBSCRIBE enters the tunnel until the last subscription ends", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK_FALSE(client.handler->tunneling());
+  CHECK(client.send({"SUBSCRIBE", "news"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.handler->tunneling());
+  CHECK(dedicated.unsolicited == client.slots);
+  REQUIRE(dedicated.sent.size() == 1);
+  CHECK(dedicated.sent[0].tracked);
+  CHECK(dedicated.sent[0].exempt);
+
+  std::string reply;
+  CHECK(client.tunnel({"UNSUBSCRIBE", "news"}, reply) == Action::done);
+  CHECK(reply.empty());
+  REQUIRE(dedicated.sent.size() == 2);
+  CHECK_FALSE(dedicated.sent[1].tracked);
+  CHECK(dedicated.sent[1].bytes == wire({"UNSUBSCRIBE", "news"}));
+
+  client.handler->on_unsolicited("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+  CHECK(client.handler->tunneling());
+  client.handler->on_unsolicited("*3\r\n$11\r\nunsubscribe\r\n$4\r\nnews\r\n:0\r\n");
+  CHECK_FALSE(client.handler->tunneling());
+  // Once idle and out of every mode, the client is back on the shared connection.
+  dedicated.pending.clear();
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(dedicated.closes == 1);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+}
+
+TEST_CASE("MONITOR tunnels until the client leaves", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MONITOR"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.handler->tunneling());
+  CHECK(dedicated.unsolicited == client.slots);
+  client.handler->on_unsolicited("*3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n");
+  CHECK(client.handler->tunneling());
+  client.handler->end_session();
+  CHECK(dedicated.closes == 1);
+  CHECK(dedicated.unsolicited == nullptr);
+}
+
+TEST_CASE("QUIT in the tunnel closes the client without reaching Redis", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"PSUBSCRIBE", "n*"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  std::string reply;
+  CHECK(client.tunnel({"quit"}, reply) == Action::close_after_reply);
+  CHECK(reply == "+OK\r\n");
+  CHECK(dedicated.sent.size() == 1);
+
+  // A tunnel whose connection died cannot carry requests any more.
+  dedicated.die();
+  reply.clear();
+  CHECK(client.tunnel({"PING"}, reply) == Action::close_after_reply);
+  CHECK(reply == "-ERR upstream connection lost\r\n");
+}
+
+TEST_CASE("CLIENT REPLY OFF suppresses replies; ON goes to the shared connection", "[dispatcher]") {
+  Proxy proxy;
+  Client on(proxy);
+  CHECK(on.send({"CLIENT", "REPLY", "ON"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+  CHECK(proxy.links.dedicated.empty());
+
+  Client off(proxy);
+  CHECK(off.send({"CLIENT", "REPLY", "OFF"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  REQUIRE(dedicated.sent.size() == 1);
+  CHECK_FALSE(dedicated.sent[0].tracked);
+  CHECK(dedicated.unsolicited == off.slots);
+  // The slot is filled with nothing, so the pipeline moves on.
+  CHECK(off.slots->replies.count(off.tag) == 1);
+  CHECK(off.reply().empty());
+  CHECK(off.handler->tunneling());
+}
+
+TEST_CASE("AUTH gates every other command when client.password is set", "[dispatcher]") {
+  config::Settings settings;
+  settings.client.password = "secret";
+  Proxy proxy(settings);
+  Client client(proxy);
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(client.reply() == "-NOAUTH Authentication required.\r\n");
+  CHECK(client.send({"MULTI"}) == Action::done);
+  CHECK(client.reply() == "-NOAUTH Authentication required.\r\n");
+  CHECK(client.send({"AUTH", "wrong"}) == Action::done);
+  CHECK(client.reply().starts_with("-WRONGPASS"));
+  CHECK(proxy.links.shared.empty());
+  CHECK(proxy.links.dedicated.empty());
+
+  CHECK(client.send({"AUTH", "secret"}) == Action::done);
+  CHECK(client.reply() == "+OK\r\n");
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+}
+
+TEST_CASE("dangerous commands are refused unless allowed", "[dispatcher]") {
+  SECTION("refused by default") {
+    Proxy proxy;
+    Client client(proxy);
+    CHECK(client.send({"FLUSHALL"}) == Action::done);
+    CHECK(client.reply() ==
+          "-ERR command 'flushall' is not allowed through this proxy (see "
+          "client.allow_commands)\r\n");
+    CHECK(client.send({"CONFIG", "GET", "maxmemory"}) == Action::done);
+    CHECK(client.reply().starts_with("-ERR command 'config|get' is not allowed"));
+    CHECK(proxy.links.shared.empty());
+  }
+  SECTION("allowed when listed in client.allow_commands") {
+    config::Settings settings;
+    settings.client.allow_commands = {"FLUSHALL", "CONFIG GET"};
+    Proxy proxy(settings);
+    Client client(proxy);
+    CHECK(client.send({"FLUSHALL"}) == Action::done);
+    CHECK(client.send({"config", "get", "maxmemory"}) == Action::done);
+    CHECK(proxy.links.shared_of(0).bytes() ==
+          std::vector<std::string>{wire({"FLUSHALL"}), wire({"config", "get", "maxmemory"})});
+    CHECK(client.send({"CONFIG", "SET", "maxmemory", "1"}) == Action::done);
+    CHECK(client.reply().starts_with("-ERR command 'config|set' is not allowed"));
+  }
+}
+
+TEST_CASE("CORRAL.ROLLOVER without a pool answers unavailable", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"CORRAL.ROLLOVER", "p:", "2"}) == Action::done);
+  CHECK(client.failure() == "ERR upstream unavailable");
+  CHECK(proxy.links.shared.empty());
+}
+
+TEST_CASE("unknown commands and wrong arity are answered by Corral", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"NOSUCH", "a"}) == Action::done);
+  CHECK(client.reply() == "-ERR unknown command 'NOSUCH', with args beginning with: 'a' \r\n");
+  CHECK(client.send({"GET"}) == Action::done);
+  CHECK(client.reply() == "-ERR wrong number of arguments for 'get' command\r\n");
+  CHECK(client.send({"CLIENT", "SETNAME"}) == Action::done);
+  CHECK(client.reply() == "-ERR wrong number of arguments for 'client|setname' command\r\n");
+  CHECK(proxy.links.shared.empty());
+}
+
+}  // namespace corral::proxy::test

@@ -1,0 +1,189 @@
+// A recording stand-in for the upstream seam (upstream::Links), and a client that drives a
+// Dispatcher through the session seam, for the dispatcher's unit tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "metrics/process_info.hpp"
+#include "proxy/dispatcher.hpp"
+#include "resp/encoder.hpp"
+#include "session/handler.hpp"
+#include "upstream/link.hpp"
+
+namespace corral::proxy::test {
+
+inline std::string wire(std::initializer_list<std::string_view> words) {
+  std::vector<std::string_view> argv(words);
+  std::string out;
+  resp::append_command(out, argv);
+  return out;
+}
+
+struct Sent {
+  std::string bytes;
+  std::uint64_t tag = 0;
+  bool tracked = true;
+  bool exempt = false;
+  std::shared_ptr<upstream::ReplyTarget> target;
+};
+
+// Records what it is asked to send; replies only when a test says so, so a test controls what
+// is in flight.
+class RecordingLink final : public upstream::Link {
+ public:
+  explicit RecordingLink(int db) : database(db) {}
+
+  bool send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,
+            std::uint64_t tag, bool exempt_from_timeout) override {
+    if (state_ == State::closed || refuse) return false;
+    sent.push_back({std::string(command), tag, true, exempt_from_timeout, target});
+    pending.push_back(sent.back());
+    return true;
+  }
+  bool send_untracked(std::string_view command) override {
+    if (state_ == State::closed || refuse) return false;
+    sent.push_back({std::string(command), 0, false, false, nullptr});
+    return true;
+  }
+  void set_unsolicited_target(std::shared_ptr<upstream::ReplyTarget> target) override {
+    unsolicited = std::move(target);
+  }
+  State state() const override { return state_; }
+  std::size_t in_flight() const override { return pending.size(); }
+  void close() override {
+    state_ = State::closed;
+    ++closes;
+  }
+
+  // Redis answers the oldest command in flight.
+  void answer(std::string_view reply) {
+    REQUIRE_FALSE(pending.empty());
+    const Sent oldest = pending.front();
+    pending.pop_front();
+    oldest.target->on_reply(oldest.tag, reply);
+  }
+  // The connection dies by itself (not closed by the dispatcher).
+  void die() { state_ = State::closed; }
+
+  std::vector<std::string> bytes() const {
+    std::vector<std::string> out;
+    for (const auto& s : sent) out.push_back(s.bytes);
+    return out;
+  }
+
+  const int database;
+  std::vector<Sent> sent;
+  std::deque<Sent> pending;
+  std::shared_ptr<upstream::ReplyTarget> unsolicited;
+  bool refuse = false;
+  int closes = 0;
+
+ private:
+  State state_ = State::ready;
+};
+
+class RecordingLinks final : public upstream::Links {
+ public:
+  bool send_shared(int database, std::size_t affinity, std::string_view command,
+                   std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag) override {
+    affinities.push_back(affinity);
+    return shared_link(database).send(command, std::move(target), tag, false);
+  }
+  std::shared_ptr<upstream::Link> dedicated_link(int database) override {
+    dedicated.push_back(std::make_shared<RecordingLink>(database));
+    return dedicated.back();
+  }
+
+  RecordingLink& shared_link(int database) {
+    auto& link = shared[database];
+    if (!link) link = std::make_unique<RecordingLink>(database);
+    return *link;
+  }
+  RecordingLink& shared_of(int database) {
+    REQUIRE(shared.count(database) == 1);
+    return *shared[database];
+  }
+  RecordingLink& last_dedicated() {
+    REQUIRE_FALSE(dedicated.empty());
+    return *dedicated.back();
+  }
+
+  std::map<int, std::unique_ptr<RecordingLink>> shared;
+  std::vector<std::shared_ptr<RecordingLink>> dedicated;
+  std::vector<std::size_t> affinities;  // of every shared send, in order
+};
+
+// The client's reply slots: what reached each tag.
+class Replies final : public upstream::ReplyTarget {
+ public:
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    replies[tag] = std::string(reply);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    failures[tag] = std::string(error);
+  }
+
+  std::map<std::uint64_t, std::string> replies;
+  std::map<std::uint64_t, std::string> failures;
+};
+
+// A dispatcher with no cache over a recording upstream. Settings are built in code.
+struct Proxy {
+  explicit Proxy(config::Settings with = {}) : settings(std::move(with)) {}
+
+  config::Settings settings;
+  metrics::ProcessInfo info;
+  RecordingLinks links;
+  Dispatcher dispatcher{settings, links, info};
+};
+
+// One client connection, as the session layer would drive it: each request gets the next tag.
+class Client {
+ public:
+  explicit Client(Proxy& proxy)
+      : handler(proxy.dispatcher.open_session()), slots(std::make_shared<Replies>()) {}
+
+  session::Action send(std::initializer_list<std::string_view> words, std::size_t awaiting = 0) {
+    const std::vector<std::string_view> argv(words);
+    const resp::Request request{argv, {}};
+    const auto classified = handler->classify(request);
+    return handler->handle(request, classified, ++tag, slots, awaiting);
+  }
+  // The same request again under the same tag, as the session does after drain_then_retry.
+  session::Action retry(std::initializer_list<std::string_view> words) {
+    const std::vector<std::string_view> argv(words);
+    const resp::Request request{argv, {}};
+    return handler->handle(request, handler->classify(request), tag, slots, 0);
+  }
+  session::Action tunnel(std::initializer_list<std::string_view> words, std::string& reply) {
+    const std::vector<std::string_view> argv(words);
+    return handler->handle_tunnel(resp::Request{argv, {}}, reply);
+  }
+
+  // The reply in the slot of the last request ("" when none yet).
+  std::string reply() const { return reply_of(tag); }
+  std::string reply_of(std::uint64_t t) const {
+    const auto it = slots->replies.find(t);
+    return it == slots->replies.end() ? std::string() : it->second;
+  }
+  std::string failure() const {
+    const auto it = slots->failures.find(tag);
+    return it == slots->failures.end() ? std::string() : it->second;
+  }
+
+  std::unique_ptr<session::ClientHandler> handler;
+  std::shared_ptr<Replies> slots;
+  std::uint64_t tag = 0;
+};
+
+}  // namespace corral::proxy::test
