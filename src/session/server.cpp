@@ -18,7 +18,7 @@
 #include "session/session.hpp"
 #include "session/worker.hpp"
 #include "stampede/invalidation_listener.hpp"
-#include "stampede/pointer_watch.hpp"
+#include "stampede/versioned/pointer_watch.hpp"
 
 namespace corral::session {
 

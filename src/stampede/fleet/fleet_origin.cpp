@@ -1,5 +1,5 @@
 // Fleet mode's read, lock, fetch, fenced write and wait-for-the-holder steps for one key.
-#include "stampede/fleet_origin.hpp"
+#include "stampede/fleet/fleet_origin.hpp"
 
 #include <utility>
 
@@ -14,9 +14,9 @@
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
 #include "resp/reply_constants.hpp"
-#include "stampede/ewma.hpp"
-#include "stampede/fleet_scripts.hpp"
-#include "stampede/jitter.hpp"
+#include "stampede/core/ewma.hpp"
+#include "stampede/core/jitter.hpp"
+#include "stampede/fleet/fleet_scripts.hpp"
 #include "stampede/policy_stats.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/pool.hpp"
