@@ -69,6 +69,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool send_untracked(std::string_view command);
 
   State state() const { return state_; }
+  // The io thread the connection lives on: awaitable calls on it run there.
+  const boost::asio::any_io_executor& executor() const { return executor_; }
   std::size_t in_flight() const { return in_flight_.size(); }
 
  private:
