@@ -1,4 +1,5 @@
-// Fleet mode's read, lock, fetch, fenced write and wait-for-the-holder steps for one key.
+// Fleet mode's read, lock, fetch, fenced write and wait-for-the-holder steps for one key, as one
+// coroutine per fetch.
 #include "stampede/fleet/fleet_origin.hpp"
 
 #include <utility>
@@ -7,8 +8,11 @@
 #include <random>
 
 #include <spdlog/spdlog.h>
-#include <boost/asio/post.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "cache/random.hpp"
 #include "resp/encoder.hpp"
@@ -18,7 +22,8 @@
 #include "stampede/core/jitter.hpp"
 #include "stampede/fleet/fleet_scripts.hpp"
 #include "stampede/policy_stats.hpp"
-#include "upstream/errors.hpp"
+#include "upstream/async_event.hpp"
+#include "upstream/call.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -70,9 +75,18 @@ struct FleetOrigin::Shared {
 namespace {
 
 using SharedPtr = std::shared_ptr<FleetOrigin::Shared>;
+using asio::awaitable;
 enum class Mode { miss, stale, early };
 
-// One fetch or refresh of one key; owned by whatever callback is pending (Redis or the origin).
+// A FetchResult that owns its reply, so it can be co_returned.
+struct Answer {
+  origin::Outcome outcome = origin::Outcome::failure;
+  std::string reply;
+  std::chrono::nanoseconds duration{0};
+  std::optional<origin::SharedLifetime> lifetime;
+};
+
+// One fetch or refresh of one key, as one coroutine; the coroutine owns it.
 class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
  public:
   FleetFetch(SharedPtr shared, std::shared_ptr<origin::Origin> inner,
@@ -86,19 +100,197 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         started_(shared_->clock.now()) {}
 
   void start() {
-    if (mode_ == Mode::miss) {
-      read([self = shared_from_this()](const fleet::SharedState& state) {
-        if (state.fresh() || self->in_grace(state)) return self->answer(state, false);
-        self->lock(kAnyFresh);
-      });
-    } else {
-      // XFetch refreshes within the last half of a TTL at most: more left means refreshed.
-      lock(mode_ == Mode::stale ? kAnyFresh : shared_->policy.ttl / 2);
-    }
+    asio::co_spawn(
+        shared_->executor,
+        [self = shared_from_this()]() -> awaitable<void> {
+          const Answer answer = co_await self->fetch_or_refresh();
+          const auto done = std::move(self->done_);
+          if (done) done({answer.outcome, answer.reply, answer.duration, answer.lifetime});
+        },
+        asio::detached);
   }
 
  private:
-  using StateHandler = std::function<void(const fleet::SharedState&)>;
+  awaitable<Answer> fetch_or_refresh() {
+    auto fresher_than = kAnyFresh;
+    if (mode_ == Mode::miss) {
+      const auto state = co_await read();
+      if (!state) co_return fail(read_error_);
+      if (state->fresh() || in_grace(*state)) co_return answer(*state, false);
+    } else if (mode_ == Mode::early) {
+      // XFetch refreshes within the last half of a TTL at most: more left means refreshed.
+      fresher_than = shared_->policy.ttl / 2;
+    }
+    co_return co_await lock_and_refresh(fresher_than);
+  }
+
+  // `fresher_than`: no lock if the shared copy has more freshness left (negative: no check).
+  awaitable<Answer> lock_and_refresh(milliseconds fresher_than) {
+    for (;;) {
+      const auto locked = co_await lock(fresher_than);
+      if (!locked.ok()) co_return fail(locked.error);
+      if (locked.reply.empty() || locked.reply.front() != ':') {
+        co_return fail("ERR corral: fleet lock refused");
+      }
+      if (locked.reply == resp::kReplyOne) co_return co_await fetch_and_write();
+      if (locked.reply == ":2\r\n") {  // refreshed by another process since our copy went stale
+        const auto state = co_await read();
+        if (!state) co_return fail(read_error_);
+        if (state->has_value) co_return answer(*state, false);
+        fresher_than = kNoCheck;
+        continue;
+      }
+      shared_->stats->lock_contended();
+      if (deadline_ == cache::TimePoint{}) deadline_ = shared_->clock.now() + 2 * lock_ttl_;
+      if (mode_ == Mode::early && seen_stored_ms_ < 0) {
+        // An early refresh happens while the shared copy is fresh: wait for a newer one.
+        const auto state = co_await read();
+        if (!state) co_return fail(read_error_);
+        seen_stored_ms_ = state->stored_ms;
+      }
+      if (auto answered = co_await wait_for_holder()) co_return std::move(*answered);
+      fresher_than = kAnyFresh;  // the holder is gone without writing: take over
+    }
+  }
+
+  // The holder writes, gives up (its lock goes), or dies (its lock expires): poll until one.
+  // nullopt: the lock is free and the refresh is ours to make.
+  awaitable<std::optional<Answer>> wait_for_holder() {
+    asio::steady_timer timer(shared_->executor);
+    for (;;) {
+      if (shared_->clock.now() >= deadline_) {
+        co_return fail("ERR corral: fleet refresh of '" + keys_.plain +
+                       "' is held by another process (lock not released)");
+      }
+      timer.expires_after(std::clamp(duration_cast<milliseconds>(delta_) / 8, kPollMin, kPollMax));
+      boost::system::error_code ignored;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      const auto state = co_await read();
+      if (!state) co_return fail(read_error_);
+      if (state->fresh() && state->stored_ms != seen_stored_ms_) co_return answer(*state, false);
+      if (state->lock_for.count() > 0) continue;
+      // An early refresh was optional: keep the copy.
+      if (mode_ == Mode::early && state->fresh()) co_return answer(*state, false);
+      co_return std::nullopt;
+    }
+  }
+
+  // We hold the lock: ask the origin, then write what it said.
+  awaitable<Answer> fetch_and_write() {
+    shared_->stats->lock_acquired();
+    const auto inner = inner_.lock();
+    if (!inner) {
+      release();
+      co_return fail("ERR corral: the policy's origin was replaced by a reload");
+    }
+    const Answer fetched = co_await fetch_from(*inner);
+    origin_duration_ = fetched.duration;
+    if (fetched.outcome == origin::Outcome::failure ||
+        fetched.outcome == origin::Outcome::error_reply) {
+      release();
+      co_return Answer{fetched.outcome, fetched.reply, elapsed(), std::nullopt};
+    }
+    const bool nil = fetched.outcome == origin::Outcome::nil;
+    std::string value;
+    if (!nil) {
+      const auto decoded = resp::decode_reply(fetched.reply);
+      if (!decoded || decoded->type != resp::Reply::Type::bulk) {
+        release();
+        co_return fail("ERR corral: fleet mode caches string values only");
+      }
+      value = decoded->text;
+    }
+    co_return co_await write(std::move(value), nil);
+  }
+
+  awaitable<Answer> fetch_from(origin::Origin& inner) {
+    // Shared with the callback: an origin may call back late, or never (shutdown).
+    struct Pending {
+      explicit Pending(const asio::any_io_executor& executor) : answered(executor) {}
+      upstream::AsyncEvent answered;
+      Answer fetched;
+    };
+    const auto pending = std::make_shared<Pending>(shared_->executor);
+    const auto argv = view();
+    inner.fetch(argv, [pending](const origin::FetchResult& result) {
+      pending->fetched = {result.outcome, std::string(result.reply), result.duration,
+                          result.lifetime};
+      pending->answered.notify();
+    });
+    co_await pending->answered.wait();
+    co_return std::move(pending->fetched);
+  }
+
+  // The fenced write of value + shadow + metadata; answers with what the client should get.
+  awaitable<Answer> write(std::string value, bool nil) {
+    const auto& p = shared_->policy;
+    const auto lifetime = entry_lifetime(p, nil, cache::thread_random());
+    const auto fresh = std::max(milliseconds(1), duration_cast<milliseconds>(lifetime.ttl));
+    const auto keep = nil ? fresh : fresh + std::max(p.grace, p.stale_if_error);
+    const auto delta = duration_cast<milliseconds>(
+        ewma(delta_, origin_duration_ + std::chrono::nanoseconds(p.fetch_delay)));
+    const std::string fresh_ms = std::to_string(fresh.count());
+    const std::string keep_ms = std::to_string(keep.count());
+    const std::string delta_ms = std::to_string(delta.count());
+    const std::string_view args[] = {token_, value, fresh_ms, keep_ms, delta_ms, nil ? "1" : "0"};
+    const auto key_list = keys();
+    const auto written =
+        co_await upstream::call(shared_->connection(), fleet::write_script(), key_list, args);
+    const auto grace = nil ? milliseconds(0) : p.grace;
+    const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
+    if (written.ok() && written.reply == resp::kReplyOne)
+      co_return value_answer(value, nil, stored);
+    if (!written.ok() || written.reply != resp::kReplyZero) {
+      // Redis refused or lost the write (OOM, READONLY ...): what we fetched is still the
+      // origin's answer. The lock goes, so others need not wait for it to expire.
+      const std::string_view why = written.ok() ? written.reply : written.error;
+      spdlog::warn("fleet: refresh of '{}' was not stored in Redis: {}", keys_.plain,
+                   why.substr(0, why.find('\r')));
+      release();
+      co_return value_answer(value, nil, stored);
+    }
+    // Fenced: our lock expired during the fetch and a successor may have written since.
+    shared_->stats->write_fenced();
+    spdlog::warn("fleet: refresh of '{}' took longer than its lock; its write was refused",
+                 keys_.plain);
+    const auto state = co_await read();
+    if (!state) co_return fail(read_error_);
+    if (state->fresh()) co_return answer(*state, true);
+    co_return value_answer(value, nil, stored);
+  }
+
+  // The shared copy's state; nullopt (and read_error_ set) when Redis gave none.
+  awaitable<std::optional<fleet::SharedState>> read() {
+    const auto key_list = keys();
+    const auto reply = co_await upstream::call(shared_->connection(), fleet::read_script(),
+                                               key_list, std::span<const std::string_view>());
+    const auto state = reply.ok() ? fleet::parse_state(reply.reply) : std::nullopt;
+    if (!state) {
+      read_error_ = reply.ok() ? "ERR corral: unexpected fleet state" : reply.error;
+      co_return std::nullopt;
+    }
+    if (state->delta.count() > 0) delta_ = state->delta;
+    co_return state;
+  }
+
+  awaitable<upstream::CallResult> lock(milliseconds fresher_than) {
+    token_ = shared_->token_prefix + std::to_string(++shared_->tokens);
+    lock_ttl_ = shared_->lock_ttl(duration_cast<milliseconds>(delta_));
+    const std::string ttl = std::to_string(lock_ttl_.count());
+    const std::string min_left = std::to_string(fresher_than.count());
+    const std::string_view args[] = {token_, ttl, min_left};
+    const auto key_list = keys();
+    co_return co_await upstream::call(shared_->connection(), fleet::lock_script(), key_list, args);
+  }
+
+  // Not awaited: the answer does not depend on it, and a lost release only makes others wait
+  // for the lock's expiry.
+  void release() {
+    const std::string_view lock_key[] = {keys_.lock};
+    const std::string_view args[] = {token_};
+    auto target = upstream::CallbackTarget::make([](std::string_view, bool) {});
+    fleet::release_script().run(shared_->connection(), lock_key, args, target, 0);
+  }
 
   std::vector<std::string_view> keys() const { return {keys_.plain, keys_.shadow, keys_.lock}; }
 
@@ -118,179 +310,25 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     return std::max(p.grace, p.stale_if_error) - state.shadow_for;
   }
 
-  void run(const upstream::Script& script, std::span<const std::string_view> args,
-           upstream::CallbackTarget::Callback then) {
-    const auto key_list = keys();
-    auto target = upstream::CallbackTarget::make(std::move(then));
-    if (script.run(shared_->connection(), key_list, args, target, 0)) return;
-    asio::post(shared_->executor, [target] { target->on_failure(0, upstream::kErrUnavailable); });
-  }
-
-  void read(StateHandler then) {
-    run(fleet::read_script(), {},
-        [self = shared_from_this(), then = std::move(then)](std::string_view reply, bool failed) {
-          const auto state = failed ? std::nullopt : fleet::parse_state(reply);
-          if (!state) return self->fail(failed ? reply : "ERR corral: unexpected fleet state");
-          if (state->delta.count() > 0) self->delta_ = state->delta;
-          then(*state);
-        });
-  }
-
-  // `fresher_than`: no lock if the shared copy has more freshness left (negative: no check).
-  void lock(milliseconds fresher_than) {
-    token_ = shared_->token_prefix + std::to_string(++shared_->tokens);
-    lock_ttl_ = shared_->lock_ttl(duration_cast<milliseconds>(delta_));
-    const std::string ttl = std::to_string(lock_ttl_.count());
-    const std::string min_left = std::to_string(fresher_than.count());
-    const std::string_view args[] = {token_, ttl, min_left};
-    run(fleet::lock_script(), args,
-        [self = shared_from_this()](std::string_view reply, bool failed) {
-          if (failed || reply.empty() || reply.front() != ':') {
-            return self->fail(failed ? reply : "ERR corral: fleet lock refused");
-          }
-          self->on_lock(reply);
-        });
-  }
-
-  void on_lock(std::string_view reply) {
-    if (reply == resp::kReplyOne) {
-      shared_->stats->lock_acquired();
-      const auto inner = inner_.lock();
-      if (!inner) {
-        release();
-        return fail("ERR corral: the policy's origin was replaced by a reload");
-      }
-      const auto argv = view();
-      inner->fetch(argv, [self = shared_from_this()](const origin::FetchResult& result) {
-        self->on_origin(result);
-      });
-      return;
-    }
-    if (reply == ":2\r\n") {  // refreshed by another process since our copy went stale
-      read([self = shared_from_this()](const fleet::SharedState& state) {
-        if (!state.has_value) return self->lock(kNoCheck);
-        self->answer(state, false);
-      });
-      return;
-    }
-    shared_->stats->lock_contended();
-    if (deadline_ == cache::TimePoint{}) deadline_ = shared_->clock.now() + 2 * lock_ttl_;
-    if (mode_ != Mode::early || seen_stored_ms_ >= 0) return wait_for_holder();
-    // An early refresh happens while the shared copy is fresh: wait for a newer one.
-    read([self = shared_from_this()](const fleet::SharedState& state) {
-      self->seen_stored_ms_ = state.stored_ms;
-      self->wait_for_holder();
-    });
-  }
-
-  // The holder writes, gives up (its lock goes), or dies (its lock expires): poll until one.
-  void wait_for_holder() {
-    if (shared_->clock.now() >= deadline_) {
-      return fail("ERR corral: fleet refresh of '" + keys_.plain +
-                  "' is held by another process (lock not released)");
-    }
-    const auto poll = std::clamp(duration_cast<milliseconds>(delta_) / 8, kPollMin, kPollMax);
-    timer_.emplace(shared_->executor, poll);
-    timer_->async_wait([self = shared_from_this()](boost::system::error_code) {
-      self->read([self](const fleet::SharedState& state) {
-        if (state.fresh() && state.stored_ms != self->seen_stored_ms_) {
-          return self->answer(state, false);
-        }
-        if (state.lock_for.count() > 0) return self->wait_for_holder();
-        // The holder is gone without writing. An early refresh was optional: keep the copy.
-        if (self->mode_ == Mode::early && state.fresh()) return self->answer(state, false);
-        self->lock(kAnyFresh);  // take over
-      });
-    });
-  }
-
-  void on_origin(const origin::FetchResult& result) {
-    origin_duration_ = result.duration;
-    if (result.outcome == origin::Outcome::failure ||
-        result.outcome == origin::Outcome::error_reply) {
-      release();
-      return deliver({result.outcome, result.reply, elapsed(), std::nullopt});
-    }
-    const bool nil = result.outcome == origin::Outcome::nil;
-    std::string value;
-    if (!nil) {
-      const auto decoded = resp::decode_reply(result.reply);
-      if (!decoded || decoded->type != resp::Reply::Type::bulk) {
-        release();
-        return fail("ERR corral: fleet mode caches string values only");
-      }
-      value = decoded->text;
-    }
-    write(std::move(value), nil);
-  }
-
-  void write(std::string value, bool nil) {
-    const auto& p = shared_->policy;
-    const auto lifetime = entry_lifetime(p, nil, cache::thread_random());
-    const auto fresh = std::max(milliseconds(1), duration_cast<milliseconds>(lifetime.ttl));
-    const auto keep = nil ? fresh : fresh + std::max(p.grace, p.stale_if_error);
-    const auto delta = duration_cast<milliseconds>(
-        ewma(delta_, origin_duration_ + std::chrono::nanoseconds(p.fetch_delay)));
-    const std::string fresh_ms = std::to_string(fresh.count());
-    const std::string keep_ms = std::to_string(keep.count());
-    const std::string delta_ms = std::to_string(delta.count());
-    const std::string_view args[] = {token_, value, fresh_ms, keep_ms, delta_ms, nil ? "1" : "0"};
-    run(fleet::write_script(), args,
-        [self = shared_from_this(), value, nil, fresh, keep, delta](std::string_view reply,
-                                                                    bool failed) {
-          const auto grace = nil ? milliseconds(0) : self->shared_->policy.grace;
-          const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
-          if (!failed && reply == resp::kReplyOne) return self->deliver_value(value, nil, stored);
-          if (failed || reply != resp::kReplyZero) {
-            // Redis refused or lost the write (OOM, READONLY ...): what we fetched is still the
-            // origin's answer. The lock goes, so others need not wait for it to expire.
-            spdlog::warn("fleet: refresh of '{}' was not stored in Redis: {}", self->keys_.plain,
-                         reply.substr(0, reply.find('\r')));
-            self->release();
-            return self->deliver_value(value, nil, stored);
-          }
-          // Fenced: our lock expired during the fetch and a successor may have written since.
-          self->shared_->stats->write_fenced();
-          spdlog::warn("fleet: refresh of '{}' took longer than its lock; its write was refused",
-                       self->keys_.plain);
-          self->read([self, value, nil, stored](const fleet::SharedState& state) {
-            if (state.fresh()) return self->answer(state, true);
-            self->deliver_value(value, nil, stored);
-          });
-        });
-  }
-
-  void release() {
-    const std::string_view lock_key[] = {keys_.lock};
-    const std::string_view args[] = {token_};
-    auto target = upstream::CallbackTarget::make([](std::string_view, bool) {});
-    fleet::release_script().run(shared_->connection(), lock_key, args, target, 0);
-  }
-
-  void answer(const fleet::SharedState& state, bool fetched) {
+  Answer answer(const fleet::SharedState& state, bool fetched) {
     delta_ = state.delta;
     origin::SharedLifetime lifetime{state.fresh_for, usable_for(state), state.delta, fetched};
-    deliver_value(state.value, state.nil, lifetime);
+    return value_answer(state.value, state.nil, lifetime);
   }
 
-  void deliver_value(std::string_view value, bool nil, const origin::SharedLifetime& lifetime) {
+  Answer value_answer(std::string_view value, bool nil, const origin::SharedLifetime& lifetime) {
     std::string reply;
     if (nil) {
       reply = "$-1\r\n";
     } else {
       resp::append_bulk(reply, value);
     }
-    deliver({nil ? origin::Outcome::nil : origin::Outcome::value, reply, elapsed(), lifetime});
+    return {nil ? origin::Outcome::nil : origin::Outcome::value, std::move(reply), elapsed(),
+            lifetime};
   }
 
-  void fail(std::string_view error) {
-    deliver({origin::Outcome::failure, error, elapsed(), std::nullopt});
-  }
-
-  void deliver(const origin::FetchResult& result) {
-    timer_.reset();
-    auto done = std::move(done_);
-    if (done) done(result);
+  Answer fail(std::string_view error) {
+    return {origin::Outcome::failure, std::string(error), elapsed(), std::nullopt};
   }
 
   std::chrono::nanoseconds elapsed() const {
@@ -312,7 +350,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   cache::Duration delta_{};
   std::chrono::nanoseconds origin_duration_{0};
   std::int64_t seen_stored_ms_ = -1;
-  std::optional<asio::steady_timer> timer_;
+  std::string read_error_;
 };
 
 }  // namespace
