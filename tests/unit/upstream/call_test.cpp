@@ -86,23 +86,29 @@ TEST_CASE("call: a reply and an error reply from Redis", "[upstream][call]") {
   CHECK(error.reply.starts_with("-ERR"));
 }
 
-TEST_CASE("call: a script runs by EVALSHA after its first call", "[upstream][call]") {
+TEST_CASE("call: a script runs by EVALSHA, and again after SCRIPT FLUSH", "[upstream][call]") {
   corral::test::RedisServerProcess redis;
   asio::io_context io;
   auto connection = connect(io, redis.port(), corral::config::Duration(2000));
   static const corral::upstream::Script kEcho("return ARGV[1] .. KEYS[1]");
-  CallResult first, second;
+  CallResult first, second, flushed, after_flush;
   run(io, [&]() -> asio::awaitable<void> {
     const std::string_view keys[] = {"k"};
     const std::string_view args[] = {"v"};
+    const std::string_view flush[] = {"SCRIPT", "FLUSH"};
     first = co_await call(*connection, kEcho, keys, args);
-    second = co_await call(*connection, kEcho, keys, args);
+    second = co_await call(*connection, kEcho, keys, args);  // EVALSHA: the digest is known
+    flushed = co_await call(*connection, flush);
+    after_flush = co_await call(*connection, kEcho, keys, args);  // NOSCRIPT, then EVAL
     connection->close();
   });
   REQUIRE(first.ok());
   CHECK(first.reply == "$2\r\nvk\r\n");
   REQUIRE(second.ok());
   CHECK(second.reply == "$2\r\nvk\r\n");
+  REQUIRE(flushed.ok());
+  REQUIRE(after_flush.ok());
+  CHECK(after_flush.reply == "$2\r\nvk\r\n");
 }
 
 TEST_CASE("call: no reply within the command timeout", "[upstream][call]") {
