@@ -264,7 +264,7 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
     if (overflow_action(settings.on_overflow, stale.has_value()) == OverflowAction::passthrough) {
       return MissPlan::uncached;
     }
-    answer_without_fetch(this, WaitPolicy(policy, origin_for(policy)), stale, argv,
+    answer_without_fetch(this, WaiterSettings(policy, origin_for(policy)), stale, argv,
                          overflow_reason(policy), target, tag);
     return MissPlan::answered;
   }
@@ -280,8 +280,8 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
   const bool leader = ticket.role == FlightRole::leader;
   stats.lookup(leader ? LookupOutcome::miss : LookupOutcome::coalesced);
   if (!leader) stats.stampede_blocked();
-  const auto waiter = std::make_shared<Waiter>(shared_from_this(),
-                                               WaitPolicy(policy, origin_for(policy)), target, tag);
+  const auto waiter = std::make_shared<Waiter>(
+      shared_from_this(), WaiterSettings(policy, origin_for(policy)), target, tag);
   if (leader) {
     lead =
         make_lead(policy, key, flight_key, ticket.flight, copy ? copy->delta : cache::Duration{});

@@ -13,15 +13,15 @@ namespace corral::stampede {
 namespace asio = boost::asio;
 
 namespace {
-std::string timeout_reason(const WaitPolicy& policy) {
+std::string timeout_reason(const WaiterSettings& policy) {
   return "ERR corral: timed out waiting for the origin (policy '" + policy.prefix + "')";
 }
-std::string concurrency_reason(const WaitPolicy& policy) {
+std::string concurrency_reason(const WaiterSettings& policy) {
   return "ERR corral: origin concurrency limit reached for policy '" + policy.prefix + "'";
 }
 }  // namespace
 
-void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
+void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
                           const std::optional<std::string>& stale,
                           std::span<const std::string_view> argv, std::string_view reason,
                           const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag) {
@@ -55,7 +55,7 @@ void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> ar
   });
 }
 
-Waiter::Waiter(const std::shared_ptr<Engine>& engine, WaitPolicy policy,
+Waiter::Waiter(const std::shared_ptr<Engine>& engine, WaiterSettings policy,
                std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag)
     : executor_(engine->executor()),
       engine_(engine),
@@ -111,7 +111,7 @@ void Waiter::deliver(const FlightResult& result) {
       // Over the concurrency cap with no stale copy, a redis-origin read goes to Redis uncached,
       // as it would without Corral: the cap bounds refresh storms, not clients' own reads (a
       // cold cache under load would otherwise answer errors).
-      WaitPolicy policy = policy_;
+      WaiterSettings policy = policy_;
       if (policy.origin == config::OriginKind::redis &&
           policy.on_overflow == config::OnOverflow::stale && !stale_) {
         policy.on_overflow = config::OnOverflow::passthrough;

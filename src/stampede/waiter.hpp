@@ -26,8 +26,8 @@ namespace corral::stampede {
 // What a waiter needs of its policy, copied out: flights hold their waiters and the policy set
 // holds the flights, so a waiter owning the set would make a cycle that outlives the runtime
 // whenever a fetch never ends (shutdown).
-struct WaitPolicy {
-  WaitPolicy(const PolicyRef& policy, std::shared_ptr<origin::Origin> policy_origin)
+struct WaiterSettings {
+  WaiterSettings(const PolicyRef& policy, std::shared_ptr<origin::Origin> policy_origin)
       : on_overflow(policy.settings().on_overflow),
         origin(policy.settings().origin),
         wait_timeout(policy.settings().wait_timeout),
@@ -54,7 +54,7 @@ void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> ar
 // The answer for a request that gets no fetch of its own (waiter queue full, wait timed out,
 // origin concurrency cap): on_overflow decides between the stale copy, an error and an
 // uncached origin read. `argv` is needed for the last one only.
-void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
+void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
                           const std::optional<std::string>& stale,
                           std::span<const std::string_view> argv, std::string_view reason,
                           const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag);
@@ -65,7 +65,7 @@ void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
 // its waiters with it.
 class Waiter final : public FlightWaiter, public std::enable_shared_from_this<Waiter> {
  public:
-  Waiter(const std::shared_ptr<Engine>& engine, WaitPolicy policy,
+  Waiter(const std::shared_ptr<Engine>& engine, WaiterSettings policy,
          std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag);
 
   // `flight_key` set: a follower, which leaves the flight when it gives up. `stale`: the copy
@@ -84,7 +84,7 @@ class Waiter final : public FlightWaiter, public std::enable_shared_from_this<Wa
 
   boost::asio::any_io_executor executor_;
   std::weak_ptr<Engine> engine_;  // weak: an origin holding fetches must not keep it alive
-  WaitPolicy policy_;
+  WaiterSettings policy_;
   std::shared_ptr<upstream::ReplyTarget> target_;
   std::uint64_t tag_;
   std::atomic<bool> finished_{false};
