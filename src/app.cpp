@@ -10,7 +10,7 @@
 #include "proxy/dispatcher.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
-#include "stampede/pointer_watch.hpp"
+#include "stampede/versioned/pointer_watch.hpp"
 #include "stampede/read_through.hpp"
 #include "upstream/pool.hpp"
 

@@ -2,7 +2,7 @@
 // over by prefix), counters lookup for admin commands, and the metrics collector.
 #include "stampede/cache_runtime.hpp"
 
-#include "stampede/version_key.hpp"
+#include "stampede/versioned/version_key.hpp"
 
 #include <unordered_map>
 

@@ -14,7 +14,7 @@
 #include "cache/random.hpp"
 #include "cache/store.hpp"
 #include "config/settings.hpp"
-#include "stampede/policy_match.hpp"
+#include "stampede/core/policy_match.hpp"
 #include "stampede/policy_stats.hpp"
 
 namespace prometheus {

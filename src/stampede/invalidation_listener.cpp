@@ -1,22 +1,22 @@
-// The tracking connection: handshake (AUTH, CLIENT ID, CLIENT TRACKING ... BCAST PREFIX ...,
-// SUBSCRIBE __redis__:invalidate), then invalidation messages; tracked prefixes are flushed
+// The tracking session: CLIENT SETNAME, CLIENT ID, CLIENT TRACKING ... BCAST PREFIX ...,
+// SUBSCRIBE __redis__:invalidate, then invalidation messages; tracked prefixes are flushed
 // whenever tracking is (re)established, since writes made while nobody tracked went unseen.
 #include "stampede/invalidation_listener.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 
-#include "resp/encoder.hpp"
 #include "resp/reply.hpp"
-#include "resp/reply_framer.hpp"
 #include "stampede/cache_runtime.hpp"
+#include "upstream/async_event.hpp"
+#include "upstream/call.hpp"
+#include "upstream/connection.hpp"
 
 namespace corral::stampede {
 
@@ -39,7 +39,38 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   }
   return prefixes;
 }
+
+// One connection per session, never reconnecting by itself: run() owns the backoff, and a new
+// session must flush what the gap may have hidden. Database 0: tracking is not per database.
+upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
+  upstream::ConnectionOptions options;
+  options.server = upstream.servers.front();
+  options.username = upstream.username;
+  options.password = upstream.password;
+  options.connect_timeout = upstream.connect_timeout;
+  options.command_timeout = upstream.command_timeout;
+  options.reconnect = false;
+  return options;
+}
 }  // namespace
+
+// The subscribed connection's pushes (replies no command asked for), applied as they are read:
+// a hop through the event loop would let a client's read cache a value whose invalidation had
+// already arrived. Also tells when the connection has ended.
+class InvalidationListener::Inbox final : public upstream::ReplyTarget {
+ public:
+  Inbox(const asio::any_io_executor& executor, std::function<void(std::string_view)> apply)
+      : ended_(executor), apply_(std::move(apply)) {}
+
+  void on_reply(std::uint64_t, std::string_view message) override { apply_(message); }
+  void on_failure(std::uint64_t, std::string_view) override { ended_.notify(); }
+
+  awaitable<void> connection_ended() { co_await ended_.wait(); }
+
+ private:
+  upstream::AsyncEvent ended_;
+  std::function<void(std::string_view)> apply_;
+};
 
 InvalidationListener::InvalidationListener(const asio::any_io_executor& executor,
                                            const config::UpstreamSettings& upstream,
@@ -49,7 +80,6 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
       upstream_(upstream),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
-      socket_(executor),
       backoff_timer_(executor) {}
 
 InvalidationListener::~InvalidationListener() = default;
@@ -62,14 +92,12 @@ void InvalidationListener::start() {
 void InvalidationListener::stop() {
   stopping_ = true;
   backoff_timer_.cancel();
-  error_code ignored;
-  socket_.close(ignored);
+  if (connection_) connection_->close();
 }
 
 void InvalidationListener::restart() {
-  // Dropping the connection makes run() start over with the current prefixes.
-  error_code ignored;
-  socket_.close(ignored);
+  // Ending the session makes run() start over with the current prefixes.
+  if (connection_) connection_->close();
   backoff_timer_.cancel();
 }
 
@@ -99,92 +127,47 @@ awaitable<void> InvalidationListener::run() {
 }
 
 awaitable<void> InvalidationListener::serve(const std::vector<std::string>& prefixes) {
-  if (!co_await connect()) co_return;
-  std::string reply;
-  if (!upstream_.password.empty()) {
-    std::vector<std::string> auth{"AUTH"};
-    if (!upstream_.username.empty()) auth.push_back(upstream_.username);
-    auth.push_back(upstream_.password);
-    if (!co_await call(auth, reply) || reply.front() == '-') co_return;
-  }
-  // Named vectors, not braced temporaries: g++ 12 miscompiles those inside co_await operands.
-  const std::vector<std::string> set_name{"CLIENT", "SETNAME", std::string(kConnectionName)};
-  const std::vector<std::string> client_id{"CLIENT", "ID"};
-  const std::vector<std::string> subscribe{"SUBSCRIBE", std::string(kChannel)};
-  if (!co_await call(set_name, reply)) co_return;
-  if (!co_await call(client_id, reply) || reply.front() != ':') co_return;
-  const std::string own_id = reply.substr(1, reply.size() - 3);
-  std::vector<std::string> tracking{"CLIENT", "TRACKING", "on", "REDIRECT", own_id, "BCAST"};
+  connection_ =
+      std::make_shared<upstream::Connection>(executor_, session_options(upstream_), nullptr);
+  const auto connection = connection_;  // restart() may replace connection_ meanwhile
+  connection->start();
+  co_await track(*connection, prefixes);
+  connection->close();
+  if (connection_ == connection) connection_.reset();
+}
+
+awaitable<void> InvalidationListener::track(upstream::Connection& connection,
+                                            const std::vector<std::string>& prefixes) {
+  // Named arrays, not braced temporaries: g++ 12 miscompiles those inside co_await operands.
+  const std::string_view set_name[] = {"CLIENT", "SETNAME", kConnectionName};
+  const std::string_view client_id[] = {"CLIENT", "ID"};
+  const std::string_view subscribe[] = {"SUBSCRIBE", kChannel};
+  if (!(co_await upstream::call(connection, set_name)).ok()) co_return;
+  const auto id = co_await upstream::call(connection, client_id);
+  if (!id.ok() || id.reply.front() != ':') co_return;
+  const std::string own_id = id.reply.substr(1, id.reply.size() - 3);
+
+  std::vector<std::string_view> tracking{"CLIENT", "TRACKING", "on", "REDIRECT", own_id, "BCAST"};
   for (const auto& prefix : prefixes) {
     tracking.push_back("PREFIX");
     tracking.push_back(prefix);
   }
-  if (!co_await call(tracking, reply) || reply.front() == '-') {
-    spdlog::error("CLIENT TRACKING refused: {}", reply);
+  const auto tracked = co_await upstream::call(connection, tracking);
+  if (!tracked.ok() || tracked.redis_error()) {
+    spdlog::error("CLIENT TRACKING refused: {}", tracked.ok() ? tracked.reply : tracked.error);
     co_return;
   }
-  if (!co_await call(subscribe, reply)) co_return;
+  // Set before SUBSCRIBE: a message may follow its confirmation in the same read.
+  const auto inbox = std::make_shared<Inbox>(
+      executor_, [this, &prefixes](std::string_view message) { apply(message, prefixes); });
+  connection.set_unsolicited_target(inbox);
+  if (!(co_await upstream::call(connection, subscribe)).ok()) co_return;
+
   // Writes made while nobody was tracking went unseen: start from an empty cache for these.
   flush(prefixes);
   tracking_.store(true, std::memory_order_relaxed);
   spdlog::info("tracking {} prefixes on the upstream for invalidation", prefixes.size());
-  while (!stopping_ && co_await read_reply(reply)) apply(reply, prefixes);
-}
-
-awaitable<bool> InvalidationListener::connect() {
-  socket_ = asio::ip::tcp::socket(executor_);
-  buffer_.clear();
-  buffered_ = 0;
-  const auto& server = upstream_.servers.front();
-  asio::ip::tcp::resolver resolver(executor_);
-  asio::steady_timer deadline(executor_);
-  deadline.expires_after(upstream_.connect_timeout);
-  deadline.async_wait([this, &resolver, self = shared_from_this()](error_code ec) {
-    if (ec) return;
-    resolver.cancel();
-    error_code ignored;
-    socket_.close(ignored);
-  });
-  error_code ec;
-  auto endpoints = co_await resolver.async_resolve(server.host, std::to_string(server.port),
-                                                   asio::redirect_error(use_awaitable, ec));
-  if (!ec && !stopping_) {
-    co_await asio::async_connect(socket_, endpoints, asio::redirect_error(use_awaitable, ec));
-  }
-  deadline.cancel();
-  co_return !ec && !stopping_ && socket_.is_open();
-}
-
-awaitable<bool> InvalidationListener::call(const std::vector<std::string>& argv,
-                                           std::string& reply) {
-  std::vector<std::string_view> views(argv.begin(), argv.end());
-  std::string command;
-  resp::append_command(command, views);
-  error_code ec;
-  co_await asio::async_write(socket_, asio::buffer(command),
-                             asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return false;
-  co_return co_await read_reply(reply);
-}
-
-awaitable<bool> InvalidationListener::read_reply(std::string& reply) {
-  for (;;) {
-    const auto frame = resp::frame_reply(std::string_view(buffer_).substr(0, buffered_));
-    if (frame.status == resp::FrameStatus::invalid) co_return false;
-    if (frame.status == resp::FrameStatus::complete) {
-      reply.assign(buffer_, 0, frame.size);
-      buffer_.erase(0, frame.size);
-      buffered_ -= frame.size;
-      co_return true;
-    }
-    if (buffer_.size() - buffered_ < 4096) buffer_.resize(buffered_ + 16384);
-    error_code ec;
-    const auto n = co_await socket_.async_read_some(
-        asio::buffer(buffer_.data() + buffered_, buffer_.size() - buffered_),
-        asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return false;
-    buffered_ += n;
-  }
+  co_await inbox->connection_ended();
 }
 
 void InvalidationListener::apply(std::string_view message,

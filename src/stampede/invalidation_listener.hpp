@@ -1,6 +1,7 @@
 // Sees writes that other Redis clients make straight to Redis, through server-assisted
 // client-side caching: one connection per process runs CLIENT TRACKING in BCAST mode for the
 // prefixes of redis-origin policies, redirected to itself and subscribed to __redis__:invalidate.
+// The connection is an upstream::Connection; each step of the handshake is one awaited call.
 #pragma once
 
 #include <utility>
@@ -13,10 +14,13 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
+
+namespace corral::upstream {
+class Connection;
+}
 
 namespace corral::stampede {
 
@@ -40,12 +44,14 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   std::uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
 
  private:
+  class Inbox;
+
   boost::asio::awaitable<void> run();
-  // One connected session: handshake, then invalidation messages until the connection drops.
+  // One tracking session on a fresh connection: handshake, then invalidation messages until the
+  // connection ends (dropped, or closed by stop() / restart()).
   boost::asio::awaitable<void> serve(const std::vector<std::string>& prefixes);
-  boost::asio::awaitable<bool> connect();
-  boost::asio::awaitable<bool> call(const std::vector<std::string>& argv, std::string& reply);
-  boost::asio::awaitable<bool> read_reply(std::string& reply);
+  boost::asio::awaitable<void> track(upstream::Connection& connection,
+                                     const std::vector<std::string>& prefixes);
   void apply(std::string_view message, const std::vector<std::string>& prefixes);
   void flush(const std::vector<std::string>& prefixes);
 
@@ -53,10 +59,8 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   config::UpstreamSettings upstream_;
   CacheRuntime& runtime_;
   std::function<void(std::string_view)> invalidated_;
-  boost::asio::ip::tcp::socket socket_;
+  std::shared_ptr<upstream::Connection> connection_;  // the current session's
   boost::asio::steady_timer backoff_timer_;
-  std::string buffer_;
-  std::size_t buffered_ = 0;
   bool stopping_ = false;
   std::atomic<bool> tracking_{false};
   std::atomic<std::uint64_t> reconnects_{0};

@@ -3,8 +3,8 @@
 
 #include "origin/http_origin.hpp"
 #include "stampede/engine.hpp"
-#include "stampede/fleet_origin.hpp"
-#include "stampede/versioned_origin.hpp"
+#include "stampede/fleet/fleet_origin.hpp"
+#include "stampede/versioned/versioned_origin.hpp"
 
 namespace corral::stampede {
 

@@ -10,61 +10,13 @@
 #include <vector>
 
 #include "config/settings.hpp"
-#include "stampede/backoff.hpp"
-#include "stampede/breaker.hpp"
-#include "stampede/flight_table.hpp"
-#include "stampede/version_state.hpp"
+#include "stampede/core/backoff.hpp"
+#include "stampede/core/breaker.hpp"
+#include "stampede/core/flight_table.hpp"
+#include "stampede/flight.hpp"
+#include "stampede/versioned/version_state.hpp"
 
 namespace corral::stampede {
-
-struct Flight;
-
-// What a finished flight hands to its waiters.
-struct FlightResult {
-  enum class Kind : std::uint8_t {
-    reply,     // `bytes` is the RESP reply to send (the value, a nil, an error reply, or a stale
-               // value served because the origin failed)
-    failure,   // `bytes` is an error text without the leading '-'
-    overflow,  // no fetch was made (origin concurrency cap): each waiter applies on_overflow
-  };
-  Kind kind = Kind::failure;
-  std::string bytes;
-};
-
-// Someone waiting for a flight; lives on one io thread, kept alive by its own wait timer there.
-// Flights hold waiters weakly: a waiter never outlives its io_context through a flight left
-// unfinished at shutdown.
-class FlightWaiter {
- public:
-  virtual ~FlightWaiter() = default;
-  // Called once, from the thread that finished the flight; implementations hop to their own
-  // thread (asio::post, taking `self` along) before touching anything of theirs.
-  virtual void flight_done(std::shared_ptr<FlightWaiter> self,
-                           const std::shared_ptr<Flight>& flight) = 0;
-};
-
-// The payload of one in-flight origin fetch, created by the leader and shared with followers on
-// any thread (see FlightTable). The result is written once, under the mutex, and immutable after.
-// Always owned by a shared_ptr (the flight table makes it).
-struct Flight : std::enable_shared_from_this<Flight> {
-  explicit Flight(std::uint64_t fill_ticket) : ticket(fill_ticket) {}
-
-  // Adds a waiter; false when the flight is already done (the caller reads `result` itself).
-  bool add(const std::shared_ptr<FlightWaiter>& waiter);
-  // Publishes the result and notifies every waiter. Call once.
-  void complete(FlightResult flight_result);
-
-  // The store's fill ticket taken when the flight began: a request that sees another ticket
-  // now knows the key was invalidated since, and must not take this flight's (older) value.
-  const std::uint64_t ticket;
-  FlightResult result;  // valid once done
-
- private:
-  mutable std::mutex mutex_;
-  bool done_ = false;
-  std::vector<std::weak_ptr<FlightWaiter>> waiters_;
-  std::size_t compact_at_ = 64;  // waiters gone (timed out) are dropped when the list reaches this
-};
 
 class PolicyRuntime {
  public:

@@ -1,5 +1,6 @@
-// The cached-read path of one io thread: serves policy reads from the store and protects the
-// origin (coalescing, grace, XFetch, stale-if-error, backoff, breaker, negative caching).
+// The cached-read path of one io thread as the proxy sees it (Engine, engine.hpp, does the work):
+// serves policy reads from the store and protects the origin (coalescing, grace, XFetch,
+// stale-if-error, backoff, breaker, negative caching).
 #pragma once
 
 #include <cstdint>

@@ -26,8 +26,8 @@ using boost::system::error_code;
 
 namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
-constexpr std::string_view kClosed = "ERR upstream connection closed";
-constexpr std::string_view kTimedOut = "ERR upstream command timed out";
+constexpr std::string_view kClosed = upstream::kErrClosed;
+constexpr std::string_view kTimedOut = upstream::kErrTimedOut;
 }  // namespace
 
 Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions options,

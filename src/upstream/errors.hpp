@@ -10,6 +10,10 @@ namespace corral::upstream {
 inline constexpr std::string_view kErrUnavailable = "ERR upstream unavailable";
 // Sent, then the connection died before its reply: the command may or may not have run.
 inline constexpr std::string_view kErrConnectionLost = "ERR upstream connection lost";
+// Sent, and no reply within the command timeout: the connection was reset.
+inline constexpr std::string_view kErrTimedOut = "ERR upstream command timed out";
+// The connection was closed on purpose (shutdown, reload) with the command pending.
+inline constexpr std::string_view kErrClosed = "ERR upstream connection closed";
 // A dedicated connection died while it held session state Redis has now forgotten.
 inline constexpr std::string_view kErrStateLost =
     "ERR upstream connection lost; the transaction, WATCH or tracking state was discarded";

@@ -44,7 +44,7 @@ class NoScriptRetry final : public ReplyTarget {
   const std::string& evalsha() const { return evalsha_; }
 
   void on_reply(std::uint64_t tag, std::string_view reply) override {
-    if (reply.substr(0, 9) == "-NOSCRIPT") {
+    if (Script::is_noscript(reply)) {
       const auto connection = connection_.lock();
       if (connection && connection->send(script_.as_eval(evalsha_), target_, tag)) return;
       target_->on_failure(tag, upstream::kErrUnavailable);
@@ -86,9 +86,8 @@ std::string Script::command(std::string_view digest, std::span<const std::string
   return out;
 }
 
-bool Script::run(Connection& connection, std::span<const std::string_view> keys,
-                 std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
-                 std::uint64_t tag) const {
+std::string Script::prepare(Connection& connection, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args) const {
   std::string digest;
   bool load = false;
   {
@@ -105,9 +104,25 @@ bool Script::run(Connection& connection, std::span<const std::string_view> keys,
       learn({});
     }
   }
-  if (digest.empty()) return connection.send(command({}, keys, args), std::move(target), tag);
+  return command(digest, keys, args);
+}
+
+bool Script::is_evalsha(std::string_view command) {
+  // "*<n>\r\n" then the command name.
+  const auto header_end = command.find("\r\n");
+  return header_end != std::string_view::npos &&
+         command.substr(header_end + 2).starts_with("$7\r\nEVALSHA\r\n");
+}
+
+bool Script::is_noscript(std::string_view reply) { return reply.starts_with("-NOSCRIPT"); }
+
+bool Script::run(Connection& connection, std::span<const std::string_view> keys,
+                 std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
+                 std::uint64_t tag) const {
+  auto command = prepare(connection, keys, args);
+  if (!is_evalsha(command)) return connection.send(command, std::move(target), tag);
   auto retry = std::make_shared<NoScriptRetry>(connection.weak_from_this(), *this,
-                                               command(digest, keys, args), std::move(target));
+                                               std::move(command), std::move(target));
   return connection.send(retry->evalsha(), retry, tag);
 }
 

@@ -30,6 +30,13 @@ class Script {
            std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
            std::uint64_t tag) const;
 
+  // The command to send now: EVALSHA when the digest is known, else EVAL (and, the first time, a
+  // SCRIPT LOAD queued ahead of it on `connection` to learn the digest).
+  std::string prepare(Connection& connection, std::span<const std::string_view> keys,
+                      std::span<const std::string_view> args) const;
+  static bool is_evalsha(std::string_view command);
+  static bool is_noscript(std::string_view reply);
+
   const std::string& source() const { return source_; }
   // The EVAL form of an EVALSHA command run() built: the same keys and arguments.
   std::string as_eval(std::string_view evalsha) const;

@@ -3,7 +3,7 @@
 
 #include "cache/clock.hpp"
 #include "cache/random.hpp"
-#include "stampede/backoff.hpp"
+#include "stampede/core/backoff.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

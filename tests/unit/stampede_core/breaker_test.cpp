@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "cache/clock.hpp"
-#include "stampede/breaker.hpp"
+#include "stampede/core/breaker.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

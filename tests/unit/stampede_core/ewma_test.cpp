@@ -1,7 +1,7 @@
 // Tests of the recompute-time smoothing used for XFetch's delta.
 #include <catch2/catch.hpp>
 
-#include "stampede/ewma.hpp"
+#include "stampede/core/ewma.hpp"
 
 using namespace corral::stampede;
 using namespace std::chrono_literals;

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "stampede/flight_table.hpp"
+#include "stampede/core/flight_table.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

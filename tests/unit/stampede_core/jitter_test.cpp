@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "cache/random.hpp"
-#include "stampede/jitter.hpp"
+#include "stampede/core/jitter.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

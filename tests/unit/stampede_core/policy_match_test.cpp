@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "stampede/policy_match.hpp"
+#include "stampede/core/policy_match.hpp"
 
 using namespace corral;
 using corral::stampede::PolicyMatcher;

@@ -6,7 +6,7 @@
 #include "cache/clock.hpp"
 #include "cache/entry.hpp"
 #include "cache/random.hpp"
-#include "stampede/xfetch.hpp"
+#include "stampede/core/xfetch.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

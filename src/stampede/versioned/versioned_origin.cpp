@@ -1,6 +1,6 @@
 // The fallback to the previous version: a key missing in version N (a nil, or nil elements of an
 // MGET) is read again as `<key>:v<previous>`.
-#include "stampede/versioned_origin.hpp"
+#include "stampede/versioned/versioned_origin.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,7 @@
 // pattern CORRAL.PURGE deletes with.
 #include <catch2/catch.hpp>
 
-#include "stampede/version_key.hpp"
+#include "stampede/versioned/version_key.hpp"
 
 using namespace corral::stampede;
 

@@ -1,5 +1,5 @@
 // The Lua scripts of fleet mode and the decoding of their replies.
-#include "stampede/fleet_scripts.hpp"
+#include "stampede/fleet/fleet_scripts.hpp"
 
 #include <charconv>
 

@@ -1,5 +1,5 @@
 // Parsing and patterns of versioned key names.
-#include "stampede/version_key.hpp"
+#include "stampede/versioned/version_key.hpp"
 
 #include <charconv>
 

@@ -1,5 +1,5 @@
 // XFetch maths; see xfetch.hpp for the formula and the cap.
-#include "stampede/xfetch.hpp"
+#include "stampede/core/xfetch.hpp"
 
 #include <algorithm>
 #include <cmath>

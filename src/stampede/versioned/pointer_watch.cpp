@@ -1,6 +1,6 @@
 // The pointer watch: a timer on one io thread, one pipelined Lua script per versioned policy per
 // tick, and a process-wide gate that lets CORRAL.ROLLOVER win over reads it overtook.
-#include "stampede/pointer_watch.hpp"
+#include "stampede/versioned/pointer_watch.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,7 @@
 #include "resp/reply.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/policy_runtime.hpp"
-#include "stampede/versioned_origin.hpp"
+#include "stampede/versioned/versioned_origin.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/hash_tag.hpp"
 #include "upstream/pool.hpp"

@@ -1,5 +1,5 @@
 // TTL jitter and entry lifetimes; see jitter.hpp.
-#include "stampede/jitter.hpp"
+#include "stampede/core/jitter.hpp"
 
 #include <algorithm>
 

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "origin/origin.hpp"
-#include "stampede/version_key.hpp"
+#include "stampede/versioned/version_key.hpp"
 
 namespace corral::stampede {
 

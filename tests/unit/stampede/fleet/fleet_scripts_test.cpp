@@ -2,7 +2,7 @@
 // state that read_script returns.
 #include <catch2/catch.hpp>
 
-#include "stampede/fleet_scripts.hpp"
+#include "stampede/fleet/fleet_scripts.hpp"
 #include "upstream/hash_tag.hpp"
 
 using namespace corral;

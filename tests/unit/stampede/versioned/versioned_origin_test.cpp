@@ -8,7 +8,7 @@
 
 #include "stampede/policy_runtime.hpp"
 #include "stampede/policy_stats.hpp"
-#include "stampede/versioned_origin.hpp"
+#include "stampede/versioned/versioned_origin.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

@@ -1,5 +1,5 @@
 // Circuit breaker transitions; see breaker.hpp for the state machine.
-#include "stampede/breaker.hpp"
+#include "stampede/core/breaker.hpp"
 
 namespace corral::stampede {
 

@@ -1,5 +1,5 @@
 // Longest-prefix matching of keys to policies (see policy_match.hpp for the approach).
-#include "stampede/policy_match.hpp"
+#include "stampede/core/policy_match.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -1,10 +1,11 @@
 // The waiting side of a miss: waiters of a flight (woken on their own thread, bounded by
-// wait_timeout), the on_overflow answers, and MGET replies assembled from their parts.
+// wait_timeout) and the on_overflow answers.
+#include "stampede/waiter.hpp"
+
 #include <utility>
 
 #include <boost/asio/post.hpp>
 
-#include "resp/encoder.hpp"
 #include "stampede/engine.hpp"
 
 namespace corral::stampede {
@@ -12,15 +13,15 @@ namespace corral::stampede {
 namespace asio = boost::asio;
 
 namespace {
-std::string timeout_reason(const WaitPolicy& policy) {
+std::string timeout_reason(const WaiterSettings& policy) {
   return "ERR corral: timed out waiting for the origin (policy '" + policy.prefix + "')";
 }
-std::string concurrency_reason(const WaitPolicy& policy) {
+std::string concurrency_reason(const WaiterSettings& policy) {
   return "ERR corral: origin concurrency limit reached for policy '" + policy.prefix + "'";
 }
 }  // namespace
 
-void answer_without_fetch(Engine* engine, const WaitPolicy& policy,
+void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
                           const std::optional<std::string>& stale,
                           std::span<const std::string_view> argv, std::string_view reason,
                           const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag) {
@@ -54,7 +55,7 @@ void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> ar
   });
 }
 
-Waiter::Waiter(const std::shared_ptr<Engine>& engine, WaitPolicy policy,
+Waiter::Waiter(const std::shared_ptr<Engine>& engine, WaiterSettings policy,
                std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag)
     : executor_(engine->executor()),
       engine_(engine),
@@ -110,7 +111,7 @@ void Waiter::deliver(const FlightResult& result) {
       // Over the concurrency cap with no stale copy, a redis-origin read goes to Redis uncached,
       // as it would without Corral: the cap bounds refresh storms, not clients' own reads (a
       // cold cache under load would otherwise answer errors).
-      WaitPolicy policy = policy_;
+      WaiterSettings policy = policy_;
       if (policy.origin == config::OriginKind::redis &&
           policy.on_overflow == config::OnOverflow::stale && !stale_) {
         policy.on_overflow = config::OnOverflow::passthrough;
@@ -142,42 +143,6 @@ void Waiter::release() {
   flight_.reset();
   stale_.reset();
   argv_.clear();
-}
-
-MgetAssembly::MgetAssembly(std::shared_ptr<upstream::ReplyTarget> client, std::uint64_t tag,
-                           std::size_t parts)
-    : client_(std::move(client)), tag_(tag), parts_(parts), pending_(parts) {}
-
-void MgetAssembly::set_part(std::size_t part, std::string_view reply) { on_reply(part, reply); }
-
-void MgetAssembly::on_reply(std::uint64_t part, std::string_view reply) {
-  if (pending_ == 0 || part >= parts_.size()) return;
-  // Redis answers an MGET as a whole; an error for one key (none is expected) answers it all.
-  if (!reply.empty() && reply.front() == '-' && !error_reply_) error_reply_.emplace(reply);
-  parts_[part].assign(reply);
-  part_done();
-}
-
-void MgetAssembly::on_failure(std::uint64_t part, std::string_view error) {
-  if (pending_ == 0 || part >= parts_.size()) return;
-  if (!failure_) failure_.emplace(error);
-  part_done();
-}
-
-void MgetAssembly::part_done() {
-  if (--pending_ != 0) return;
-  const auto client = std::move(client_);
-  if (failure_) {
-    client->on_failure(tag_, *failure_);
-  } else if (error_reply_) {
-    client->on_reply(tag_, *error_reply_);
-  } else {
-    std::string reply;
-    resp::append_array_header(reply, parts_.size());
-    for (const auto& part : parts_) reply.append(part);
-    client->on_reply(tag_, reply);
-  }
-  parts_.clear();
 }
 
 }  // namespace corral::stampede

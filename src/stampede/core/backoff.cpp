@@ -1,5 +1,5 @@
 // Exponential per-key backoff; see backoff.hpp.
-#include "stampede/backoff.hpp"
+#include "stampede/core/backoff.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,8 @@
 // The fetching side of a miss or a refresh: admission (origin concurrency cap, circuit breaker),
 // one origin request, and the outcome stored (with fill tickets, jittered lifetimes and the EWMA
 // of fetch times) and handed to every waiter of the flight.
+#include "stampede/fetch.hpp"
+
 #include <utility>
 
 #include <algorithm>
@@ -8,9 +10,9 @@
 #include <boost/asio/post.hpp>
 
 #include "resp/array_elements.hpp"
+#include "stampede/core/ewma.hpp"
+#include "stampede/core/jitter.hpp"
 #include "stampede/engine.hpp"
-#include "stampede/ewma.hpp"
-#include "stampede/jitter.hpp"
 
 namespace corral::stampede {
 

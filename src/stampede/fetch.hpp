@@ -1,0 +1,102 @@
+// One origin request on behalf of the leader keys of a miss, a refresh or an MGET batch: admission,
+// the request, and the outcome stored and handed to every waiter of each flight.
+#pragma once
+
+#include <utility>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "cache/cache_key.hpp"
+#include "cache/random.hpp"
+#include "origin/origin.hpp"
+#include "stampede/cache_runtime.hpp"
+#include "stampede/flight.hpp"
+#include "stampede/mget_assembly.hpp"
+#include "stampede/policy_ref.hpp"
+
+namespace corral::stampede {
+
+// One leader key of a fetch: finishes its flight with the origin's answer.
+struct KeyFetch {
+  PolicyRef policy;
+  std::string user_key;
+  std::string variant;
+  std::string flight_key;
+  std::shared_ptr<Flight> flight;
+  cache::Duration previous_delta{};
+  bool background = false;
+  bool early = false;  // XFetch (counted apart from grace refreshes)
+  bool active = true;  // false once finished without a fetch (breaker, concurrency)
+  std::shared_ptr<CircuitBreaker> breaker;
+  Admission admission = Admission::allowed;
+
+  cache::CacheKey key() const { return {user_key, variant}; }
+};
+
+// One origin request on behalf of leader keys (and of an MGET's uncached parts). Owned by the
+// origin's callback, never by a client.
+class Engine;
+
+class Fetch : public std::enable_shared_from_this<Fetch> {
+ public:
+  struct Element {    // one key of a batched MGET, in order
+    int leader = -1;  // index in `leaders`, or -1: an uncached part of `assembly`
+    std::string key;
+    std::shared_ptr<MgetAssembly> assembly;
+    std::size_t part = 0;
+  };
+
+  Fetch(const boost::asio::any_io_executor& executor, CacheRuntime& runtime, cache::Random* random,
+        std::shared_ptr<origin::Origin> origin)
+      : executor_(executor), runtime_(runtime), random_(random), origin_(std::move(origin)) {}
+
+  std::vector<KeyFetch> leaders;
+  std::vector<Element> elements;  // empty: a single-key fetch of leaders[0] with `argv`
+  // Asked for another fetch of a key: an invalidation superseded this fill (on_invalidate:
+  // refresh), or the fleet's shared copy was already stale (it is served, and refreshed).
+  std::weak_ptr<Engine> refresh_again;
+
+  // Applies the concurrency cap and the breakers, then asks the origin. `argv` is the
+  // single-key command (ignored for an MGET batch, whose command is built from `elements`).
+  void start(std::span<const std::string_view> argv);
+
+ private:
+  void on_result(const origin::FetchResult& result);
+  void complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
+                    std::chrono::nanoseconds duration,
+                    const std::optional<origin::SharedLifetime>& shared = std::nullopt);
+  // Ends the key's flight (after anything to store was stored) and wakes its waiters.
+  void finish_key(KeyFetch& key, FlightResult result);
+  void refetch_after_invalidation(const KeyFetch& key);
+  // For a failed or refused fetch: the key's stale-if-error copy if it has one, else `error`.
+  FlightResult stale_or_failure(const KeyFetch& key, std::string_view error);
+  void fail_elements(origin::Outcome outcome, std::string_view reply,
+                     std::chrono::nanoseconds duration);
+  cache::Random& random() { return random_ ? *random_ : cache::thread_random(); }
+  // Asks the origin, after the policies' fetch_delay (a simulated slow origin) if any.
+  void send(std::span<const std::string_view> argv);
+  void ask_origin(std::span<const std::string_view> argv);
+
+  boost::asio::any_io_executor executor_;
+  CacheRuntime& runtime_;
+  cache::Random* random_;
+  // Weak: an origin holds its pending callbacks, which hold this fetch. Origins finish the
+  // fetches they started even once destroyed (a reload replaces them); one replaced before a
+  // delayed fetch starts fails it.
+  std::weak_ptr<origin::Origin> origin_;
+  std::vector<PolicyRef> counted_;  // policies whose concurrency count this fetch holds
+  std::chrono::nanoseconds delay_{0};
+  std::vector<std::string> delayed_argv_;
+  std::optional<boost::asio::steady_timer> delay_timer_;
+};
+
+}  // namespace corral::stampede
