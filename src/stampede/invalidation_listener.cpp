@@ -43,14 +43,7 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
 // One connection per session, never reconnecting by itself: run() owns the backoff, and a new
 // session must flush what the gap may have hidden. Database 0: tracking is not per database.
 upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
-  upstream::ConnectionOptions options;
-  options.server = upstream.servers.front();
-  options.username = upstream.username;
-  options.password = upstream.password;
-  options.connect_timeout = upstream.connect_timeout;
-  options.command_timeout = upstream.command_timeout;
-  options.reconnect = false;
-  return options;
+  return upstream::connection_options(upstream, 0, false);
 }
 }  // namespace
 

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
@@ -15,6 +19,7 @@
 #include "metrics/metrics.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply_framer.hpp"
+#include "tls/context.hpp"
 #include "upstream/errors.hpp"
 
 namespace corral::upstream {
@@ -28,6 +33,18 @@ namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::string_view kClosed = upstream::kErrClosed;
 constexpr std::string_view kTimedOut = upstream::kErrTimedOut;
+// Built once: the upstream settings never change while the process runs. main checked at start
+// that the files load, so a failure here is logged and leaves connections failing their handshake.
+std::shared_ptr<asio::ssl::context> shared_client_context(const config::UpstreamTlsSettings& tls) {
+  static std::once_flag once;
+  static std::shared_ptr<asio::ssl::context> context;
+  std::call_once(once, [&tls] {
+    auto built = tls::make_client_context(tls);
+    if (!built.context) spdlog::error("upstream.tls: {}", built.error);
+    context = std::move(built.context);
+  });
+  return context;
+}
 }  // namespace
 
 Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions options,
@@ -154,6 +171,7 @@ awaitable<void> Connection::run() {
 
 awaitable<bool> Connection::connect_once() {
   error_code ec;
+  tls_.reset();
   socket_ = asio::ip::tcp::socket(executor_);
   asio::ip::tcp::resolver resolver(executor_);
   asio::steady_timer deadline(executor_);
@@ -180,7 +198,60 @@ awaitable<bool> Connection::connect_once() {
   }
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   read_begin_ = read_end_ = 0;
+  if (options_.tls_context) co_return co_await tls_handshake();
   co_return true;
+}
+
+awaitable<bool> Connection::tls_handshake() {
+  tls_ =
+      std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *options_.tls_context);
+  SSL* ssl = tls_->native_handle();
+  const auto& name = options_.tls_server_name;
+  SSL_set_tlsext_host_name(ssl, name.c_str());
+  // Checked by OpenSSL during the handshake when the context verifies peers (verify: true).
+  X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), name.c_str(), name.size());
+  asio::steady_timer deadline(executor_);
+  deadline.expires_after(options_.connect_timeout);
+  deadline.async_wait([this, self = shared_from_this()](error_code wait_ec) {
+    if (wait_ec) return;
+    error_code ignored;
+    socket_.close(ignored);
+  });
+  error_code ec;
+  co_await tls_->async_handshake(asio::ssl::stream_base::client,
+                                 asio::redirect_error(use_awaitable, ec));
+  deadline.cancel();
+  if (ec || closing_) {
+    const long verify = SSL_get_verify_result(ssl);
+    spdlog::warn("upstream {}:{} TLS handshake failed: {}{}", options_.server.host,
+                 options_.server.port, ec.message(),
+                 verify == X509_V_OK ? std::string()
+                                     : std::string(" (certificate: ") +
+                                           X509_verify_cert_error_string(verify) + ")");
+    co_return false;
+  }
+  co_return true;
+}
+
+ConnectionOptions connection_options(const config::UpstreamSettings& upstream, int database,
+                                     bool reconnect) {
+  ConnectionOptions options;
+  options.server = upstream.servers.front();
+  options.username = upstream.username;
+  options.password = upstream.password;
+  options.database = database;
+  options.connect_timeout = upstream.connect_timeout;
+  options.command_timeout = upstream.command_timeout;
+  options.max_in_flight = upstream.max_in_flight;
+  options.backoff_min = upstream.reconnect_backoff_min;
+  options.backoff_max = upstream.reconnect_backoff_max;
+  options.reconnect = reconnect;
+  if (upstream.tls.enabled) {
+    options.tls_context = shared_client_context(upstream.tls);
+    options.tls_server_name =
+        upstream.tls.server_name.empty() ? options.server.host : upstream.tls.server_name;
+  }
+  return options;
 }
 
 awaitable<bool> Connection::handshake() {
@@ -212,8 +283,7 @@ awaitable<bool> Connection::handshake() {
     socket_.close(ignored);
   });
   error_code ec;
-  co_await asio::async_write(socket_, asio::buffer(commands),
-                             asio::redirect_error(use_awaitable, ec));
+  co_await async_write_all(asio::buffer(commands), asio::redirect_error(use_awaitable, ec));
   while (!ec && expected > 0) {
     const std::string_view pending(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
     const auto frame = resp::frame_reply(pending);
@@ -229,7 +299,7 @@ awaitable<bool> Connection::handshake() {
       continue;
     }
     ensure_read_space();
-    const auto n = co_await socket_.async_read_some(
+    const auto n = co_await async_read(
         asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
         asio::redirect_error(use_awaitable, ec));
     read_end_ += n;
@@ -255,7 +325,7 @@ awaitable<void> Connection::read_loop(std::uint64_t generation) {
   while (generation == generation_) {
     ensure_read_space();
     error_code ec;
-    const auto n = co_await socket_.async_read_some(
+    const auto n = co_await async_read(
         asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
         asio::redirect_error(use_awaitable, ec));
     if (generation != generation_) break;
@@ -310,13 +380,13 @@ void Connection::write_batch(std::uint64_t generation) {
     return;
   }
   writing_.swap(write_buffer_);
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [self = shared_from_this(), generation](error_code ec, std::size_t) {
-                      self->writing_.clear();
-                      if (ec && generation == self->generation_) self->break_connection();
-                      // Commands queued during the write go out next, in one batch.
-                      self->write_batch(generation);
-                    });
+  async_write_all(asio::buffer(writing_),
+                  [self = shared_from_this(), generation](error_code ec, std::size_t) {
+                    self->writing_.clear();
+                    if (ec && generation == self->generation_) self->break_connection();
+                    // Commands queued during the write go out next, in one batch.
+                    self->write_batch(generation);
+                  });
 }
 
 awaitable<void> Connection::watch_timeouts(std::uint64_t generation) {

@@ -16,7 +16,10 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 
 #include "config/settings.hpp"
 #include "upstream/async_event.hpp"
@@ -41,7 +44,15 @@ struct ConnectionOptions {
   config::Duration backoff_max{2000};
   bool reconnect =
       true;  // shared connections reconnect; dedicated ones end with their first failure
+  // rediss://: the handshake runs inside the connect deadline; server_name is sent as SNI and
+  // verified against the certificate when the context verifies peers.
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
+  std::string tls_server_name;
 };
+
+// The options every connection to `upstream` shares; TLS contexts are built once per process.
+ConnectionOptions connection_options(const config::UpstreamSettings& upstream, int database,
+                                     bool reconnect);
 
 // Final, so calls through a Connection& stay direct; the proxy reaches it through Link.
 class Connection final : public Link, public std::enable_shared_from_this<Connection> {
@@ -92,6 +103,18 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   void start_flush();
   void write_batch(std::uint64_t generation);
   void ensure_read_space();
+  boost::asio::awaitable<bool> tls_handshake();
+  // The one place that picks the plain socket or the TLS stream.
+  template <class Buffers, class Token>
+  auto async_read(const Buffers& buffers, Token&& token) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Token>(token));
+    return socket_.async_read_some(buffers, std::forward<Token>(token));
+  }
+  template <class Buffers, class Token>
+  auto async_write_all(const Buffers& buffers, Token&& token) {
+    if (tls_) return boost::asio::async_write(*tls_, buffers, std::forward<Token>(token));
+    return boost::asio::async_write(socket_, buffers, std::forward<Token>(token));
+  }
   void fail_all(std::string_view error);
   void set_state(State next);
   void break_connection();
@@ -101,6 +124,8 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   metrics::ThreadStats* stats_;
   std::atomic<int>* ready_connections_;
   boost::asio::ip::tcp::socket socket_;
+  // Set per connected socket when TLS is on; reads and writes go through it then.
+  std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
   boost::asio::steady_timer backoff_timer_;
   AsyncEvent broken_;
   State state_ = State::connecting;

@@ -27,18 +27,7 @@ void Pool::close() {
 }
 
 ConnectionOptions Pool::options_for(int database, bool reconnect) const {
-  ConnectionOptions options;
-  options.server = settings_.servers.front();
-  options.username = settings_.username;
-  options.password = settings_.password;
-  options.database = database;
-  options.connect_timeout = settings_.connect_timeout;
-  options.command_timeout = settings_.command_timeout;
-  options.max_in_flight = settings_.max_in_flight;
-  options.backoff_min = settings_.reconnect_backoff_min;
-  options.backoff_max = settings_.reconnect_backoff_max;
-  options.reconnect = reconnect;
-  return options;
+  return connection_options(settings_, database, reconnect);
 }
 
 Connection& Pool::shared(int database, std::size_t affinity) {

@@ -51,6 +51,12 @@ def fixture():
 
 @suite.before_each
 def clean(stack):
+    # A background refresh of the previous test (XFetch sleeps fetch_delay, then GETs) would land
+    # after the reset below and count as this test's upstream GET.
+    if stack.corral is not None:
+        harness.wait_until(
+            lambda: stack.corral.metric("corral_origin_requests_in_flight") == 0, 5.0,
+            what="the previous test's origin fetches to finish")
     direct = stack.direct()
     direct.flushall()
     direct.config_resetstat()
