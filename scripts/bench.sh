@@ -6,7 +6,8 @@
 # Env: CORRAL_BIN (use this binary, skip the build), CORRAL_THREADS (auto), BENCH_RUNS (3),
 #      BENCH_REQUESTS (200000 at pipeline 16), BENCH_REQUESTS_P1 (BENCH_REQUESTS/2), BENCH_CLIENTS (50),
 #      BENCH_KEYSPACE (100000), BENCH_CACHE=1 (also the "cache hits" section),
-#      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure)
+#      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure),
+#      BASELINE_BIN (another corral binary, e.g. an older build: measured in the same run as "baseline")
 #
 # The targets in SPEC.md are ratios measured on one machine in one run, and that is what this reports.
 # Absolute numbers mean little here: redis-benchmark pins a core, and on a 2-core box the client,
@@ -103,9 +104,9 @@ EOF
   wait_ready "$twem_port" "$twem_pid" nutcracker
 }
 
-# start_corral NAME [extra YAML lines]: sets corral_port and corral_pid.
+# start_corral NAME [extra YAML lines] [binary]: sets corral_port and corral_pid.
 start_corral() {
-  local name=$1 extra=${2:-}
+  local name=$1 extra=${2:-} bin=${3:-$corral_bin}
   corral_port=$(free_port)
   {
     echo "listen: $host:$corral_port"
@@ -115,7 +116,7 @@ start_corral() {
     echo "upstream: { address: redis://$host:$redis_port }"
     [ -z "$extra" ] || echo "$extra"
   } >"$workdir/$name.yml"
-  "$corral_bin" -c "$workdir/$name.yml" >"$workdir/$name.log" 2>&1 &
+  "$bin" -c "$workdir/$name.yml" >"$workdir/$name.log" 2>&1 &
   corral_pid=$!
   pids+=("$corral_pid")
   wait_ready "$corral_port" "$corral_pid" "$name"
@@ -284,15 +285,23 @@ echo "== starting redis-server, nutcracker, corral in $workdir" >&2
 start_redis
 populate
 start_twemproxy
+pass_targets="redis twemproxy corral io_only"
+if [ -n "${BASELINE_BIN:-}" ]; then
+  start_corral baseline "" "$(realpath "$BASELINE_BIN")"
+  baseline_pid=$corral_pid
+  port_of[baseline]=$corral_port
+  check_target baseline "$corral_port"
+  pass_targets="$pass_targets baseline"
+fi
 start_corral corral
 start_io_only
 sleep 0.5
 corral_rss_idle=$(rss_kb "$corral_pid")
-port_of=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port)
+port_of+=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port)
 for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
 load_start=$(cat /proc/loadavg)
 
-run_matrix pass "redis twemproxy corral io_only" "get set"
+run_matrix pass "$pass_targets" "get set"
 stop_pid "$io_pid"
 kill -0 "$corral_pid" 2>/dev/null || { echo "corral died during the run:" >&2; tail -20 "$workdir/corral.log" >&2; failures=$((failures + 1)); }
 corral_rss_after=$(rss_kb "$corral_pid")
@@ -301,6 +310,12 @@ load_end=$(cat /proc/loadavg)
 echo "== $idle_clients idle clients" >&2
 idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "$corral_port" "$corral_pid" \
   "$idle_clients" 2>&1) || { echo "idle client measurement failed: $idle_line" >&2; failures=$((failures + 1)); }
+baseline_idle_line=""
+if [ -n "${BASELINE_BIN:-}" ]; then
+  baseline_idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "${port_of[baseline]}" \
+    "$baseline_pid" "$idle_clients" 2>&1) || baseline_idle_line="failed: $baseline_idle_line"
+  stop_pid "$baseline_pid"
+fi
 
 if [ "$cache_section" = 1 ]; then
   stop_pid "$corral_pid"
@@ -339,6 +354,11 @@ report() {
   echo "## I/O only (the session layer answering from memory, no upstream: tests/bench/io_only_server)"
   table pass io_only io-only "get set"
   echo
+  if [ -n "${BASELINE_BIN:-}" ]; then
+    echo "## Baseline (BASELINE_BIN=$BASELINE_BIN, same run)"
+    table pass baseline baseline "get set"
+    echo
+  fi
   echo "## Targets (SPEC.md)"
   summary
   echo
@@ -346,6 +366,7 @@ report() {
   echo "- idle, after start: ${corral_rss_idle} kB (target: under 30 MB)"
   echo "- after the passthrough run: ${corral_rss_after} kB"
   echo "- per idle client (tests/bench/idle_clients.py, each did one GET): $idle_line"
+  [ -z "$baseline_idle_line" ] || echo "- per idle client, baseline: $baseline_idle_line"
   if [ "$cache_section" = 1 ]; then
     echo
     echo "## Cache hits (policy key: ttl 60s; GET only)"

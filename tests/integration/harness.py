@@ -20,6 +20,7 @@ import traceback
 import urllib.error
 import urllib.request
 
+from metrics_text import metric_samples, metric_sum, parse_labels  # noqa: F401 (re-exported)
 from resp_client import Closed, Err, Raw, Simple, encode_command  # noqa: F401 (re-exported)
 
 HOST = "127.0.0.1"
@@ -389,56 +390,6 @@ def http_get(port, path, timeout=5.0):
         return e.code, e.read().decode("utf-8", "replace")
 
 
-def parse_labels(text):
-    labels = {}
-    i = 0
-    while i < len(text):
-        eq = text.index("=", i)
-        key = text[i:eq].strip().lstrip(",").strip()
-        assert text[eq + 1] == '"', "bad label syntax: %r" % text
-        j = eq + 2
-        val = []
-        while text[j] != '"':
-            if text[j] == "\\":
-                j += 1
-                val.append({"n": "\n"}.get(text[j], text[j]))
-            else:
-                val.append(text[j])
-            j += 1
-        labels[key] = "".join(val)
-        i = j + 1
-        while i < len(text) and text[i] in ", ":
-            i += 1
-    return labels
-
-
-def metric_samples(body, name):
-    """[(labels, value)] of the samples named exactly `name` in Prometheus text format."""
-    out = []
-    for line in body.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if "{" in line:
-            metric, rest = line.split("{", 1)
-            labels_text, value = rest.rsplit("}", 1)
-            labels = parse_labels(labels_text)
-        else:
-            metric, value = line.split(None, 1)
-            labels = {}
-        if metric != name:
-            continue
-        out.append((labels, float(value.split()[0])))
-    return out
-
-
-def metric_sum(body, name, labels=None):
-    total = 0.0
-    for lab, v in metric_samples(body, name):
-        if all(lab.get(k) == str(want) for k, want in (labels or {}).items()):
-            total += v
-    return total
-
-
 # ---------------------------------------------------------------------------------------------
 # Targets: what a test talks to (corral, or redis-server itself with TARGET=redis)
 # ---------------------------------------------------------------------------------------------
@@ -622,67 +573,3 @@ class Suite:
                                                   skipped), flush=True)
         print("%d passed, %d failed" % (passed, failed), flush=True)
         return 1 if failed else 0
-
-
-# ---------------------------------------------------------------------------------------------
-# A scriptable HTTP origin (tests/origin_server.py) for policies with `origin: {http: ...}`
-# ---------------------------------------------------------------------------------------------
-
-class OriginServer(Proc):
-    """tests/origin_server.py on a free port; rules and counters through its control endpoints."""
-
-    SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "origin_server.py")
-
-    def __init__(self, workdir, name="origin"):
-        super().__init__(name, workdir)
-        self.port = None
-
-    def start(self, timeout=10.0):
-        for attempt in range(3):
-            self.port = free_port()
-            self._spawn([sys.executable, self.SCRIPT, str(self.port)])
-            try:
-                wait_until(lambda: self._ready(), timeout, what="origin server on %d" % self.port)
-                return self
-            except AssertionError:
-                self.kill()
-                if attempt == 2:
-                    raise AssertionError("origin server did not start:\n%s" % self.log_text())
-        return self
-
-    def _ready(self):
-        if not self.alive():
-            raise AssertionError("origin server exited")
-        return port_open(self.port)
-
-    def url(self, path):
-        return "http://%s:%d%s" % (HOST, self.port, path)
-
-    def control(self, paths=None, default=None, reset=False, idle_timeout_ms=None):
-        """Merges per-path rules (see origin_server.py); reset forgets rules and counters."""
-        import json
-        doc = {"reset": reset, "paths": paths or {}}
-        if default is not None:
-            doc["default"] = default
-        if idle_timeout_ms is not None:
-            doc["idle_timeout_ms"] = idle_timeout_ms
-        req = urllib.request.Request(self.url("/_control"), data=json.dumps(doc).encode(),
-                                     method="POST")
-        with urllib.request.urlopen(req, timeout=5) as r:
-            assert r.status == 200, "origin control answered %d" % r.status
-
-    def stats(self):
-        import json
-        status, body = http_get(self.port, "/_stats")
-        assert status == 200, "origin stats answered %d" % status
-        return json.loads(body)
-
-    def requests(self, path):
-        return self.stats()["requests"].get(path, 0)
-
-    def connections(self):
-        return self.stats()["connections"]
-
-    def headers(self, path):
-        return self.stats()["headers"].get(path, {})

@@ -14,6 +14,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import Raw, check, eq  # noqa: E402
+from origin_process import OriginServer  # noqa: E402
 
 suite = harness.Suite("fleet")
 harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
@@ -42,7 +43,7 @@ class Fleet:
     def __init__(self):
         self.workdir = harness.make_tmpdir("corral-fleet-")
         self.redis = harness.RedisServer(self.workdir)
-        self.origin = harness.OriginServer(self.workdir)
+        self.origin = OriginServer(self.workdir)
         self.corrals = []
 
     def start(self):

@@ -12,6 +12,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import Err, check, eq, is_err  # noqa: E402
+from origin_process import OriginServer  # noqa: E402
 
 suite = harness.Suite("http_origin")
 
@@ -39,7 +40,7 @@ class Fixture:
 
     def __init__(self):
         self.workdir = harness.make_tmpdir("corral-http-origin-")
-        self.origin = harness.OriginServer(self.workdir).start()
+        self.origin = OriginServer(self.workdir).start()
         policies = [
             _policy(self.origin, "feat:", "/features/"),
             _policy(self.origin, "stale:", "/stale/", ttl="1s", stale_if_error="60s"),
