@@ -108,8 +108,12 @@ EOF
 start_corral() {
   local name=$1 extra=${2:-} bin=${3:-$corral_bin}
   corral_port=$(free_port)
+  corral_tls_port=$(free_port)
   {
     echo "listen: $host:$corral_port"
+    # An older BASELINE_BIN may not know tls:.
+    [ "$name" = baseline ] ||
+      echo "tls: { listen: $host:$corral_tls_port, cert: $workdir/server.pem, key: $workdir/server.key }"
     echo "threads: $threads"
     echo "log_level: warn"
     echo "client: { max_clients: 20000 }"
@@ -152,12 +156,25 @@ check_target() {
 
 redis_commands() { redis-cli -h "$host" -p "$redis_port" INFO stats | awk -F: '/^total_commands_processed:/ {print $2+0}'; }
 
+# A CA and a server certificate for 127.0.0.1, for the TLS rows (redis-benchmark --tls).
+make_certs() {
+  (cd "$workdir" &&
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=bench-ca -keyout ca.key -out ca.pem &&
+    openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr &&
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >server.ext &&
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.pem) >"$workdir/openssl.log" 2>&1 ||
+    { cat "$workdir/openssl.log" >&2; exit 1; }
+}
+
 # The session layer alone: Corral's listener and sessions with a handler that answers from memory.
 start_io_only() {
   io_port=$(free_port)
+  io_tls_port=$(free_port)
   local io_threads=$threads
   [ "$io_threads" != auto ] || io_threads=$(nproc)
-  "$io_only_bin" "$io_port" "$io_threads" >"$workdir/io_only.log" 2>&1 &
+  "$io_only_bin" "$io_port" "$io_threads" "$io_tls_port" "$workdir/server.pem" "$workdir/server.key" \
+    >"$workdir/io_only.log" 2>&1 &
   io_pid=$!
   pids+=("$io_pid")
   for _ in $(seq 100); do
@@ -181,6 +198,7 @@ measure() {
   [ "$pipeline" -eq 1 ] || n=$requests_p16
   local cmd=(redis-benchmark -h "$host" -p "$port" -c "$clients" -n "$n" -r "$keyspace" -P "$pipeline"
     -t "$test" --csv)
+  case "$target" in *_tls) cmd+=(--tls --cacert "$workdir/ca.pem") ;; esac
   commands_used["$target $test P$pipeline"]="${cmd[*]}"
   local load before after bench_pid
   load=$(cut -d' ' -f1 /proc/loadavg)
@@ -285,7 +303,8 @@ echo "== starting redis-server, nutcracker, corral in $workdir" >&2
 start_redis
 populate
 start_twemproxy
-pass_targets="redis twemproxy corral io_only"
+make_certs
+pass_targets="redis twemproxy corral io_only corral_tls io_only_tls"
 if [ -n "${BASELINE_BIN:-}" ]; then
   start_corral baseline "" "$(realpath "$BASELINE_BIN")"
   baseline_pid=$corral_pid
@@ -297,7 +316,8 @@ start_corral corral
 start_io_only
 sleep 0.5
 corral_rss_idle=$(rss_kb "$corral_pid")
-port_of+=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port)
+port_of+=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port
+  [corral_tls]=$corral_tls_port [io_only_tls]=$io_tls_port)
 for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
 load_start=$(cat /proc/loadavg)
 
@@ -353,6 +373,15 @@ report() {
   echo
   echo "## I/O only (the session layer answering from memory, no upstream: tests/bench/io_only_server)"
   table pass io_only io-only "get set"
+  echo
+  echo "## TLS (redis-benchmark --tls; the same Corral's TLS listener, and the I/O layer's)"
+  table pass corral_tls corral-tls "get set"
+  echo
+  echo "- corral TLS/plain rps: GET P16 $(ratio "$(median pass corral_tls get 16 | cut -d' ' -f1)" \
+    "$(median pass corral get 16 | cut -d' ' -f1)"), SET P16 $(ratio \
+    "$(median pass corral_tls set 16 | cut -d' ' -f1)" "$(median pass corral set 16 | cut -d' ' -f1)") (target >= 0.7)"
+  echo "- I/O only TLS/plain rps: GET P16 $(ratio "$(median pass io_only_tls get 16 | cut -d' ' -f1)" \
+    "$(median pass io_only get 16 | cut -d' ' -f1)")"
   echo
   if [ -n "${BASELINE_BIN:-}" ]; then
     echo "## Baseline (BASELINE_BIN=$BASELINE_BIN, same run)"

@@ -1,7 +1,7 @@
 // The "I/O only" benchmark target: Corral's session layer (listener, sessions, io threads) with the
 // trivial MemoryHandler of the unit tests instead of the proxy, so scripts/bench.sh can show what
 // the I/O layer alone costs next to the full proxy.
-// Usage: io_only_server PORT [THREADS]
+// Usage: io_only_server PORT [THREADS [TLS_PORT CERT KEY]]  (with TLS_PORT: also a TLS listener)
 #include <utility>
 
 #include <cstdlib>
@@ -18,13 +18,19 @@
 #include "session/server.hpp"
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: io_only_server PORT [THREADS]\n";
+  if (argc < 2 || (argc > 3 && argc != 6)) {
+    std::cerr << "usage: io_only_server PORT [THREADS [TLS_PORT CERT KEY]]\n";
     return 2;
   }
   corral::config::Settings settings;
   settings.listen = {"127.0.0.1", static_cast<std::uint16_t>(std::atoi(argv[1]))};
   settings.threads = argc > 2 ? std::atoi(argv[2]) : 1;
+  if (argc == 6) {
+    settings.tls.listen =
+        corral::config::Endpoint{"127.0.0.1", static_cast<std::uint16_t>(std::atoi(argv[3]))};
+    settings.tls.files.cert = argv[4];
+    settings.tls.files.key = argv[5];
+  }
   spdlog::set_level(spdlog::level::warn);
   corral::metrics::Metrics metrics(static_cast<std::size_t>(settings.threads), 1,
                                    [](std::size_t) { return std::string("all"); });
