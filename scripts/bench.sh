@@ -52,7 +52,7 @@ else
 fi
 [ -x "$corral_bin" ] || { echo "no corral binary at $corral_bin" >&2; exit 1; }
 io_only_bin=${IO_ONLY_BIN:-$CORRAL_ROOT/build/release/tests/bench/io_only_server}
-[ -x "$io_only_bin" ] || (cd "$CORRAL_ROOT" && cmake --build --preset release --target io_only_server >&2)
+[ -n "${IO_ONLY_BIN:-}" ] || (cd "$CORRAL_ROOT" && cmake --build --preset release --target io_only_server >&2)
 
 # --- processes: everything started here is killed on the way out, however the script ends ---------
 # shellcheck source=scripts/lib/processes.sh
@@ -196,8 +196,9 @@ measure() {
   local label=$1 target=$2 test=$3 pipeline=$4
   local port=${port_of[$target]} n=$requests_p1
   [ "$pipeline" -eq 1 ] || n=$requests_p16
-  local cmd=(redis-benchmark -h "$host" -p "$port" -c "$clients" -n "$n" -r "$keyspace" -P "$pipeline"
-    -t "$test" --csv)
+  # redis-benchmark retries a refused connection forever: a target that stops answering must fail.
+  local cmd=(timeout 300 redis-benchmark -h "$host" -p "$port" -c "$clients" -n "$n" -r "$keyspace"
+    -P "$pipeline" -t "$test" --csv)
   case "$target" in *_tls) cmd+=(--tls --cacert "$workdir/ca.pem") ;; esac
   commands_used["$target $test P$pipeline"]="${cmd[*]}"
   local load before after bench_pid
