@@ -80,9 +80,11 @@ class Dispatcher : public session::Handler {
 
  private:
   // Where one request goes, once the route column has been read against its arguments.
-  enum class Path { shared, dedicated, tunnel, reply_suppressed };
+  // `pushed`: a RESP3 client's (un)subscribe, confirmed by pushes on its dedicated connection.
+  enum class Path { shared, dedicated, tunnel, reply_suppressed, pushed };
 
-  static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv);
+  static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv,
+                       int protocol);
   Action forward(ClientState& client, const Request& request, const CommandSpec& row,
                  std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                  std::size_t awaiting);

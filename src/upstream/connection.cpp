@@ -14,8 +14,10 @@
 
 #include "metrics/metrics.hpp"
 #include "resp/encoder.hpp"
+#include "resp/reply.hpp"
 #include "resp/reply_framer.hpp"
 #include "upstream/errors.hpp"
+#include "upstream/server_version.hpp"
 
 namespace corral::upstream {
 
@@ -28,6 +30,17 @@ namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::string_view kClosed = upstream::kErrClosed;
 constexpr std::string_view kTimedOut = upstream::kErrTimedOut;
+
+void note_version(std::string_view hello_reply) {
+  const auto reply = resp::decode_reply(hello_reply);
+  if (!reply || reply->type != resp::Reply::Type::map) return;
+  const auto& pairs = reply->elements;
+  for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    if (pairs[i].text == "version" && pairs[i + 1].type == resp::Reply::Type::bulk) {
+      upstream::set_known_server_version(pairs[i + 1].text);
+    }
+  }
+}
 }  // namespace
 
 Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions options,
@@ -202,6 +215,13 @@ awaitable<bool> Connection::handshake() {
     resp::append_command(commands, argv);
     ++expected;
   }
+  if (options_.protocol == 3) {
+    // After AUTH, so HELLO needs no credentials of its own; a server before Redis 6 refuses it
+    // and the connection fails rather than silently speaking RESP2 to a RESP3 client.
+    std::string_view argv[] = {"HELLO", "3"};
+    resp::append_command(commands, argv);
+    ++expected;
+  }
   if (expected == 0) co_return true;
 
   asio::steady_timer deadline(executor_);
@@ -224,6 +244,8 @@ awaitable<bool> Connection::handshake() {
                       options_.server.port, pending.substr(1, frame.size - 3));
         break;
       }
+      // HELLO is the last command of a RESP3 handshake: its map names the server's version.
+      if (options_.protocol == 3 && expected == 1) note_version(pending.substr(0, frame.size));
       read_begin_ += frame.size;
       --expected;
       continue;
@@ -282,6 +304,12 @@ bool Connection::deliver_replies(std::uint64_t generation) {
     if (frame.status == resp::FrameStatus::invalid) return false;
     const auto reply = pending.substr(0, frame.size);
     read_begin_ += frame.size;
+    // A push is never the answer to a command: pub/sub messages and tracking invalidations
+    // interleave with replies on a RESP3 connection.
+    if (reply[0] == '>') {
+      if (unsolicited_) unsolicited_->on_reply(0, reply);
+      continue;
+    }
     if (!in_flight_.empty()) {
       auto item = std::move(in_flight_.front());
       in_flight_.pop_front();

@@ -41,6 +41,8 @@ struct ConnectionOptions {
   config::Duration backoff_max{2000};
   bool reconnect =
       true;  // shared connections reconnect; dedicated ones end with their first failure
+  // 3: the handshake sends HELLO 3, and replies are RESP3 (passed to RESP3 clients untouched).
+  int protocol = 2;
 };
 
 // Final, so calls through a Connection& stay direct; the proxy reaches it through Link.
@@ -64,7 +66,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool send(std::string_view command, std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
             bool exempt_from_timeout = false) override;
   // For subscribed mode and MONITOR: replies that match no tracked command go to `target` with tag
-  // 0.
+  // 0. RESP3 pushes (`>`) always go there, never to a tracked command (dropped when none is set).
   void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) override;
   bool send_untracked(std::string_view command) override;
 

@@ -20,13 +20,13 @@ Pool::~Pool() { close(); }
 void Pool::start() { shared(settings_.database); }
 
 void Pool::close() {
-  for (auto& [database, connections] : shared_) {
+  for (auto& [key, connections] : shared_) {
     for (auto& connection : connections) connection->close();
   }
   shared_.clear();
 }
 
-ConnectionOptions Pool::options_for(int database, bool reconnect) const {
+ConnectionOptions Pool::options_for(int database, bool reconnect, int protocol) const {
   ConnectionOptions options;
   options.server = settings_.servers.front();
   options.username = settings_.username;
@@ -38,18 +38,19 @@ ConnectionOptions Pool::options_for(int database, bool reconnect) const {
   options.backoff_min = settings_.reconnect_backoff_min;
   options.backoff_max = settings_.reconnect_backoff_max;
   options.reconnect = reconnect;
+  options.protocol = protocol;
   return options;
 }
 
-Connection& Pool::shared(int database, std::size_t affinity) {
-  auto& connections = shared_[database];
+Connection& Pool::shared(int database, std::size_t affinity, int protocol) {
+  auto& connections = shared_[{database, protocol}];
   if (connections.empty()) {
     const int count = std::max(1, settings_.connections_per_thread);
     for (int i = 0; i < count; ++i) {
-      // Only the default database's connections count for readiness.
-      auto* ready = database == settings_.database ? ready_connections_ : nullptr;
-      auto connection =
-          std::make_shared<Connection>(executor_, options_for(database, true), stats_, ready);
+      // Only the default database's RESP2 connections count for readiness.
+      auto* ready = database == settings_.database && protocol == 2 ? ready_connections_ : nullptr;
+      auto connection = std::make_shared<Connection>(
+          executor_, options_for(database, true, protocol), stats_, ready);
       connection->start();
       connections.push_back(std::move(connection));
     }
@@ -57,9 +58,9 @@ Connection& Pool::shared(int database, std::size_t affinity) {
   return *connections[affinity % connections.size()];
 }
 
-std::shared_ptr<Connection> Pool::dedicated(int database) {
-  auto connection =
-      std::make_shared<Connection>(executor_, options_for(database, false), stats_, nullptr);
+std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
+  auto connection = std::make_shared<Connection>(executor_, options_for(database, false, protocol),
+                                                 stats_, nullptr);
   connection->start();
   return connection;
 }
