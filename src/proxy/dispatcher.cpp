@@ -171,8 +171,8 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
 }
 
 Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
-                                      std::span<const std::string_view> argv, int protocol) {
-  if (protocol == kResp3 && replies_with_pushes(row)) return Path::pushed;
+                                      std::span<const std::string_view> argv, bool pushes_confirm) {
+  if (pushes_confirm && replies_with_pushes(row)) return Path::pushed;
   switch (row.route) {
     case Route::shared:
     case Route::local:  // one that Redis must see after all
@@ -207,7 +207,9 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       return Action::done;
     }
   }
-  const Path path = path_for(row, request.argv, client.protocol);
+  // Inside MULTI, Redis answers even a RESP3 SUBSCRIBE with +QUEUED: an ordinary reply.
+  const Path path =
+      path_for(row, request.argv, client.protocol == kResp3 && !client.mode.in_multi());
   if (!acquire_dedicated(client, path, awaiting)) return Action::drain_then_retry;
   if (row.change == StateChange::exec &&
       client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {

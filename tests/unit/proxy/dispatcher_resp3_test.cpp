@@ -29,6 +29,23 @@ TEST_CASE("HELLO answers a map in RESP3 and a flat array in RESP2", "[dispatcher
   CHECK(client.reply().starts_with("-ERR Protocol version is not an integer"));
 }
 
+TEST_CASE("HELLO 3 AUTH authenticates and switches at once", "[dispatcher][resp3]") {
+  config::Settings settings;
+  settings.client.password = "secret";
+  Proxy proxy(settings);
+  Client client(proxy);
+  CHECK(client.send({"HELLO", "3"}) == Action::done);
+  CHECK(client.reply().starts_with("-NOAUTH HELLO must be called"));
+  CHECK(client.send({"HELLO", "3", "AUTH", "default", "wrong"}) == Action::done);
+  CHECK(client.reply().starts_with("-WRONGPASS"));
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(client.reply().starts_with("-NOAUTH"));
+  CHECK(client.send({"HELLO", "3", "AUTH", "default", "secret", "SETNAME", "n"}) == Action::done);
+  CHECK(client.reply().starts_with("%7\r\n"));
+  CHECK(client.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.protocols == std::vector<int>{3});
+}
+
 TEST_CASE("a RESP3 client's commands travel RESP3 connections", "[dispatcher][resp3]") {
   Proxy proxy;
   Client client(proxy);
@@ -62,6 +79,19 @@ TEST_CASE("RESP3 SUBSCRIBE: pushes confirm it, commands keep their slots", "[dis
   CHECK_FALSE(dedicated.sent.back().tracked);
   CHECK(client.send({"GET", "k"}) == Action::done);
   CHECK(dedicated.closes == 0);
+}
+
+TEST_CASE("RESP3 SUBSCRIBE inside MULTI is queued like any command", "[dispatcher][resp3]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"HELLO", "3"}) == Action::done);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"SUBSCRIBE", "a"}) == Action::done);
+  CHECK(dedicated.sent.back().tracked);  // Redis answers +QUEUED
+  dedicated.answer("+QUEUED\r\n");
+  CHECK(client.reply() == "+QUEUED\r\n");
 }
 
 TEST_CASE("RESP3 tracking sets the client as the push target", "[dispatcher][resp3]") {
