@@ -242,6 +242,7 @@ Action reset(LocalCall& call) {
   auto& client = call.client;
   release_dedicated(client);
   client.database = 0;
+  client.protocol = 2;  // RESET goes back to RESP2, as in Redis
   client.name.clear();
   client.authenticated = call.settings.client.password.empty();
   client.admin = call.settings.client.admin_password.empty();

@@ -173,6 +173,33 @@ def pubsub_pushes_in_order_with_replies(stack):
 
 
 @suite.test
+def pipelined_commands_and_pushes_stay_in_order(stack):
+    """Another client publishes while the subscriber pipelines INCRs: every message arrives, in
+    order, and the replies are in request order between them."""
+    d = stack.direct()
+    with resp3(stack) as c, Raw(stack.port) as publisher:
+        c.send_command("SUBSCRIBE", "flow")
+        eq(c.read(), Push([b"subscribe", b"flow", 1]), "subscribed")
+        n = 300
+        batch = b"".join(harness.encode_command("INCR", "counter") for _ in range(n))
+        pubs = b"".join(harness.encode_command("PUBLISH", "flow", "m%d" % i) for i in range(n))
+        c.send(batch)
+        publisher.send(pubs)
+        c.send(batch)
+        replies, messages = [], []
+        while len(replies) < 2 * n or len(messages) < n:
+            r = c.read()
+            if isinstance(r, Push):
+                eq(r[:2], [b"message", b"flow"], "a message push")
+                messages.append(r[2])
+            else:
+                replies.append(r)
+        eq(replies, list(range(1, 2 * n + 1)), "replies in request order")
+        eq(messages, [b"m%d" % i for i in range(n)], "messages in publish order")
+        eq(int(d.get("counter")), 2 * n, "every INCR ran once")
+
+
+@suite.test
 def tracking_invalidation_pushes(stack):
     d = stack.direct()
     d.set("t", "1")

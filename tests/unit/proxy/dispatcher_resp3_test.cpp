@@ -46,6 +46,15 @@ TEST_CASE("HELLO 3 AUTH authenticates and switches at once", "[dispatcher][resp3
   CHECK(proxy.links.protocols == std::vector<int>{3});
 }
 
+TEST_CASE("RESET goes back to RESP2", "[dispatcher][resp3]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"HELLO", "3"}) == Action::done);
+  CHECK(client.send({"RESET"}) == Action::done);
+  CHECK(client.send({"HELLO"}) == Action::done);
+  CHECK(client.reply().starts_with("*14\r\n"));
+}
+
 TEST_CASE("a RESP3 client's commands travel RESP3 connections", "[dispatcher][resp3]") {
   Proxy proxy;
   Client client(proxy);
