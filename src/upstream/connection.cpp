@@ -14,7 +14,6 @@
 
 #include "metrics/metrics.hpp"
 #include "resp/encoder.hpp"
-#include "resp/reply.hpp"
 #include "resp/reply_framer.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/server_version.hpp"
@@ -31,16 +30,6 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::string_view kClosed = upstream::kErrClosed;
 constexpr std::string_view kTimedOut = upstream::kErrTimedOut;
 
-void note_version(std::string_view hello_reply) {
-  const auto reply = resp::decode_reply(hello_reply);
-  if (!reply || reply->type != resp::Reply::Type::map) return;
-  const auto& pairs = reply->elements;
-  for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) {
-    if (pairs[i].text == "version" && pairs[i + 1].type == resp::Reply::Type::bulk) {
-      upstream::set_known_server_version(pairs[i + 1].text);
-    }
-  }
-}
 }  // namespace
 
 Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions options,
@@ -245,7 +234,7 @@ awaitable<bool> Connection::handshake() {
         break;
       }
       // HELLO is the last command of a RESP3 handshake: its map names the server's version.
-      if (options_.protocol == 3 && expected == 1) note_version(pending.substr(0, frame.size));
+      if (options_.protocol == 3 && expected == 1) note_hello_reply(pending.substr(0, frame.size));
       read_begin_ += frame.size;
       --expected;
       continue;

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
+
+#include "resp/encoder.hpp"
+#include "upstream/server_version.hpp"
 
 namespace corral::upstream {
 
@@ -17,7 +21,21 @@ Pool::Pool(const boost::asio::any_io_executor& executor, const config::UpstreamS
 
 Pool::~Pool() { close(); }
 
-void Pool::start() { shared(settings_.database); }
+void Pool::start() {
+  // HELLO without a version changes nothing on the connection and names the server's version,
+  // which Corral's own HELLO reports to clients (a server before Redis 6.2 refuses it: ignored).
+  static const std::string hello = [] {
+    std::string command;
+    const std::string_view argv[] = {"HELLO"};
+    resp::append_command(command, argv);
+    return command;
+  }();
+  shared(settings_.database)
+      .send(hello, CallbackTarget::make([](std::string_view reply, bool failed) {
+              if (!failed) note_hello_reply(reply);
+            }),
+            0);
+}
 
 void Pool::close() {
   for (auto& [key, connections] : shared_) {

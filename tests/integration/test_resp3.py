@@ -51,6 +51,16 @@ def calls(stack, command):
     return stack.direct().info("commandstats").get("cmdstat_" + command, {}).get("calls", 0)
 
 
+@suite.test(corral_only=True)
+def hello_reports_the_upstream_version(stack):
+    version = stack.direct().info("server")["redis_version"].encode()
+    with Raw(stack.port) as c:  # the first test: learned at start, before any RESP3 connection
+        two = c.call("HELLO", "2")
+        eq(dict(zip(two[::2], two[1::2]))[b"version"], version, "upstream version in RESP2")
+    with resp3(stack) as c:
+        eq(c.call("HELLO", "3")[b"version"], version, "upstream version in RESP3")
+
+
 @suite.test
 def hello_versions(stack):
     with Raw(stack.port) as c:
@@ -76,15 +86,6 @@ def hello_versions(stack):
         check(isinstance(c.call("HELLO", "2"), list), "HELLO 2 again")
         c.send_command("GET", "nokey")
         eq(c.read_bytes(5), b"$-1\r\n", "RESP2 null on the wire")
-
-
-@suite.test(corral_only=True)
-def hello_reports_the_upstream_version(stack):
-    with resp3(stack) as c:
-        c.call("GET", "warm")  # opens a RESP3 upstream connection, whose HELLO names the version
-    version = stack.direct().info("server")["redis_version"].encode()
-    with resp3(stack) as c:
-        eq(c.call("HELLO", "3")[b"version"], version, "upstream version")
 
 
 @suite.test
