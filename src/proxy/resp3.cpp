@@ -56,16 +56,50 @@ void append_retyped(std::string& out, char type, std::string_view reply) {
   out.append(reply.substr(cr));
 }
 
+// The shape a cached command's reply takes in RESP3 beyond RESP2's (nulls aside).
+enum class Shape : std::uint8_t { plain, map, set, score_pairs };
+
+Shape shape_of(std::string_view command, std::span<const std::string_view> argv) {
+  if (command == "hgetall") return Shape::map;
+  if (command == "smembers") return Shape::set;
+  if (command == "zrange" && has_withscores(argv)) return Shape::score_pairs;
+  return Shape::plain;
+}
+
+void append_shaped(std::string& out, Shape shape, std::string_view resp2_reply) {
+  if (resp2_reply == "$-1\r\n" || resp2_reply == "*-1\r\n") {
+    out.append("_\r\n");
+    return;
+  }
+  // Strings, integers and errors read the same in both protocols.
+  if (!resp2_reply.starts_with('*')) {
+    out.append(resp2_reply);
+    return;
+  }
+  if (shape == Shape::map) return append_retyped(out, '%', resp2_reply);
+  if (shape == Shape::set) return append_retyped(out, '~', resp2_reply);
+  const auto decoded = resp::decode_reply(resp2_reply);
+  if (!decoded) {
+    out.append(resp2_reply);
+    return;
+  }
+  if (shape == Shape::score_pairs) return append_score_pairs(out, *decoded);
+  append_with_nils(out, *decoded);
+}
+
+// Held per cached read of a RESP3 client: a hit on a string (the common case) passes through.
 class Resp3Target final : public upstream::ReplyTarget {
  public:
-  Resp3Target(std::shared_ptr<upstream::ReplyTarget> client, std::string_view command,
-              std::span<const std::string_view> argv)
-      : client_(std::move(client)), command_(command), argv_(argv.begin(), argv.end()) {}
+  Resp3Target(std::shared_ptr<upstream::ReplyTarget> client, Shape shape)
+      : client_(std::move(client)), shape_(shape) {}
 
   void on_reply(std::uint64_t tag, std::string_view reply) override {
-    std::vector<std::string_view> argv(argv_.begin(), argv_.end());
+    if (!reply.starts_with('*') && reply != "$-1\r\n") {
+      client_->on_reply(tag, reply);
+      return;
+    }
     std::string converted;
-    append_as_resp3(converted, command_, argv, reply);
+    append_shaped(converted, shape_, reply);
     client_->on_reply(tag, converted);
   }
   void on_failure(std::uint64_t tag, std::string_view error) override {
@@ -74,8 +108,7 @@ class Resp3Target final : public upstream::ReplyTarget {
 
  private:
   std::shared_ptr<upstream::ReplyTarget> client_;
-  std::string command_;
-  std::vector<std::string> argv_;
+  Shape shape_;
 };
 
 }  // namespace
@@ -87,30 +120,13 @@ bool replies_with_pushes(const CommandSpec& row) {
 
 void append_as_resp3(std::string& out, std::string_view command,
                      std::span<const std::string_view> argv, std::string_view resp2_reply) {
-  if (resp2_reply == "$-1\r\n" || resp2_reply == "*-1\r\n") {
-    out.append("_\r\n");
-    return;
-  }
-  // Strings, integers and errors read the same in both protocols.
-  if (!resp2_reply.starts_with('*')) {
-    out.append(resp2_reply);
-    return;
-  }
-  if (command == "hgetall") return append_retyped(out, '%', resp2_reply);
-  if (command == "smembers") return append_retyped(out, '~', resp2_reply);
-  const auto decoded = resp::decode_reply(resp2_reply);
-  if (!decoded) {
-    out.append(resp2_reply);
-    return;
-  }
-  if (command == "zrange" && has_withscores(argv)) return append_score_pairs(out, *decoded);
-  append_with_nils(out, *decoded);
+  append_shaped(out, shape_of(command, argv), resp2_reply);
 }
 
 std::shared_ptr<upstream::ReplyTarget> resp3_target(std::shared_ptr<upstream::ReplyTarget> client,
                                                     std::string_view command,
                                                     std::span<const std::string_view> argv) {
-  return std::make_shared<Resp3Target>(std::move(client), command, argv);
+  return std::make_shared<Resp3Target>(std::move(client), shape_of(command, argv));
 }
 
 }  // namespace corral::proxy
