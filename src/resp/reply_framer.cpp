@@ -161,6 +161,9 @@ FrameResult frame_reply(std::string_view input, const FrameLimits& limits) {
   std::uint64_t pending = 1;  // items still to read, counting nested ones
   // Open streamed aggregates: the `pending` of the enclosing level, restored at their `.`.
   std::uint64_t streamed[kMaxStreamedDepth];
+  // For a streamed map: whether an odd number of items has been read (a key without its value).
+  bool half_pair[kMaxStreamedDepth];
+  bool is_map[kMaxStreamedDepth];
   std::size_t open = 0;
   while (pending > 0 || open > 0) {
     if (pos >= input.size()) return {};
@@ -170,11 +173,12 @@ FrameResult frame_reply(std::string_view input, const FrameLimits& limits) {
       if (type == '.') {
         const Line line = text_line(input, pos);
         if (line.step != Step::ok) return result(line.step);
-        if (!line.text.empty()) return kInvalid;
+        if (!line.text.empty() || half_pair[open - 1]) return kInvalid;
         pos = line.next;
         pending = streamed[--open];
         continue;
       }
+      half_pair[open - 1] = is_map[open - 1] && !half_pair[open - 1];
       pending = 1;
     }
     if (type == '+' || type == '-' || type == '_' || type == '#' || type == ',' || type == '(') {
@@ -199,6 +203,8 @@ FrameResult frame_reply(std::string_view input, const FrameLimits& limits) {
         continue;
       }
       if (open == kMaxStreamedDepth) return kInvalid;
+      half_pair[open] = false;
+      is_map[open] = type == '%';
       streamed[open++] = pending;
       pending = 0;
       continue;

@@ -125,6 +125,8 @@ TEST_CASE("streamed strings and aggregates", "[reply][resp3]") {
   CHECK(decoded->elements[2].text == "Hello");
   CHECK(frame_reply("*?\r\n.\r\n").size == 7);
   CHECK(frame_reply("*?\r\n*1\r\n.\r\n").status == FrameStatus::invalid);  // `.` inside *1
+  CHECK(frame_reply("%?\r\n:1\r\n.\r\n").status == FrameStatus::invalid);  // a key alone
+  CHECK(frame_reply("%?\r\n:1\r\n:2\r\n.\r\n").status == FrameStatus::complete);
   std::string deep;
   for (int i = 0; i < 40; ++i) deep += "*?\r\n";
   CHECK(frame_reply(deep).status == FrameStatus::invalid);
