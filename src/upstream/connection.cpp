@@ -99,7 +99,9 @@ void Connection::fail_all(std::string_view error) {
     for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
   }
   for (auto& item : failed) item.target->on_failure(item.tag, error);
-  if (unsolicited_ && error != upstream::kErrUnavailable) {
+  // A connection that never came up has told its client through the failed commands, unless none
+  // was tracked (a RESP3 SUBSCRIBE, confirmed by pushes): then only the push target can.
+  if (unsolicited_ && (error != upstream::kErrUnavailable || failed.empty())) {
     auto target = std::move(unsolicited_);
     target->on_failure(0, error);
   }

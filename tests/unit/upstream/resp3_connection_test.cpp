@@ -86,3 +86,19 @@ TEST_CASE("RESP3 connection: pushes go to the unsolicited target, replies to com
   REQUIRE(pushes->log.size() == 3);
   CHECK(pushes->log[2].starts_with("0 failed"));
 }
+
+TEST_CASE("RESP3 connection that never comes up tells its push target", "[upstream][resp3]") {
+  asio::io_context io;
+  ConnectionOptions options;
+  options.server = {"127.0.0.1", 1};  // nothing listens there
+  options.reconnect = false;
+  options.protocol = 3;
+  auto connection = std::make_shared<Connection>(io.get_executor(), options, nullptr);
+  auto pushes = std::make_shared<Recorder>();
+  connection->set_unsolicited_target(pushes);
+  REQUIRE(connection->send_untracked(command({"SUBSCRIBE", "ch"})));
+  connection->start();
+  io.run_for(500ms);
+  REQUIRE(pushes->log.size() == 1);
+  CHECK(pushes->log[0].starts_with("0 failed"));
+}
