@@ -37,8 +37,10 @@ for pair in "${targets[@]}"; do
   binary="$(find "$build" -type f -name "$target" -perm -u+x | head -n 1)"
   echo "== $target: ${seconds}s from $seeds (log: $log)"
   status=0
+  dict=()
+  [ -f "$root/tests/fuzz/$kind.dict" ] && dict=(-dict="$root/tests/fuzz/$kind.dict")
   "$binary" "$work" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
+    "${dict[@]}" -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+.*DONE" "$log" || true
 
   found=0

@@ -47,6 +47,9 @@ class ConnectionMode {
   // Redis aborts a transaction whose queued command it rejected; Corral rejected one for it.
   void refused_in_multi();
   void ended_subscriptions();
+  // A RESP3 client subscribed: the connection stays (its pushes arrive there) until the client
+  // leaves, but requests keep their reply slots, since pushes cannot be mistaken for replies.
+  void keep_for_pushes() { pins_ |= kSticky; }
   void reset();
 
  private:
@@ -61,6 +64,7 @@ struct ClientState {
   bool authenticated = false;
   bool admin = false;
   int database = 0;
+  int protocol = 2;  // RESP version, switched by HELLO
   std::string name;
 
   // A connection of the client's own, while `mode` needs one; released once it does not and no

@@ -11,6 +11,7 @@
 #include "proxy/client_session.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
+#include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
 #include "proxy/version_commands.hpp"
 #include "resp/encoder.hpp"
@@ -170,7 +171,8 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
 }
 
 Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
-                                      std::span<const std::string_view> argv) {
+                                      std::span<const std::string_view> argv, bool pushes_confirm) {
+  if (pushes_confirm && replies_with_pushes(row)) return Path::pushed;
   switch (row.route) {
     case Route::shared:
     case Route::local:  // one that Redis must see after all
@@ -205,7 +207,9 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       return Action::done;
     }
   }
-  const Path path = path_for(row, request.argv);
+  // Inside MULTI, Redis answers even a RESP3 SUBSCRIBE with +QUEUED: an ordinary reply.
+  const Path path =
+      path_for(row, request.argv, client.protocol == kResp3 && !client.mode.in_multi());
   if (!acquire_dedicated(client, path, awaiting)) return Action::drain_then_retry;
   if (row.change == StateChange::exec &&
       client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {
@@ -214,7 +218,9 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // The cache holds the configured database only; other databases pass through.
   const bool cacheable = read_through_ && client.database == settings_.upstream.database;
   if (cacheable && !client.dedicated && (row.flags & kReadOnly) &&
-      read_through_->handle_read(row.name, request.argv, tag, target)) {
+      read_through_->handle_read(
+          row.name, request.argv, tag,
+          client.protocol == kResp3 ? resp3_target(target, row.name, request.argv) : target)) {
     return Action::done;
   }
   if (cacheable && (row.flags & kWrite) && !(row.flags & kDeletesKeys)) {
@@ -241,7 +247,7 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   }
   if (client.dedicated || path == Path::shared) return true;
   if (awaiting > 0) return false;
-  client.dedicated = links_.dedicated_link(client.database);
+  client.dedicated = links_.dedicated_link(client.database, client.protocol);
   return true;
 }
 
@@ -251,18 +257,25 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
                       const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto bytes = wire_bytes(request);
   if (!client.dedicated) {
-    return links_.send_shared(client.database, client.id, bytes, reply_to, tag);
+    return links_.send_shared(client.database, client.id, bytes, reply_to, tag, client.protocol);
   }
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.
   if (row.change == StateChange::select) {
     client.database = std::atoi(std::string(request.argv[1]).c_str());
   }
-  client.mode.apply(row.change, request.argv);
-  if (path == Path::tunnel || path == Path::reply_suppressed) {
+  if (path == Path::pushed) {
+    client.mode.keep_for_pushes();
+  } else {
+    client.mode.apply(row.change, request.argv);
+  }
+  // A RESP3 connection pushes (messages, invalidations) while the client is subscribed or
+  // tracking; those modes hold the connection, and losing it must reach the client as an error.
+  if (path == Path::tunnel || path == Path::reply_suppressed ||
+      (client.protocol == kResp3 && client.mode.holds_connection())) {
     client.dedicated->set_unsolicited_target(target);
   }
-  if (path == Path::reply_suppressed) {
+  if (path == Path::reply_suppressed || path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
     target->on_reply(tag, {});
     return true;

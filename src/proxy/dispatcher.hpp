@@ -80,9 +80,13 @@ class Dispatcher : public session::Handler {
 
  private:
   // Where one request goes, once the route column has been read against its arguments.
-  enum class Path { shared, dedicated, tunnel, reply_suppressed };
+  // `pushed`: a RESP3 client's (un)subscribe, confirmed by pushes on its dedicated connection.
+  enum class Path { shared, dedicated, tunnel, reply_suppressed, pushed };
 
-  static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv);
+  // `pushes_confirm`: the client speaks RESP3 outside MULTI, where Redis confirms (un)subscribe
+  // with pushes.
+  static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv,
+                       bool pushes_confirm);
   Action forward(ClientState& client, const Request& request, const CommandSpec& row,
                  std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                  std::size_t awaiting);

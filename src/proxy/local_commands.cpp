@@ -11,6 +11,7 @@
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/server_version.hpp"
 
 namespace corral::proxy {
 
@@ -93,37 +94,70 @@ bool valid_client_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c <= '~'; });
 }
 
+// Redis's HELLO map: a map in RESP3, the same pairs flat in RESP2.
 void append_hello_reply(LocalCall& call) {
-  resp::append_array_header(call.reply, 14);
-  resp::append_bulk(call.reply, "server");
-  resp::append_bulk(call.reply, "redis");
-  resp::append_bulk(call.reply, "version");
-  resp::append_bulk(call.reply, kImplementedRedisVersion);
-  resp::append_bulk(call.reply, "proto");
-  resp::append_integer(call.reply, 2);
-  resp::append_bulk(call.reply, "id");
-  resp::append_integer(call.reply, static_cast<std::int64_t>(call.client.id));
-  resp::append_bulk(call.reply, "mode");
-  resp::append_bulk(call.reply, "proxy");
-  resp::append_bulk(call.reply, "role");
-  resp::append_bulk(call.reply, "master");
-  resp::append_bulk(call.reply, "modules");
-  resp::append_array_header(call.reply, 0);
+  auto& out = call.reply;
+  const int protocol = call.client.protocol;
+  if (protocol == 3) {
+    resp::append_header(out, '%', 7);
+  } else {
+    resp::append_array_header(out, 14);
+  }
+  const std::string upstream_version = upstream::known_server_version();
+  resp::append_bulk(out, "server");
+  resp::append_bulk(out, "redis");
+  resp::append_bulk(out, "version");
+  resp::append_bulk(
+      out, upstream_version.empty() ? std::string(kImplementedRedisVersion) : upstream_version);
+  resp::append_bulk(out, "proto");
+  resp::append_integer(out, protocol);
+  resp::append_bulk(out, "id");
+  resp::append_integer(out, static_cast<std::int64_t>(call.client.id));
+  resp::append_bulk(out, "mode");
+  resp::append_bulk(out, "proxy");
+  resp::append_bulk(out, "role");
+  resp::append_bulk(out, "master");
+  resp::append_bulk(out, "modules");
+  resp::append_array_header(out, 0);
 }
 
-// HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only.
+// Switching protocol changes which upstream connections serve the client: a dedicated one of the
+// old protocol goes (hello() drained its replies first), unless Redis keeps state for the client
+// there. False, with an error appended, when it cannot switch.
+bool switch_protocol(LocalCall& call, int protocol) {
+  auto& client = call.client;
+  if (protocol == client.protocol) return true;
+  if (client.dedicated) {
+    if (client.mode.holds_connection()) {
+      resp::append_error(call.reply,
+                         "ERR Corral cannot switch the protocol of a connection in WATCH, "
+                         "subscribed, tracking or another stateful mode");
+      return false;
+    }
+    release_dedicated(client);
+  }
+  client.protocol = protocol;
+  return true;
+}
+
+// HELLO [protover [AUTH user pass] [SETNAME name]]
 Action hello(LocalCall& call) {
   const auto argv = call.argv;
+  int protocol = call.client.protocol;
   if (argv.size() >= 2) {
     long long version = 0;
     if (!parse_int(argv[1], version)) {
       resp::append_error(call.reply, "ERR Protocol version is not an integer or out of range");
       return Action::done;
     }
-    if (version != 2) {
+    if (version != 2 && version != 3) {
       resp::append_error(call.reply, "NOPROTO unsupported protocol version");
       return Action::done;
     }
+    protocol = static_cast<int>(version);
+  }
+  if (protocol != call.client.protocol && call.client.dedicated && call.awaiting > 0) {
+    return Action::drain_then_retry;
   }
   std::string_view new_name;
   bool rename = false;
@@ -160,7 +194,7 @@ Action hello(LocalCall& call) {
     }
     call.client.name = new_name;
   }
-  append_hello_reply(call);
+  if (switch_protocol(call, protocol)) append_hello_reply(call);
   return Action::done;
 }
 
@@ -208,6 +242,7 @@ Action reset(LocalCall& call) {
   auto& client = call.client;
   release_dedicated(client);
   client.database = 0;
+  client.protocol = 2;  // RESET goes back to RESP2, as in Redis
   client.name.clear();
   client.authenticated = call.settings.client.password.empty();
   client.admin = call.settings.client.admin_password.empty();

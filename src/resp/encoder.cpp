@@ -61,6 +61,11 @@ void append_array_header(std::string& out, std::size_t count) {
   out.append(format_header(buffer, '*', count));
 }
 
+void append_header(std::string& out, char type, std::size_t count) {
+  HeaderBuffer buffer;
+  out.append(format_header(buffer, type, count));
+}
+
 void append_command(std::string& out, std::span<const std::string_view> argv) {
   // One reservation for the whole command: "$<len>\r\n<arg>\r\n" is 5 bytes plus digits plus data.
   std::size_t total = 3 + decimal_digits(argv.size());

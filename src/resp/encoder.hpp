@@ -1,4 +1,4 @@
-// Appends RESP2 values to an output buffer.
+// Appends RESP2 values (and RESP3 aggregate headers) to an output buffer.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,8 @@ void append_bulk(std::string& out, std::string_view value);
 void append_null(std::string& out);        // $-1\r\n
 void append_null_array(std::string& out);  // *-1\r\n
 void append_array_header(std::string& out, std::size_t count);
+// "<type><count>\r\n" for any aggregate: '*', RESP3's '%' (count = pairs), '~', '>', '|'.
+void append_header(std::string& out, char type, std::size_t count);
 // A command as a multibulk request.
 void append_command(std::string& out, std::span<const std::string_view> argv);
 

@@ -1,4 +1,4 @@
-// Finds where one upstream RESP2 reply ends in a byte stream, without building objects.
+// Finds where one upstream RESP2 or RESP3 reply ends in a byte stream, without building objects.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +19,10 @@ struct FrameResult {
 };
 
 // Contract: examines the front of `input`; complete means input.substr(0, size) is exactly one
-// reply (simple string, error, integer, bulk, array of any nesting, null bulk/array).
+// reply: RESP2 (simple string, error, integer, bulk, array of any nesting, null bulk/array) or
+// RESP3 (map, set, push, null, boolean, double, big number, verbatim, blob error, streamed
+// strings and aggregates; an attribute and the reply it annotates are one reply). max_elements
+// bounds every aggregate's announced items (a map of n pairs counts 2n).
 FrameResult frame_reply(std::string_view input, const FrameLimits& limits = {});
 
 }  // namespace corral::resp

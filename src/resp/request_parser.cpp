@@ -16,6 +16,7 @@ namespace {
 
 constexpr std::string_view kInvalidMultibulkLength = "Protocol error: invalid multibulk length";
 constexpr std::string_view kInvalidBulkLength = "Protocol error: invalid bulk length";
+constexpr std::string_view kResp3Request = "Protocol error: RESP3 types are not requests";
 constexpr std::string_view kTooBigInline = "Protocol error: too big inline request";
 constexpr std::string_view kUnbalancedQuotes = "Protocol error: unbalanced quotes in request";
 constexpr std::string_view kTooBigMbulkCount = "Protocol error: too big mbulk count string";
@@ -309,6 +310,11 @@ ParseResult parse_request(std::string_view input, const RequestLimits& limits,
                           std::vector<std::string_view>& argv, std::string& scratch) {
   argv.clear();
   if (input.empty()) return need_more();
+  // Requests are RESP2 arrays or inline lines in either protocol. A RESP3 type byte first means a
+  // confused client (Redis would run it as an inline command named "%1"): refuse it outright.
+  if (std::string_view("%~|>_#,(=!").find(input[0]) != std::string_view::npos) {
+    return {ParseStatus::invalid, 0, false, kResp3Request};
+  }
   ParseResult result = input[0] == '*' ? parse_multibulk(input, limits, argv)
                                        : parse_inline(input, limits, argv, scratch);
   if (result.status != ParseStatus::ok) argv.clear();

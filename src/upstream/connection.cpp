@@ -21,6 +21,7 @@
 #include "resp/reply_framer.hpp"
 #include "tls/context.hpp"
 #include "upstream/errors.hpp"
+#include "upstream/server_version.hpp"
 
 namespace corral::upstream {
 
@@ -114,7 +115,9 @@ void Connection::fail_all(std::string_view error) {
     for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
   }
   for (auto& item : failed) item.target->on_failure(item.tag, error);
-  if (unsolicited_ && error != upstream::kErrUnavailable) {
+  // A connection that never came up has told its client through the failed commands, unless none
+  // was tracked (a RESP3 SUBSCRIBE, confirmed by pushes): then only the push target can.
+  if (unsolicited_ && (error != upstream::kErrUnavailable || failed.empty())) {
     auto target = std::move(unsolicited_);
     target->on_failure(0, error);
   }
@@ -273,6 +276,13 @@ awaitable<bool> Connection::handshake() {
     resp::append_command(commands, argv);
     ++expected;
   }
+  if (options_.protocol == 3) {
+    // After AUTH, so HELLO needs no credentials of its own; a server before Redis 6 refuses it
+    // and the connection fails rather than silently speaking RESP2 to a RESP3 client.
+    std::string_view argv[] = {"HELLO", "3"};
+    resp::append_command(commands, argv);
+    ++expected;
+  }
   if (expected == 0) co_return true;
 
   asio::steady_timer deadline(executor_);
@@ -294,6 +304,8 @@ awaitable<bool> Connection::handshake() {
                       options_.server.port, pending.substr(1, frame.size - 3));
         break;
       }
+      // HELLO is the last command of a RESP3 handshake: its map names the server's version.
+      if (options_.protocol == 3 && expected == 1) note_hello_reply(pending.substr(0, frame.size));
       read_begin_ += frame.size;
       --expected;
       continue;
@@ -352,6 +364,12 @@ bool Connection::deliver_replies(std::uint64_t generation) {
     if (frame.status == resp::FrameStatus::invalid) return false;
     const auto reply = pending.substr(0, frame.size);
     read_begin_ += frame.size;
+    // A push is never the answer to a command: pub/sub messages and tracking invalidations
+    // interleave with replies on a RESP3 connection.
+    if (reply[0] == '>') {
+      if (unsolicited_) unsolicited_->on_reply(0, reply);
+      continue;
+    }
     if (!in_flight_.empty()) {
       auto item = std::move(in_flight_.front());
       in_flight_.pop_front();

@@ -48,6 +48,8 @@ struct ConnectionOptions {
   // verified against the certificate when the context verifies peers.
   std::shared_ptr<boost::asio::ssl::context> tls_context;
   std::string tls_server_name;
+  // 3: the handshake sends HELLO 3, and replies are RESP3 (passed to RESP3 clients untouched).
+  int protocol = 2;
 };
 
 // The options every connection to `upstream` shares; TLS contexts are built once per process.
@@ -75,7 +77,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool send(std::string_view command, std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
             bool exempt_from_timeout = false) override;
   // For subscribed mode and MONITOR: replies that match no tracked command go to `target` with tag
-  // 0.
+  // 0. RESP3 pushes (`>`) always go there, never to a tracked command (dropped when none is set).
   void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) override;
   bool send_untracked(std::string_view command) override;
 

@@ -39,10 +39,12 @@ class Links {
 
   // Link::send on a shared connection of `database`. A client always passes the same `affinity`
   // (its id), so its commands travel one connection and Redis runs them in the order it sent them.
+  // `protocol` (2 or 3) is the client's: a RESP3 client's replies come from a RESP3 connection.
   virtual bool send_shared(int database, std::size_t affinity, std::string_view command,
-                           std::shared_ptr<ReplyTarget> target, std::uint64_t tag) = 0;
+                           std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
+                           int protocol) = 0;
   // A new connection owned by one client; it does not reconnect.
-  virtual std::shared_ptr<Link> dedicated_link(int database) = 0;
+  virtual std::shared_ptr<Link> dedicated_link(int database, int protocol) = 0;
 };
 
 }  // namespace corral::upstream

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
+
+#include "resp/encoder.hpp"
+#include "upstream/server_version.hpp"
 
 namespace corral::upstream {
 
@@ -17,28 +21,44 @@ Pool::Pool(const boost::asio::any_io_executor& executor, const config::UpstreamS
 
 Pool::~Pool() { close(); }
 
-void Pool::start() { shared(settings_.database); }
+void Pool::start() {
+  // HELLO without a version changes nothing on the connection and names the server's version,
+  // which Corral's own HELLO reports to clients (a server before Redis 6.2 refuses it: ignored).
+  static const std::string hello = [] {
+    std::string command;
+    const std::string_view argv[] = {"HELLO"};
+    resp::append_command(command, argv);
+    return command;
+  }();
+  shared(settings_.database)
+      .send(hello, CallbackTarget::make([](std::string_view reply, bool failed) {
+              if (!failed) note_hello_reply(reply);
+            }),
+            0);
+}
 
 void Pool::close() {
-  for (auto& [database, connections] : shared_) {
+  for (auto& [key, connections] : shared_) {
     for (auto& connection : connections) connection->close();
   }
   shared_.clear();
 }
 
-ConnectionOptions Pool::options_for(int database, bool reconnect) const {
-  return connection_options(settings_, database, reconnect);
+ConnectionOptions Pool::options_for(int database, bool reconnect, int protocol) const {
+  auto options = connection_options(settings_, database, reconnect);
+  options.protocol = protocol;
+  return options;
 }
 
-Connection& Pool::shared(int database, std::size_t affinity) {
-  auto& connections = shared_[database];
+Connection& Pool::shared(int database, std::size_t affinity, int protocol) {
+  auto& connections = shared_[{database, protocol}];
   if (connections.empty()) {
     const int count = std::max(1, settings_.connections_per_thread);
     for (int i = 0; i < count; ++i) {
-      // Only the default database's connections count for readiness.
-      auto* ready = database == settings_.database ? ready_connections_ : nullptr;
-      auto connection =
-          std::make_shared<Connection>(executor_, options_for(database, true), stats_, ready);
+      // Only the default database's RESP2 connections count for readiness.
+      auto* ready = database == settings_.database && protocol == 2 ? ready_connections_ : nullptr;
+      auto connection = std::make_shared<Connection>(
+          executor_, options_for(database, true, protocol), stats_, ready);
       connection->start();
       connections.push_back(std::move(connection));
     }
@@ -46,9 +66,9 @@ Connection& Pool::shared(int database, std::size_t affinity) {
   return *connections[affinity % connections.size()];
 }
 
-std::shared_ptr<Connection> Pool::dedicated(int database) {
-  auto connection =
-      std::make_shared<Connection>(executor_, options_for(database, false), stats_, nullptr);
+std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
+  auto connection = std::make_shared<Connection>(executor_, options_for(database, false, protocol),
+                                                 stats_, nullptr);
   connection->start();
   return connection;
 }

@@ -144,7 +144,10 @@ inline void check_frame(std::string_view frame) {
   const auto reply = decode_reply(frame);
   if (!reply) {
     // Only nesting deeper than the decoder's cap may be refused after the framer accepted it.
-    const auto headers = static_cast<std::size_t>(std::count(frame.begin(), frame.end(), '*'));
+    const auto headers =
+        static_cast<std::size_t>(std::count_if(frame.begin(), frame.end(), [](char c) {
+          return c == '*' || c == '%' || c == '~' || c == '>' || c == '|';
+        }));
     expect(headers > kMaxReplyDepth, "a framed reply decodes");
     return;
   }
@@ -152,6 +155,8 @@ inline void check_frame(std::string_view frame) {
   append_reply(encoded, *reply);
   const auto again = decode_reply(encoded);
   expect(again.has_value() && *again == *reply, "decoded reply re-encodes to itself");
+  // Streamed strings and aggregates come back in their fixed-length form: only the tree compares.
+  if (frame.find("?\r\n") != std::string_view::npos) return;
   // Numbers are strict, so the encoding is canonical: the same bytes, except that a null array
   // (*-1) comes back as a null bulk ($-1) of the same size.
   expect(encoded.size() == frame.size(), "re-encoding keeps the size");
@@ -159,7 +164,8 @@ inline void check_frame(std::string_view frame) {
     expect(encoded[i] == frame[i] || (frame[i] == '*' && encoded[i] == '$'),
            "re-encoding gives the same bytes");
   }
-  if (oracle::depth(*reply) <= oracle::kHiredisMaxDepth) {
+  // hiredis 0.14 reads RESP2 only.
+  if (is_resp2(*reply) && oracle::depth(*reply) <= oracle::kHiredisMaxDepth) {
     expect(oracle::HiredisReader::decode_one(frame) == *reply, "hiredis reads the same reply");
   }
 }

@@ -1,5 +1,6 @@
-# A RESP2 client on a plain socket for the integration tests: full control of the bytes sent,
-# replies parsed into Simple / Err / int / bytes / None / list, and close detection.
+# A RESP client on a plain socket for the integration tests: full control of the bytes sent,
+# replies parsed into Simple / Err / int / bytes / None / list (RESP3: Map / Set / Push / bool /
+# float too), and close detection.
 import socket
 import time
 
@@ -15,6 +16,18 @@ class Err(bytes):
 
     def text(self):
         return self.decode("utf-8", "replace")
+
+
+class Map(dict):
+    """A RESP3 map (%)."""
+
+
+class Set(list):
+    """A RESP3 set (~), in the order sent."""
+
+
+class Push(list):
+    """A RESP3 push (>)."""
 
 
 class Closed(Exception):
@@ -108,7 +121,35 @@ class Raw:
         if kind == b"*":
             n = int(rest)
             return None if n < 0 else [self.read() for _ in range(n)]
-        raise AssertionError("not a RESP2 reply line: %r" % line)
+        return self._read_resp3(kind, rest, line)
+
+    def _read_resp3(self, kind, rest, line):
+        if kind == b"%":
+            n = int(rest)
+            m = Map()
+            for _ in range(n):
+                k = self.read()
+                m[tuple(k) if isinstance(k, list) else k] = self.read()
+            return m
+        if kind in (b"~", b">"):
+            items = [self.read() for _ in range(int(rest))]
+            return Set(items) if kind == b"~" else Push(items)
+        if kind == b"_":
+            return None
+        if kind == b"#":
+            return rest == b"t"
+        if kind == b",":
+            return float(rest)
+        if kind == b"(":
+            return int(rest)
+        if kind in (b"=", b"!"):
+            data = self._exact(int(rest))
+            return Err(data) if kind == b"!" else data[4:]
+        if kind == b"|":
+            for _ in range(2 * int(rest)):
+                self.read()
+            return self.read()
+        raise AssertionError("not a RESP reply line: %r" % line)
 
     def read_bytes(self, n):
         """Exactly n raw bytes (for byte-exact comparisons)."""

@@ -95,11 +95,14 @@ class RecordingLink final : public upstream::Link {
 class RecordingLinks final : public upstream::Links {
  public:
   bool send_shared(int database, std::size_t affinity, std::string_view command,
-                   std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag) override {
+                   std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag,
+                   int protocol) override {
     affinities.push_back(affinity);
+    protocols.push_back(protocol);
     return shared_link(database).send(command, std::move(target), tag, false);
   }
-  std::shared_ptr<upstream::Link> dedicated_link(int database) override {
+  std::shared_ptr<upstream::Link> dedicated_link(int database, int protocol) override {
+    dedicated_protocols.push_back(protocol);
     dedicated.push_back(std::make_shared<RecordingLink>(database));
     return dedicated.back();
   }
@@ -120,7 +123,9 @@ class RecordingLinks final : public upstream::Links {
 
   std::map<int, std::unique_ptr<RecordingLink>> shared;
   std::vector<std::shared_ptr<RecordingLink>> dedicated;
-  std::vector<std::size_t> affinities;  // of every shared send, in order
+  std::vector<std::size_t> affinities;   // of every shared send, in order
+  std::vector<int> protocols;            // of every shared send, in order
+  std::vector<int> dedicated_protocols;  // of every dedicated link handed out
 };
 
 // The client's reply slots: what reached each tag.

@@ -186,7 +186,7 @@ TEST_CASE("invalid replies", "[reply][error]") {
                                                            "$3\r\nabcX",
                                                            "$3\r\nabc\rX",
                                                            "$1\r\nab\r\n",
-                                                           "*1\r\n!",
+                                                           "*1\r\n^",
                                                            "*2\r\n:1\r\n?",
                                                            "*1\r\n*1\r\n$x\r\n",
                                                            "$" + std::string(30, '1'),

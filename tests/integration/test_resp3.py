@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+# RESP3 through Corral with a raw-socket client and redis-cli -3: HELLO 2/3/bad versions, RESP3
+# replies passed through, cached replies in each client's protocol (one cached copy, converted),
+# pushes (pub/sub, tracking invalidations) in order with replies, and the RESP3 faults.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_resp3.py [name-filter]
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import Raw, check, eq, is_err  # noqa: E402
+from resp_client import Closed, Map, Push, Set  # noqa: E402
+
+suite = harness.Suite("resp3")
+
+CACHED = ["GET", "MGET", "HGET", "HGETALL", "HMGET", "SMEMBERS", "LRANGE", "ZRANGE", "EXISTS",
+          "STRLEN", "GETRANGE"]
+CONFIG = {"policies": [{"prefix": "c:", "origin": "redis", "commands": CACHED, "ttl": "60s",
+                        "beta": 0, "jitter": 0}]}
+# The policies are a list of maps, which the harness's YAML emitter cannot write: JSON is YAML.
+harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+
+
+@suite.fixture
+def fixture():
+    stack = harness.Stack(CONFIG, name="resp3")
+    stack.start()
+    if stack.corral is not None:
+        harness.wait_until(lambda: any(c.get("name") == "corral-tracking"
+                                       for c in stack.direct().client_list()),
+                           5.0, what="corral's tracking connection")
+    return stack
+
+
+@suite.before_each
+def clean(stack):
+    stack.direct().flushall()
+    stack.direct().config_resetstat()
+
+
+def resp3(stack, port=None):
+    c = Raw(port or stack.port)
+    hello = c.call("HELLO", "3")
+    check(isinstance(hello, Map), "HELLO 3 answers a map: %r" % (hello,))
+    return c
+
+
+def calls(stack, command):
+    return stack.direct().info("commandstats").get("cmdstat_" + command, {}).get("calls", 0)
+
+
+@suite.test(corral_only=True)
+def hello_reports_the_upstream_version(stack):
+    version = stack.direct().info("server")["redis_version"].encode()
+    with Raw(stack.port) as c:  # the first test: learned at start, before any RESP3 connection
+        two = c.call("HELLO", "2")
+        eq(dict(zip(two[::2], two[1::2]))[b"version"], version, "upstream version in RESP2")
+    with resp3(stack) as c:
+        eq(c.call("HELLO", "3")[b"version"], version, "upstream version in RESP3")
+
+
+@suite.test
+def hello_versions(stack):
+    with Raw(stack.port) as c:
+        two = c.call("HELLO", "2")
+        check(isinstance(two, list) and not isinstance(two, Map), "HELLO 2: flat array")
+        fields = dict(zip(two[::2], two[1::2]))
+        eq(fields[b"proto"], 2, "proto")
+        eq(fields[b"server"], b"redis", "server")
+        for key in (b"version", b"id", b"mode", b"role", b"modules"):
+            check(key in fields, "HELLO names %r" % key)
+        is_err(c.call("HELLO", "4"), "NOPROTO unsupported protocol version")
+        is_err(c.call("HELLO", "1"), "NOPROTO")
+        is_err(c.call("HELLO", "x"), "ERR Protocol version is not an integer")
+        three = c.call("HELLO", "3", "SETNAME", "r3client")
+        check(isinstance(three, Map), "HELLO 3: a map")
+        eq(three[b"proto"], 3, "proto")
+        eq(three[b"modules"], [], "modules")
+        eq(c.call("CLIENT", "GETNAME"), b"r3client", "SETNAME applied")
+        eq(c.call("GET", "nokey"), None, "null")
+        c.send_command("GET", "nokey")
+        eq(c.read_bytes(3), b"_\r\n", "RESP3 null on the wire")
+        # Back to RESP2: nulls are $-1 again.
+        check(isinstance(c.call("HELLO", "2"), list), "HELLO 2 again")
+        c.send_command("GET", "nokey")
+        eq(c.read_bytes(5), b"$-1\r\n", "RESP2 null on the wire")
+
+
+@suite.test
+def resp3_replies_pass_through(stack):
+    d = stack.direct()
+    d.hset("h", mapping={"f1": "v1", "f2": "v2"})
+    d.sadd("s", "a")
+    with resp3(stack) as c:
+        eq(c.call("HGETALL", "h"), Map({b"f1": b"v1", b"f2": b"v2"}), "HGETALL map")
+        check(isinstance(c.call("SMEMBERS", "s"), Set), "SMEMBERS set")
+        eq(c.call("SISMEMBER", "s", "a"), 1, "integer")
+        eq(c.call("HGETALL", "nokey"), Map(), "empty map")
+    with Raw(stack.port) as c:
+        r = c.call("HGETALL", "h")
+        check(type(r) is list and len(r) == 4, "RESP2 client: flat array, got %r" % (r,))
+
+
+def _cached_keys(d, p):
+    d.hset(p + "h", mapping={"f1": "v1", "f2": "v2"})
+    d.set(p + "s", "hello")
+    d.sadd(p + "set", "x", "y")
+    d.rpush(p + "l", "a", "b")
+    d.zadd(p + "z", {"m1": 1.5, "m2": 2})
+    return [("HGETALL", p + "h"), ("GET", p + "s"), ("GET", p + "missing"),
+            ("MGET", p + "s", p + "missing"), ("HGET", p + "h", "f1"), ("HGET", p + "h", "nof"),
+            ("HMGET", p + "h", "f1", "nof"), ("SMEMBERS", p + "set"), ("LRANGE", p + "l", 0, -1),
+            ("ZRANGE", p + "z", 0, -1, "WITHSCORES"), ("ZRANGE", p + "z", 0, -1),
+            ("EXISTS", p + "s"), ("STRLEN", p + "s"), ("GETRANGE", p + "s", 0, 1),
+            ("HGETALL", p + "nohash"), ("SMEMBERS", p + "noset")]
+
+
+@suite.test
+def cached_replies_in_each_protocol(stack):
+    """Each cached command answers a RESP3 client exactly as Redis answers it in RESP3, and a
+    RESP2 client as in RESP2, whichever protocol filled the cache."""
+    d = stack.direct()
+    with resp3(stack, stack.redis.port) as redis3, Raw(stack.redis.port) as redis2, \
+            resp3(stack) as client3, Raw(stack.port) as client2:
+        for prefix, order in (("c:a:", ("RESP3", "RESP2")), ("c:b:", ("RESP2", "RESP3"))):
+            for cmd in _cached_keys(d, prefix):
+                want = {"RESP3": redis3.call(*cmd), "RESP2": redis2.call(*cmd)}
+                client = {"RESP3": client3, "RESP2": client2}
+                for proto in order:
+                    got = client[proto].call(*cmd)
+                    eq(got, want[proto], "%s %r" % (proto, cmd))
+                    eq(type(got), type(want[proto]), "%s type of %r" % (proto, cmd))
+    # One cached copy serves both protocols: three reads, one fetch.
+    d.config_resetstat()
+    with resp3(stack) as client3, Raw(stack.port) as client2:
+        d.hset("c:h2", mapping={"a": "1"})
+        eq(client3.call("HGETALL", "c:h2"), Map({b"a": b"1"}), "RESP3 miss")
+        eq(client2.call("HGETALL", "c:h2"), [b"a", b"1"], "RESP2 hit")
+        eq(client3.call("HGETALL", "c:h2"), Map({b"a": b"1"}), "RESP3 hit")
+    if stack.corral is not None:
+        eq(calls(stack, "hgetall"), 1, "upstream HGETALL calls")
+
+
+@suite.test
+def pubsub_pushes_in_order_with_replies(stack):
+    d = stack.direct()
+    d.set("k", "v")
+    with resp3(stack) as c:
+        c.send_command("SUBSCRIBE", "ch1", "ch2")
+        eq(c.read(), Push([b"subscribe", b"ch1", 1]), "first confirmation")
+        eq(c.read(), Push([b"subscribe", b"ch2", 2]), "second confirmation")
+        # A RESP3 client may run commands while subscribed.
+        eq(c.call("GET", "k"), b"v", "GET while subscribed")
+        eq(d.publish("ch1", "m1"), 1, "one receiver")
+        eq(d.publish("ch2", "m2"), 1, "one receiver")
+        # The pushes were sent before this reply: they arrive first, in order.
+        c.send_command("GET", "k")
+        eq(c.read(), Push([b"message", b"ch1", b"m1"]), "first message")
+        eq(c.read(), Push([b"message", b"ch2", b"m2"]), "second message")
+        eq(c.read(), b"v", "then the reply")
+        eq(c.call("PING"), b"PONG", "PING while subscribed")
+        c.send_command("UNSUBSCRIBE")
+        got = [c.read(), c.read()]
+        eq(sorted(p[1] for p in got), [b"ch1", b"ch2"], "unsubscribe confirmations")
+        eq(c.call("SET", "k", "w"), b"OK", "commands after unsubscribing")
+        eq(d.publish("ch1", "late"), 0, "no receivers left")
+    with resp3(stack) as c:
+        # UNSUBSCRIBE without subscriptions is confirmed by a push too.
+        c.send_command("UNSUBSCRIBE")
+        eq(c.read(), Push([b"unsubscribe", None, 0]), "unsubscribe nothing")
+        eq(c.call("GET", "k"), b"w", "reply after it")
+
+
+@suite.test
+def pipelined_commands_and_pushes_stay_in_order(stack):
+    """Another client publishes while the subscriber pipelines INCRs: every message arrives, in
+    order, and the replies are in request order between them."""
+    d = stack.direct()
+    with resp3(stack) as c, Raw(stack.port) as publisher:
+        c.send_command("SUBSCRIBE", "flow")
+        eq(c.read(), Push([b"subscribe", b"flow", 1]), "subscribed")
+        n = 300
+        batch = b"".join(harness.encode_command("INCR", "counter") for _ in range(n))
+        pubs = b"".join(harness.encode_command("PUBLISH", "flow", "m%d" % i) for i in range(n))
+        c.send(batch)
+        publisher.send(pubs)
+        c.send(batch)
+        replies, messages = [], []
+        while len(replies) < 2 * n or len(messages) < n:
+            r = c.read()
+            if isinstance(r, Push):
+                eq(r[:2], [b"message", b"flow"], "a message push")
+                messages.append(r[2])
+            else:
+                replies.append(r)
+        eq(replies, list(range(1, 2 * n + 1)), "replies in request order")
+        eq(messages, [b"m%d" % i for i in range(n)], "messages in publish order")
+        eq(int(d.get("counter")), 2 * n, "every INCR ran once")
+
+
+@suite.test
+def tracking_invalidation_pushes(stack):
+    d = stack.direct()
+    d.set("t", "1")
+    with resp3(stack) as c:
+        eq(c.call("CLIENT", "TRACKING", "ON"), b"OK", "tracking on")
+        eq(c.call("GET", "t"), b"1", "tracked read")
+        d.set("t", "2")
+        c.send_command("GET", "t")
+        eq(c.read(), Push([b"invalidate", [b"t"]]), "invalidation push")
+        eq(c.read(), b"2", "then the reply")
+
+
+@suite.test(corral_only=True)
+def dedicated_connection_loss_ends_subscriptions(stack):
+    with resp3(stack) as c:
+        c.send_command("SUBSCRIBE", "gone")
+        eq(c.read(), Push([b"subscribe", b"gone", 1]), "subscribed")
+        # Only this client's connection: Corral's invalidation listener is subscribed too.
+        d = stack.direct()
+        victims = [c for c in d.client_list() if "P" in c.get("flags", "")
+                   and c.get("name") != "corral-tracking" and c.get("cmd") != "client|list"]
+        eq(len(victims), 1, "one subscribed client connection")
+        d.execute_command("CLIENT", "KILL", "ID", victims[0]["id"])
+        c.settimeout(5)
+        reply = c.read()
+        is_err(reply, None, "an error, not a stall")
+        try:
+            data = c.read_until_closed(5.0)
+        except Closed:
+            data = b""
+        check(b"message" not in data, "nothing after the error")
+
+
+@suite.test(corral_only=True)
+def resp3_request_is_a_protocol_error(stack):
+    with Raw(stack.port) as c:
+        c.send(b"%1\r\n$3\r\nGET\r\n$1\r\nk\r\n")
+        data = c.read_until_closed(5.0)
+        check(data.startswith(b"-ERR Protocol error"), "protocol error, got %r" % data[:100])
+
+
+@suite.test
+def redis_cli_resp3(stack):
+    cli = harness.shutil.which("redis-cli")
+    if cli is None:
+        raise harness.Skip("redis-cli not installed")
+    stack.direct().hset("c:cli", mapping={"f": "v"})
+    # --no-raw: the formatted output (maps as `1# "key" => value`) even without a terminal.
+    base = [cli, "--no-raw", "-3", "-h", "127.0.0.1", "-p", str(stack.port)]
+    out = subprocess.run(base + ["HELLO", "3"], capture_output=True, text=True, timeout=10).stdout
+    check('"proto" => (integer) 3' in out, "redis-cli -3 HELLO 3: %r" % out)
+    out = subprocess.run(base + ["HGETALL", "c:cli"], capture_output=True, text=True,
+                         timeout=10).stdout
+    check('1# "f" => "v"' in out, "redis-cli -3 HGETALL shows a map: %r" % out)
+    out = subprocess.run([cli, "--no-raw", "-h", "127.0.0.1", "-p", str(stack.port), "HGETALL",
+                          "c:cli"],
+                         capture_output=True, text=True, timeout=10).stdout
+    check('1) "f"' in out and '2) "v"' in out, "redis-cli (RESP2) HGETALL: %r" % out)
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())
