@@ -10,6 +10,7 @@
 #include "config/settings.hpp"
 #include "metrics/process_info.hpp"
 #include "proxy/client_state.hpp"
+#include "proxy/command_lookup.hpp"
 #include "proxy/command_table.hpp"
 #include "proxy/request.hpp"
 #include "session/handler.hpp"
@@ -57,6 +58,7 @@ class Dispatcher : public session::Handler {
 
   // session::Handler: a ClientSession (proxy/client_session.hpp) per client.
   std::unique_ptr<session::ClientHandler> open_session() override;
+  std::unique_ptr<session::ClientHandler> open_session(const session::Peer& peer) override;
   std::uint32_t protocol_error_metric() const override;
 
   // Handles a request that owns reply slot `tag` of `target`; `awaiting` counts the client's
@@ -80,7 +82,7 @@ class Dispatcher : public session::Handler {
 
  private:
   // Where one request goes, once the route column has been read against its arguments.
-  enum class Path { shared, dedicated, tunnel, reply_suppressed };
+  enum class Path { shared, dedicated, tunnel, reply_suppressed, out_of_band };
 
   static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv);
   Action forward(ClientState& client, const Request& request, const CommandSpec& row,
@@ -107,6 +109,7 @@ class Dispatcher : public session::Handler {
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;
+  CommandLookup lookup_;              // names the table lacks, asked of the upstream
   std::vector<std::size_t> keys_;     // reused for write invalidation
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;
