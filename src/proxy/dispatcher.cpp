@@ -126,8 +126,9 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
   const auto argv = request.argv;
   if (resolved.spec == nullptr) {
     // The upstream may know it (a renamed command): the request waits for the answer, in order.
-    if (lookup_.lookup(argv[0], links_, settings_.upstream.database) ==
-        CommandLookup::Answer::ask_later) {
+    // Only for authenticated clients: others must not make Corral query the upstream.
+    if (client.authenticated && lookup_.lookup(argv[0], links_, settings_.upstream.database) ==
+                                    CommandLookup::Answer::ask_later) {
       return Action::wait_then_retry;
     }
     append_unknown_command(scratch_, argv);

@@ -199,6 +199,9 @@ TEST_CASE("AUTH gates every other command when client.password is set", "[dispat
   CHECK(client.reply() == "-NOAUTH Authentication required.\r\n");
   CHECK(client.send({"AUTH", "wrong"}) == Action::done);
   CHECK(client.reply().starts_with("-WRONGPASS"));
+  // An unknown name is not asked of the upstream before AUTH.
+  CHECK(client.send({"NOSUCHNAME"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR unknown command"));
   CHECK(proxy.links.shared.empty());
   CHECK(proxy.links.dedicated.empty());
 
