@@ -1,6 +1,7 @@
 // Commands the upstream knows and the built-in (Redis 7.0) table does not: a newer server's
 // commands, renamed commands (rename-command), module commands. Learned from the upstream's
-// COMMAND reply, published once as an immutable snapshot that every io thread reads lock-free.
+// COMMAND reply (and COMMAND INFO <name>), published as immutable snapshots that every io thread
+// reads lock-free through one atomic pointer.
 #pragma once
 
 #include <deque>

@@ -136,6 +136,8 @@ def timeout_error_says_what_happened(stack):
         harness.wait_until(lambda: stack.direct().script_kill() or True, 5, 0.1,
                            what="SCRIPT KILL of the left-over script")
         t.join(20)
+        # The killed script stops at its next hook: Redis is BUSY until then.
+        harness.wait_until(lambda: stack.direct().ping(), 5, 0.05, what="Redis no longer BUSY")
     eq(stack.client().ping(), True, "Corral answers afterwards")
 
 
