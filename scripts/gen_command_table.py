@@ -66,8 +66,14 @@ DANGEROUS = [
 LOCAL = [
     "ping", "echo", "quit", "hello", "auth", "select", "reset", "info",
     "client|setname", "client|getname", "client|id",
+    # Corral's clients, not its upstream connections (KILL and PAUSE stay dangerous: they act on
+    # every client of the proxy).
+    "client|list", "client|info", "client|kill", "client|pause", "client|unpause",
     "command", "command|*",
 ]
+
+# Local rows that still need client.allow_commands: the dispatcher checks it before answering.
+LOCAL_DANGEROUS = {"client|kill", "client|pause"}
 
 # Commands that only remove their keys: allowed on keys whose policy refuses writes.
 DELETES_KEYS = ["del", "unlink"]
@@ -82,6 +88,8 @@ ROUTES = {
     "blocking_if_argument": ["xread", "xreadgroup"],  # block only with BLOCK
     "tunnel": ["subscribe", "psubscribe", "ssubscribe", "monitor"],
     "control": ["client|reply"],
+    # Stop a busy server: a shared connection may be stuck behind the very script to kill.
+    "out_of_band": ["script|kill", "function|kill", "shutdown"],
 }
 
 # The connection-state column (StateChange in command_table.hpp).
@@ -320,7 +328,7 @@ def build_rows(reply):
     for name, (arity, flags, first, last, step, keyspec, route, _) in specs.items():
         assert name == name.lower() and 0 < len(name) <= MAX_NAME, name
         assert arity != 0 and (first == 0) == (step == 0), name
-        assert not (route == "local" and "kDangerous" in flags), name
+        assert not (route == "local" and "kDangerous" in flags) or name in LOCAL_DANGEROUS, name
         assert not (name in local and name in routes), name
     # Top-level commands sorted, each followed by its subcommands: a container's subcommands are
     # one contiguous run, which subcommands() and COMMAND's nested reply rely on.

@@ -7,12 +7,14 @@
 #include <boost/asio/post.hpp>
 
 #include "cache/clock.hpp"
+#include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
-#include "stampede/versioned/pointer_watch.hpp"
 #include "stampede/read_through.hpp"
+#include "stampede/versioned/pointer_watch.hpp"
 #include "upstream/pool.hpp"
+#include "upstream/ready_probe.hpp"
 
 namespace corral {
 
@@ -25,11 +27,24 @@ struct App::ThreadParts {
               metrics::ProcessInfo& info, stampede::CacheRuntime& cache)
       : pool(io.get_executor(), settings.upstream, &stats, &info.ready_upstream_connections),
         read_through(io.get_executor(), cache, pool),
-        dispatcher(settings, pool, info, &read_through, &cache) {}
+        dispatcher(settings, pool, info, &read_through, &cache),
+        probe(std::make_shared<upstream::ReadyProbe>(
+            io.get_executor(), pool, settings.upstream.database, kProbeInterval,
+            probe_deadline(settings), info.stalled_upstreams)) {}
+
+  // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
+  // deadline, rarely enough to cost nothing next to client traffic.
+  static constexpr std::chrono::milliseconds kProbeInterval{250};
+  static std::chrono::milliseconds probe_deadline(const config::Settings& settings) {
+    const auto timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(settings.upstream.command_timeout);
+    return timeout.count() > 0 ? timeout : std::chrono::milliseconds(2000);
+  }
 
   upstream::Pool pool;
   stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
+  std::shared_ptr<upstream::ReadyProbe> probe;
 };
 
 App::App(const config::Settings& settings, metrics::Metrics& metrics)
@@ -64,9 +79,15 @@ void App::run() {
   const auto pointer_watch =
       std::make_shared<stampede::PointerWatch>(first_io.get_executor(), first.pool, *cache_);
   asio::post(first_io, [pointer_watch] { pointer_watch->start(); });
+  // Commands of a newer or renamed upstream: learned once for the process, on the first thread.
+  auto learner = std::make_shared<proxy::CommandLearner>(first.pool, settings_.upstream.database);
   for (int i = 0; i < server_.threads(); ++i) {
-    asio::post(server_.io(i), [parts = threads_[i].get()] { parts->pool.start(); });
+    asio::post(server_.io(i), [parts = threads_[i].get()] {
+      parts->pool.start();
+      parts->probe->start();
+    });
   }
+  asio::post(first_io, [learner] { learner->start(); });
   server_.on_reload([this, &first_io](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
     asio::post(first_io, [listener = listener_] { listener->restart(); });

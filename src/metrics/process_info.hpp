@@ -14,6 +14,8 @@ struct ProcessInfo {
   std::atomic<std::int64_t> connected_clients{0};
   std::atomic<std::uint64_t> total_connections{0};
   std::atomic<int> ready_upstream_connections{0};
+  // Io threads whose upstream stopped answering their readiness PING in time (ReadyProbe).
+  std::atomic<int> stalled_upstreams{0};
 };
 
 }  // namespace corral::metrics

@@ -3,12 +3,16 @@
 
 namespace corral::proxy {
 
-ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id) : dispatcher_(dispatcher) {
+ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const session::Peer& peer)
+    : dispatcher_(dispatcher) {
   const auto& client = dispatcher_.settings().client;
   state_.id = id;
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
+  record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close);
 }
+
+ClientSession::~ClientSession() { client_registry().remove(state_.id); }
 
 session::Classified ClientSession::classify(const Request& request) {
   const Resolved resolved = dispatcher_.resolve(request);
@@ -19,19 +23,48 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
                              std::uint64_t tag,
                              const std::shared_ptr<upstream::ReplyTarget>& target,
                              std::size_t awaiting) {
-  const Resolved resolved{static_cast<const CommandSpec*>(classified.command),
-                          static_cast<const CommandSpec*>(classified.detail), classified.metric_id};
-  return dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
+  Resolved resolved{static_cast<const CommandSpec*>(classified.command),
+                    static_cast<const CommandSpec*>(classified.detail), classified.metric_id};
+  // A retried request whose name was unknown may have been learned from the upstream since.
+  if (resolved.spec == nullptr) resolved = dispatcher_.resolve(request);
+  // CLIENT UNPAUSE is never held: it is how an operator ends a pause early.
+  if (resolved.spec != nullptr && client_registry().holds(resolved.row().flags) &&
+      resolved.row().name != "client|unpause") {
+    return Action::wait_then_retry;
+  }
+  const Action action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
+  publish(resolved);
+  return action;
 }
 
 Action ClientSession::handle_tunnel(const Request& request, std::string& reply) {
-  return dispatcher_.handle_tunnel(state_, request, reply);
+  const Action action = dispatcher_.handle_tunnel(state_, request, reply);
+  publish(dispatcher_.resolve(request));
+  return action;
 }
 
 void ClientSession::on_unsolicited(std::string_view reply) {
   dispatcher_.on_unsolicited(state_, reply);
+  record_->pubsub.store(state_.mode.tunneling(), std::memory_order_relaxed);
 }
 
-void ClientSession::end_session() { dispatcher_.end_session(state_); }
+void ClientSession::end_session() {
+  dispatcher_.end_session(state_);
+  client_registry().remove(state_.id);
+}
+
+void ClientSession::publish(const Resolved& resolved) {
+  record_->last_active_ms.store(ClientRegistry::now_ms(), std::memory_order_relaxed);
+  if (resolved.spec != nullptr) {
+    record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
+  }
+  record_->database.store(state_.database, std::memory_order_relaxed);
+  record_->pubsub.store(state_.mode.tunneling(), std::memory_order_relaxed);
+  record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
+  if (state_.name != published_name_) {
+    published_name_ = state_.name;
+    client_registry().set_name(state_.id, published_name_);
+  }
+}
 
 }  // namespace corral::proxy

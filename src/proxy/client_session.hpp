@@ -1,9 +1,11 @@
 // One client as the proxy sees it: its connection state (ClientState) and the dispatcher of its
-// io thread, behind the session's ClientHandler interface.
+// io thread, behind the session's ClientHandler interface; listed in the process's registry.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "proxy/client_registry.hpp"
 #include "proxy/client_state.hpp"
 #include "proxy/dispatcher.hpp"
 #include "session/handler.hpp"
@@ -12,7 +14,8 @@ namespace corral::proxy {
 
 class ClientSession final : public session::ClientHandler {
  public:
-  ClientSession(Dispatcher& dispatcher, std::uint64_t id);
+  ClientSession(Dispatcher& dispatcher, std::uint64_t id, const session::Peer& peer = {});
+  ~ClientSession() override;
 
   std::uint64_t client_id() const override { return state_.id; }
   session::Classified classify(const Request& request) override;
@@ -27,8 +30,13 @@ class ClientSession final : public session::ClientHandler {
   const ClientState& state() const { return state_; }
 
  private:
+  // Publishes what CLIENT LIST shows after each command (relaxed stores; the name rarely).
+  void publish(const Resolved& resolved);
+
   Dispatcher& dispatcher_;
   ClientState state_;
+  std::shared_ptr<ClientRecord> record_;
+  std::string published_name_;
 };
 
 }  // namespace corral::proxy

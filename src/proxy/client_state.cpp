@@ -69,6 +69,7 @@ void release_dedicated(ClientState& client) {
   client.dedicated.reset();
   client.mode.reset();
   client.queued_write_keys.clear();
+  client.subscribe_replies_due = 0;
 }
 
 }  // namespace corral::proxy

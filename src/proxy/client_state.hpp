@@ -72,6 +72,10 @@ struct ClientState {
   std::shared_ptr<upstream::Link> dedicated;
   ConnectionMode mode;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
+  // Subscribe confirmations still to come as unsolicited replies. A count of 0 in an unsubscribe
+  // confirmation ends subscribed mode only when none is due: a SUBSCRIBE pipelined after the
+  // UNSUBSCRIBE has already subscribed again, and Redis still holds those subscriptions.
+  std::size_t subscribe_replies_due = 0;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

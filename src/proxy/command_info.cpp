@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
+#include "proxy/learned_commands.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::proxy {
@@ -29,9 +31,34 @@ constexpr std::array kFlagNames = {
 
 bool is_top_level(const CommandSpec& spec) { return spec.name.find('|') == std::string_view::npos; }
 
-std::size_t top_level_count() {
-  const auto table = all_commands();
-  return static_cast<std::size_t>(std::count_if(table.begin(), table.end(), is_top_level));
+// The built-in table's rows, then those learned from the upstream (COMMAND answers for both).
+std::vector<const CommandSpec*> merged_rows() {
+  std::vector<const CommandSpec*> rows;
+  for (const auto& spec : all_commands()) rows.push_back(&spec);
+  if (const LearnedCommands* learned = learned_commands()) {
+    for (const auto& spec : learned->rows()) rows.push_back(&spec);
+  }
+  return rows;
+}
+
+std::vector<const CommandSpec*> top_level_rows() {
+  auto rows = merged_rows();
+  std::erase_if(rows, [](const CommandSpec* spec) { return !is_top_level(*spec); });
+  return rows;
+}
+
+std::vector<const CommandSpec*> children_of(const CommandSpec& container) {
+  std::vector<const CommandSpec*> children;
+  for (const auto& row : subcommands(container)) children.push_back(&row);
+  if (const LearnedCommands* learned = learned_commands()) {
+    for (const auto& row : learned->rows()) {
+      if (row.name.size() > container.name.size() && row.name.starts_with(container.name) &&
+          row.name[container.name.size()] == '|') {
+        children.push_back(&row);
+      }
+    }
+  }
+  return children;
 }
 
 // [name, arity, [flags], first key, last key, step, [acl categories], [tips], [key specs],
@@ -50,9 +77,9 @@ void append_command_entry(std::string& out, const CommandSpec& spec) {
   resp::append_integer(out, spec.last_key);
   resp::append_integer(out, spec.key_step);
   for (int i = 0; i < 3; ++i) resp::append_array_header(out, 0);
-  const auto children = subcommands(spec);
+  const auto children = children_of(spec);
   resp::append_array_header(out, children.size());
-  for (const auto& row : children) append_command_entry(out, row);
+  for (const CommandSpec* row : children) append_command_entry(out, *row);
 }
 
 const CommandSpec* find_by_full_name(std::string_view name) {
@@ -64,15 +91,14 @@ const CommandSpec* find_by_full_name(std::string_view name) {
 }  // namespace
 
 Action command_all(LocalCall& call) {
-  resp::append_array_header(call.reply, top_level_count());
-  for (const auto& spec : all_commands()) {
-    if (is_top_level(spec)) append_command_entry(call.reply, spec);
-  }
+  const auto rows = top_level_rows();
+  resp::append_array_header(call.reply, rows.size());
+  for (const CommandSpec* spec : rows) append_command_entry(call.reply, *spec);
   return Action::done;
 }
 
 Action command_count(LocalCall& call) {
-  resp::append_integer(call.reply, static_cast<std::int64_t>(top_level_count()));
+  resp::append_integer(call.reply, static_cast<std::int64_t>(top_level_rows().size()));
   return Action::done;
 }
 
@@ -91,10 +117,9 @@ Action command_info(LocalCall& call) {
 }
 
 Action command_list(LocalCall& call) {
-  resp::append_array_header(call.reply, top_level_count());
-  for (const auto& spec : all_commands()) {
-    if (is_top_level(spec)) resp::append_bulk(call.reply, spec.name);
-  }
+  const auto rows = top_level_rows();
+  resp::append_array_header(call.reply, rows.size());
+  for (const CommandSpec* spec : rows) resp::append_bulk(call.reply, spec->name);
   return Action::done;
 }
 

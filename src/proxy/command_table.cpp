@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "proxy/ascii.hpp"
+#include "proxy/learned_commands.hpp"
 
 namespace corral::proxy {
 namespace {
@@ -151,6 +152,8 @@ void georadius_keys(Argv argv, std::vector<std::size_t>& out) {
 }  // namespace
 
 std::span<const CommandSpec> subcommands(const CommandSpec& container) {
+  // Learned rows list their subcommands as rows of their own ("x|y"), found by name.
+  if (!is_builtin(container)) return {};
   const auto rows = all_commands();
   const std::size_t first = command_id(container) + 1;
   std::size_t end = first;
@@ -168,23 +171,32 @@ const CommandSpec* find_command(std::string_view name) {
   LowerName lower;
   // A '|' would let "client|kill" through as a top-level command.
   if (name.find('|') != std::string_view::npos || !lower.append(name)) return nullptr;
-  return lookup(lower.view());
+  if (const CommandSpec* builtin = lookup(lower.view())) return builtin;
+  const LearnedCommands* learned = learned_commands();
+  return learned ? learned->find(lower.view()) : nullptr;
 }
 
 const CommandSpec* find_subcommand(const CommandSpec& container, std::string_view subcommand) {
-  // Most commands have no subcommands: answer those without hashing the argument.
-  if (subcommands(container).empty()) return nullptr;
+  const LearnedCommands* learned = learned_commands();
+  // Most commands have no subcommands: answer those without hashing the argument (unless the
+  // upstream taught Corral some).
+  if (subcommands(container).empty() &&
+      (learned == nullptr || !learned->has_subcommands_of(container.name))) {
+    return nullptr;
+  }
   LowerName lower;
   if (subcommand.empty() || subcommand.find('|') != std::string_view::npos ||
       !lower.append(container.name) || !lower.append("|") || !lower.append(subcommand)) {
     return nullptr;
   }
-  return lookup(lower.view());
+  if (const CommandSpec* builtin = lookup(lower.view())) return builtin;
+  return learned ? learned->find(lower.view()) : nullptr;
 }
 
 std::size_t command_id(const CommandSpec& spec) {
   const auto rows = all_commands();
-  assert(&spec >= rows.data() && &spec < rows.data() + rows.size());
+  // Learned rows share the id after the table's (the "unknown" metric): metrics are sized once.
+  if (!is_builtin(spec)) return rows.size();
   return static_cast<std::size_t>(&spec - rows.data());
 }
 

@@ -35,6 +35,7 @@ enum class Route : std::uint8_t {
   blocking_if_argument,  // dedicated with a BLOCK argument, else shared (XREAD XREADGROUP)
   tunnel,                // dedicated, then every reply is unsolicited (SUBSCRIBE MONITOR ...)
   control,               // shared with argument ON, else its replies are suppressed (CLIENT REPLY)
+  out_of_band,           // a new connection at once: it must not queue behind a busy server
 };
 
 // What a command does to the state Redis keeps for the client's connection; the proxy's
@@ -95,7 +96,8 @@ std::span<const CommandSpec> subcommands(const CommandSpec& container);
 const CommandSpec* find_command(std::string_view name);
 // Subcommand of a container command (CLIENT, CONFIG, ...), case-insensitive; nullptr when unknown.
 const CommandSpec* find_subcommand(const CommandSpec& container, std::string_view subcommand);
-// Index of `spec` in all_commands().
+// Index of `spec` in all_commands(); all_commands().size() for a row learned from the upstream
+// (proxy/learned_commands.hpp), which lookups also return.
 std::size_t command_id(const CommandSpec& spec);
 
 // True when argc satisfies the arity (argc counts the command name).

@@ -11,6 +11,7 @@
 #include "proxy/client_session.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
+#include "proxy/out_of_band.hpp"
 #include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
 #include "proxy/version_commands.hpp"
@@ -94,6 +95,11 @@ std::unique_ptr<session::ClientHandler> Dispatcher::open_session() {
       *this, info_.next_client_id.fetch_add(1, std::memory_order_relaxed));
 }
 
+std::unique_ptr<session::ClientHandler> Dispatcher::open_session(const session::Peer& peer) {
+  return std::make_unique<ClientSession>(
+      *this, info_.next_client_id.fetch_add(1, std::memory_order_relaxed), peer);
+}
+
 std::uint32_t Dispatcher::protocol_error_metric() const {
   return static_cast<std::uint32_t>(metric_id_count() - 1);
 }
@@ -120,6 +126,12 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
   scratch_.clear();
   const auto argv = request.argv;
   if (resolved.spec == nullptr) {
+    // The upstream may know it (a renamed command): the request waits for the answer, in order.
+    // Only for authenticated clients: others must not make Corral query the upstream.
+    if (client.authenticated && lookup_.lookup(argv[0], links_, settings_.upstream.database) ==
+                                    CommandLookup::Answer::ask_later) {
+      return Action::wait_then_retry;
+    }
     append_unknown_command(scratch_, argv);
   } else if (!arity_ok(*resolved.spec, argv.size()) ||
              (resolved.sub && !arity_ok(*resolved.sub, argv.size()))) {
@@ -164,7 +176,11 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   const LocalHandler local = find_local_handler(row);
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
+  call.links = &links_;
+  call.tag = tag;
+  call.target = &target;
   const Action action = local(call);
+  if (call.deferred) return action;
   if (action == Action::drain_then_retry) return action;
   target->on_reply(tag, scratch_);
   return action;
@@ -185,6 +201,8 @@ Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
       return Path::tunnel;
     case Route::control:
       return iequals(argv[2], "on") ? Path::shared : Path::reply_suppressed;
+    case Route::out_of_band:
+      return Path::out_of_band;
   }
   return Path::shared;
 }
@@ -210,6 +228,13 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // Inside MULTI, Redis answers even a RESP3 SUBSCRIBE with +QUEUED: an ordinary reply.
   const Path path =
       path_for(row, request.argv, client.protocol == kResp3 && !client.mode.in_multi());
+  // A client holding a connection (in MULTI ...) keeps it: Redis must see the command there.
+  if (path == Path::out_of_band && !client.dedicated) {
+    if (!send_out_of_band(links_, client.database, wire_bytes(request), target, tag)) {
+      target->on_failure(tag, upstream::kErrUnavailable);
+    }
+    return Action::done;
+  }
   if (!acquire_dedicated(client, path, awaiting)) return Action::drain_then_retry;
   if (row.change == StateChange::exec &&
       client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {
@@ -274,6 +299,10 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
   if (path == Path::tunnel || path == Path::reply_suppressed ||
       (client.protocol == kResp3 && client.mode.holds_connection())) {
     client.dedicated->set_unsolicited_target(target);
+  }
+  // RESP2: one confirmation per channel; the first is this request's tracked reply.
+  if (path == Path::tunnel && row.change == StateChange::subscribe) {
+    client.subscribe_replies_due += request.argv.size() - 2;
   }
   if (path == Path::reply_suppressed || path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
@@ -355,13 +384,20 @@ Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, st
     resp::append_error(reply, upstream::kErrConnectionLost);
     return Action::close_after_reply;
   }
+  if (spec != nullptr && spec->change == StateChange::subscribe && spec->route == Route::tunnel &&
+      client.mode.state() == ConnectionMode::State::subscribed) {
+    client.subscribe_replies_due += request.argv.size() - 1;
+  }
   return Action::done;
 }
 
 void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
   // Leaving subscribed mode: later requests get slots again. The dedicated connection keeps this
   // client as its unsolicited target, so replies to requests already sent untracked still arrive.
-  if (client.mode.state() == ConnectionMode::State::subscribed && ends_subscriptions(reply)) {
+  if (client.mode.state() != ConnectionMode::State::subscribed) return;
+  if (confirms_subscription(reply) && client.subscribe_replies_due > 0) {
+    --client.subscribe_replies_due;
+  } else if (client.subscribe_replies_due == 0 && ends_subscriptions(reply)) {
     client.mode.ended_subscriptions();
   }
 }

@@ -10,6 +10,7 @@
 #include "config/settings.hpp"
 #include "metrics/process_info.hpp"
 #include "proxy/client_state.hpp"
+#include "proxy/command_lookup.hpp"
 #include "proxy/command_table.hpp"
 #include "proxy/request.hpp"
 #include "session/handler.hpp"
@@ -57,6 +58,7 @@ class Dispatcher : public session::Handler {
 
   // session::Handler: a ClientSession (proxy/client_session.hpp) per client.
   std::unique_ptr<session::ClientHandler> open_session() override;
+  std::unique_ptr<session::ClientHandler> open_session(const session::Peer& peer) override;
   std::uint32_t protocol_error_metric() const override;
 
   // Handles a request that owns reply slot `tag` of `target`; `awaiting` counts the client's
@@ -81,7 +83,8 @@ class Dispatcher : public session::Handler {
  private:
   // Where one request goes, once the route column has been read against its arguments.
   // `pushed`: a RESP3 client's (un)subscribe, confirmed by pushes on its dedicated connection.
-  enum class Path { shared, dedicated, tunnel, reply_suppressed, pushed };
+  // `out_of_band`: SCRIPT KILL and friends, on a connection of their own at once.
+  enum class Path { shared, dedicated, tunnel, reply_suppressed, pushed, out_of_band };
 
   // `pushes_confirm`: the client speaks RESP3 outside MULTI, where Redis confirms (un)subscribe
   // with pushes.
@@ -111,6 +114,7 @@ class Dispatcher : public session::Handler {
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;
+  CommandLookup lookup_;              // names the table lacks, asked of the upstream
   std::vector<std::size_t> keys_;     // reused for write invalidation
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;

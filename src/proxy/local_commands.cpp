@@ -8,6 +8,7 @@
 
 #include "proxy/admin_commands.hpp"
 #include "proxy/ascii.hpp"
+#include "proxy/client_commands.hpp"
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
 #include "resp/encoder.hpp"
@@ -266,6 +267,11 @@ constexpr LocalRow kLocalCommands[] = {
     {"client|setname", client_setname},
     {"client|getname", client_getname},
     {"client|id", client_id},
+    {"client|list", client_list},
+    {"client|info", client_info},
+    {"client|kill", client_kill},
+    {"client|pause", client_pause},
+    {"client|unpause", client_unpause},
     {"command", command_all},
     {"command|count", command_count},
     {"command|info", command_info},

@@ -7,11 +7,14 @@
 #include <string_view>
 
 #include "config/settings.hpp"
+#include "metrics/process_info.hpp"
 #include "proxy/client_state.hpp"
 #include "proxy/command_table.hpp"
 #include "proxy/dispatcher.hpp"
-#include "metrics/process_info.hpp"
 
+namespace corral::upstream {
+class Links;
+}
 namespace corral::stampede {
 class CacheRuntime;
 }
@@ -26,6 +29,12 @@ struct LocalCall {
   std::size_t awaiting;  // the client's requests still waiting for a reply
   std::string& reply;    // the handler appends one RESP reply (unless it asks to drain first)
   stampede::CacheRuntime* cache;  // the process's cache (CORRAL.* commands)
+  // For handlers that must ask the upstream (INFO) or another thread (CLIENT KILL): they answer
+  // slot `tag` of `*target` themselves, later, and set `deferred` (then `reply` is unused).
+  upstream::Links* links = nullptr;
+  std::uint64_t tag = 0;
+  const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
+  bool deferred = false;
 };
 
 using LocalHandler = Action (*)(LocalCall&);

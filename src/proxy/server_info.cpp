@@ -1,13 +1,21 @@
-// INFO [section ...]: server, clients and proxy sections.
+// INFO [section ...]: forwarded to the upstream, whose text keeps Redis's fields (redis_version,
+// memory, keyspace, stats ...); Corral replaces what describes the proxy and adds its sections.
 #include "proxy/server_info.hpp"
 
 #include <unistd.h>
 #include <algorithm>
-#include <cctype>
 #include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
 
+#include "cache/store.hpp"
 #include "proxy/ascii.hpp"
+#include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
+#include "resp/reply.hpp"
+#include "stampede/cache_runtime.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::proxy {
 
@@ -16,28 +24,39 @@ void field(std::string& out, std::string_view name, const std::string& value) {
   out.append(name).append(":").append(value).append("\r\n");
 }
 
-void server_section(std::string& out, const LocalCall& call) {
+// What a client of Corral sees as "the server": the proxy process, not the Redis behind it.
+void server_fields(std::string& out, const LocalCall& call) {
   const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::steady_clock::now() - call.info.started);
-  out += "# Server\r\n";
-  field(out, "redis_version", "7.0.0");
-  field(out, "corral_version", CORRAL_VERSION);
-  field(out, "redis_mode", "standalone");
   field(out, "process_id", std::to_string(::getpid()));
   field(out, "tcp_port", std::to_string(call.settings.listen.port));
   field(out, "uptime_in_seconds", std::to_string(uptime.count()));
-  field(out, "io_threads", std::to_string(call.info.threads));
+  field(out, "uptime_in_days", std::to_string(uptime.count() / 86400));
+  field(out, "config_file", call.settings.source);
+}
+
+void client_fields(std::string& out, const LocalCall& call) {
+  field(out, "connected_clients", std::to_string(call.info.connected_clients.load()));
+  field(out, "maxclients", std::to_string(call.settings.client.max_clients));
+}
+
+// Used when the upstream cannot answer: Redis's server section minus what only Redis knows.
+void server_section(std::string& out, const LocalCall& call) {
+  out += "# Server\r\n";
+  field(out, "redis_mode", "standalone");
+  server_fields(out, call);
 }
 
 void clients_section(std::string& out, const LocalCall& call) {
   out += "# Clients\r\n";
-  field(out, "connected_clients", std::to_string(call.info.connected_clients.load()));
-  field(out, "maxclients", std::to_string(call.settings.client.max_clients));
+  client_fields(out, call);
 }
 
 void proxy_section(std::string& out, const LocalCall& call) {
   const auto& upstream = call.settings.upstream;
   out += "# Proxy\r\n";
+  field(out, "corral_version", CORRAL_VERSION);
+  field(out, "io_threads", std::to_string(call.info.threads));
   field(out, "upstream_mode", upstream.cluster ? "cluster" : "standalone");
   std::string servers;
   for (const auto& server : upstream.servers) {
@@ -47,35 +66,136 @@ void proxy_section(std::string& out, const LocalCall& call) {
   field(out, "upstream_servers", servers);
   field(out, "upstream_ready_connections",
         std::to_string(call.info.ready_upstream_connections.load()));
+  field(out, "upstream_stalled_threads", std::to_string(call.info.stalled_upstreams.load()));
   field(out, "total_connections_received", std::to_string(call.info.total_connections.load()));
-  field(out, "cache_policies", std::to_string(call.settings.policies.size()));
   field(out, "config_file", call.settings.source);
+}
+
+void cache_section(std::string& out, const LocalCall& call) {
+  out += "# Cache\r\n";
+  field(out, "cache_policies", std::to_string(call.settings.policies.size()));
+  if (call.cache == nullptr) return;
+  const auto& store = call.cache->store();
+  field(out, "cache_entries", std::to_string(store.entries()));
+  field(out, "cache_bytes", std::to_string(store.bytes()));
+  field(out, "cache_max_memory", std::to_string(store.max_memory()));
+  field(out, "cache_evictions", std::to_string(store.evictions()));
 }
 
 struct Section {
   std::string_view name;
   void (*render)(std::string&, const LocalCall&);
 };
-constexpr Section kSections[] = {
-    {"server", server_section}, {"clients", clients_section}, {"proxy", proxy_section}};
+// Corral's own sections, added to the upstream's.
+constexpr Section kOwnSections[] = {{"proxy", proxy_section}, {"cache", cache_section}};
+// Sections Corral can render alone, without the upstream.
+constexpr Section kFallbackSections[] = {{"server", server_section}, {"clients", clients_section}};
 
-bool wants(const LocalCall& call, std::string_view section) {
-  if (call.argv.size() == 1) return true;
-  return std::any_of(call.argv.begin() + 1, call.argv.end(), [&](std::string_view asked) {
+bool wants(std::span<const std::string_view> argv, std::string_view section) {
+  if (argv.size() == 1) return true;
+  return std::any_of(argv.begin() + 1, argv.end(), [&](std::string_view asked) {
     return iequals(asked, section) || iequals(asked, "all") || iequals(asked, "default") ||
            iequals(asked, "everything");
   });
 }
-}  // namespace
 
-Action info(LocalCall& call) {
-  std::string text;
-  for (const auto& section : kSections) {
-    if (!wants(call, section.name)) continue;
-    if (!text.empty()) text += "\r\n";
+void append_sections(std::string& text, std::span<const Section> sections, const LocalCall& call) {
+  for (const auto& section : sections) {
+    if (!wants(call.argv, section.name)) continue;
+    if (!text.empty() && !text.ends_with("\r\n\r\n")) text += "\r\n";
     section.render(text, call);
   }
-  resp::append_bulk(call.reply, text);
+}
+
+// Renders everything Corral knows now (the reply may come much later, from another turn of the
+// loop; `call` does not outlive this request).
+struct Rendered {
+  std::string overrides;  // "name:value\r\n" lines that replace the upstream's
+  std::string own;        // Corral's sections
+  std::string fallback;   // the whole answer when the upstream cannot give one
+};
+
+Rendered render(const LocalCall& call) {
+  Rendered r;
+  server_fields(r.overrides, call);
+  client_fields(r.overrides, call);
+  append_sections(r.own, kOwnSections, call);
+  append_sections(r.fallback, kFallbackSections, call);
+  append_sections(r.fallback, kOwnSections, call);
+  return r;
+}
+
+class MergeInfo : public upstream::ReplyTarget {
+ public:
+  MergeInfo(std::shared_ptr<upstream::ReplyTarget> client, Rendered rendered)
+      : client_(std::move(client)), rendered_(std::move(rendered)) {}
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    const auto decoded = resp::decode_reply(reply);
+    if (!decoded || decoded->type != resp::Reply::Type::bulk) return on_failure(tag, {});
+    std::string text = merge_info_text(decoded->text, rendered_.overrides);
+    if (!rendered_.own.empty()) {
+      if (!text.empty() && !text.ends_with("\r\n\r\n")) text += "\r\n";
+      text += rendered_.own;
+    }
+    std::string out;
+    resp::append_bulk(out, text);
+    client_->on_reply(tag, out);
+  }
+  // The upstream is down or answered oddly: INFO still describes the proxy.
+  void on_failure(std::uint64_t tag, std::string_view) override {
+    std::string out;
+    resp::append_bulk(out, rendered_.fallback);
+    client_->on_reply(tag, out);
+  }
+
+ private:
+  std::shared_ptr<upstream::ReplyTarget> client_;
+  Rendered rendered_;
+};
+}  // namespace
+
+std::string merge_info_text(std::string_view upstream, std::string_view overrides) {
+  std::string out;
+  out.reserve(upstream.size() + overrides.size());
+  while (!upstream.empty()) {
+    const std::size_t eol = upstream.find('\n');
+    const std::string_view line = upstream.substr(0, eol == std::string_view::npos ? eol : eol + 1);
+    upstream.remove_prefix(line.size());
+    const std::size_t colon = line.find(':');
+    std::string_view replacement;
+    if (!line.starts_with("#") && colon != std::string_view::npos) {
+      // Find "\nname:" (or "name:" at the start) among the overrides.
+      const std::string_view name = line.substr(0, colon + 1);
+      for (std::size_t at = overrides.find(name); at != std::string_view::npos;
+           at = overrides.find(name, at + 1)) {
+        if (at != 0 && overrides[at - 1] != '\n') continue;
+        const std::size_t end = overrides.find('\n', at);
+        replacement = overrides.substr(at, end == std::string_view::npos ? end : end - at + 1);
+        break;
+      }
+    }
+    out.append(replacement.empty() ? line : replacement);
+  }
+  return out;
+}
+
+Action info(LocalCall& call) {
+  Rendered rendered = render(call);
+  if (call.links == nullptr || call.target == nullptr) {
+    resp::append_bulk(call.reply, rendered.fallback);
+    return Action::done;
+  }
+  std::string command;
+  resp::append_command(command, call.argv);
+  call.deferred = true;
+  auto merge = std::make_shared<MergeInfo>(*call.target, std::move(rendered));
+  // A client's commands keep their order on its affinity connection; INFO reads nothing of
+  // theirs, but a shared connection also answers it without waiting for a dedicated one. RESP2:
+  // the merge reads a bulk string (RESP3 would send a verbatim one), and a bulk suits both.
+  if (!call.links->send_shared(call.client.database, call.client.id, command, merge, call.tag,
+                               kResp2)) {
+    merge->on_failure(call.tag, {});
+  }
   return Action::done;
 }
 

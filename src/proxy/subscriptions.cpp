@@ -18,4 +18,10 @@ bool ends_subscriptions(std::string_view reply) {
          decoded->elements[2].integer == 0;
 }
 
+bool confirms_subscription(std::string_view reply) {
+  return reply.starts_with("*3\r\n$9\r\nsubscribe\r\n") ||
+         reply.starts_with("*3\r\n$10\r\npsubscribe\r\n") ||
+         reply.starts_with("*3\r\n$10\r\nssubscribe\r\n");
+}
+
 }  // namespace corral::proxy

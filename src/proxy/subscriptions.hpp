@@ -8,4 +8,7 @@ namespace corral::proxy {
 // True for an (un|punsub|sunsub)scribe confirmation whose remaining-subscriptions count is 0.
 bool ends_subscriptions(std::string_view reply);
 
+// True for a (p|s)subscribe confirmation: one arrives per channel or pattern subscribed to.
+bool confirms_subscription(std::string_view reply);
+
 }  // namespace corral::proxy

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +19,16 @@ enum class Action {
   done,               // answered or forwarded: the reply fills the request's slot
   close_after_reply,  // answered: close the connection once the reply is written
   drain_then_retry,   // the client's earlier replies must arrive first; then call handle() again
+  wait_then_retry,    // held (CLIENT PAUSE): call handle() again a little later, in order
+};
+
+// Who a client is, as its session knows it at open_session.
+struct Peer {
+  std::string addr;   // the client's address, "ip:port"
+  std::string laddr;  // the address it connected to, "ip:port"
+  // Asks the session to disconnect the client. Callable from any thread (it posts to the
+  // session's own), and harmless once the session has ended.
+  std::function<void()> close;
 };
 
 // What the handler learned of a request before handling it. The session keeps the metric id (for
@@ -60,6 +71,11 @@ class Handler {
  public:
   virtual ~Handler() = default;
   virtual std::unique_ptr<ClientHandler> open_session() = 0;
+  // With the client's addresses and a way to close it (CLIENT LIST / KILL); handlers that need
+  // neither keep the default.
+  virtual std::unique_ptr<ClientHandler> open_session(const Peer& /*peer*/) {
+    return open_session();
+  }
   // The metric id that counts requests the session refused itself (protocol errors).
   virtual std::uint32_t protocol_error_metric() const = 0;
 };

@@ -157,10 +157,13 @@ void Server::bind() {
   if (settings_.listen_plain) open_acceptor(admin_->acceptor, settings_.listen);
 
   std::atomic<int>& ready = info_.ready_upstream_connections;
+  std::atomic<int>& stalled = info_.stalled_upstreams;
   if (settings_.metrics) {
     admin_->endpoint = std::make_unique<metrics::HttpEndpoint>(
-        admin_->io, *settings_.metrics, metrics_,
-        [&ready] { return ready.load(std::memory_order_relaxed) > 0; });
+        admin_->io, *settings_.metrics, metrics_, [&ready, &stalled] {
+          return ready.load(std::memory_order_relaxed) > 0 &&
+                 stalled.load(std::memory_order_relaxed) == 0;
+        });
     admin_->endpoint->start();
   }
 }

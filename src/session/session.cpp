@@ -2,8 +2,10 @@
 // sends replies in request order, and the bounds that keep one client from hurting others.
 #include "session/session.hpp"
 
+#include <chrono>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
@@ -28,13 +30,14 @@ using boost::system::error_code;
 namespace {
 // Buffers grown by one large reply are given back once they are this big and empty.
 constexpr std::size_t kRetainedBuffer = 256 * 1024;
+// How often a held request is offered again: short next to any pause an operator sets.
+constexpr std::chrono::milliseconds kHeldRetry{5};
 }  // namespace
 
 template <class Stream>
 Session<Stream>::Session(Stream stream, Worker& worker)
     : stream_(std::move(stream)),
       worker_(worker),
-      handler_(worker.handler->open_session()),
       output_ready_(stream_.get_executor()),
       slots_drained_(stream_.get_executor()) {
   const auto& client = worker_.settings.client;
@@ -47,8 +50,27 @@ Session<Stream>::Session(Stream stream, Worker& worker)
 template <class Stream>
 Session<Stream>::~Session() = default;
 
+namespace {
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
+  const auto address = endpoint.address();
+  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+}  // namespace
+
 template <class Stream>
 void Session<Stream>::start() {
+  Peer peer;
+  error_code ec;
+  if (const auto remote = socket().remote_endpoint(ec); !ec) peer.addr = endpoint_text(remote);
+  if (const auto local = socket().local_endpoint(ec); !ec) peer.laddr = endpoint_text(local);
+  std::weak_ptr<Session> weak = this->shared_from_this();
+  peer.close = [weak, executor = stream_.get_executor()] {
+    asio::post(executor, [weak] {
+      if (auto session = weak.lock()) session->abort();
+    });
+  };
+  handler_ = worker_.handler->open_session(peer);
   worker_.stats.client_connected();
   worker_.info.connected_clients.fetch_add(1, std::memory_order_relaxed);
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
@@ -181,6 +203,15 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     slot.started = read_at_;
     slot.metric_id = classified.metric_id;
     const auto action = handler_->handle(request, classified, tag, self, slots_.size() - 1);
+    if (action == Action::wait_then_retry) {
+      // Held by the handler (CLIENT PAUSE): later requests wait behind this one, so the client's
+      // commands still run in the order it sent them.
+      slots_.pop_back();
+      asio::steady_timer timer(stream_.get_executor(), kHeldRetry);
+      error_code ignored;
+      co_await timer.async_wait(asio::redirect_error(use_awaitable, ignored));
+      continue;
+    }
     if (action == Action::drain_then_retry) {
       slots_.pop_back();
       while (!slots_.empty() && !closed_) {

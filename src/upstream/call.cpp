@@ -22,7 +22,7 @@ CallResult CallResult::failure(std::string_view text) {
   CallResult result;
   if (text == kErrUnavailable) {
     result.kind = CallError::unavailable;
-  } else if (text == kErrTimedOut) {
+  } else if (text.starts_with(kErrTimedOut)) {
     result.kind = CallError::timed_out;
   } else if (text == kErrClosed) {
     result.kind = CallError::closed;

@@ -111,7 +111,7 @@ void Connection::fail_all(std::string_view error) {
   auto failed = std::move(in_flight_);
   in_flight_.clear();
   write_buffer_.clear();
-  if (stats_ && (error == upstream::kErrConnectionLost || error == kTimedOut)) {
+  if (stats_ && (error == upstream::kErrConnectionLost || error.starts_with(kTimedOut))) {
     for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
   }
   for (auto& item : failed) item.target->on_failure(item.tag, error);
@@ -162,7 +162,14 @@ awaitable<void> Connection::run() {
     co_await broken_.wait();
     set_state(State::connecting);
     if (stats_) stats_->upstream_disconnected();
-    fail_all(closing_ ? kClosed : timed_out_ ? kTimedOut : upstream::kErrConnectionLost);
+    // Every command queued behind the one that timed out fails with it: say so, since those
+    // clients' own commands may have been quick.
+    const std::string timed_out =
+        fmt::format("{} after {}ms; the connection was reset and the commands queued on it failed",
+                    kTimedOut, options_.command_timeout.count());
+    fail_all(closing_     ? kClosed
+             : timed_out_ ? std::string_view(timed_out)
+                          : upstream::kErrConnectionLost);
     timed_out_ = false;
     if (!options_.reconnect) break;
     spdlog::warn("upstream {}:{} connection lost; reconnecting", options_.server.host,

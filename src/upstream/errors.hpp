@@ -10,7 +10,8 @@ namespace corral::upstream {
 inline constexpr std::string_view kErrUnavailable = "ERR upstream unavailable";
 // Sent, then the connection died before its reply: the command may or may not have run.
 inline constexpr std::string_view kErrConnectionLost = "ERR upstream connection lost";
-// Sent, and no reply within the command timeout: the connection was reset.
+// Sent, and no reply within the command timeout: the connection was reset. The connection adds
+// " after <n>ms; the connection was reset", so compare with starts_with.
 inline constexpr std::string_view kErrTimedOut = "ERR upstream command timed out";
 // The connection was closed on purpose (shutdown, reload) with the command pending.
 inline constexpr std::string_view kErrClosed = "ERR upstream connection closed";

@@ -273,3 +273,12 @@ TEST_CASE("example.yaml sets every policy feature", "[config][loader]") {
   CHECK(s.policies[0].shared);
   CHECK(s.policies[2].versioned);
 }
+
+TEST_CASE("allow_commands names a subcommand as README writes it or as COMMAND does",
+          "[config][loader]") {
+  const Settings s = must_load(
+      "client:\n  allow_commands: [\"CONFIG GET\", \"config|set\", \"  client   kill \", "
+      "SCRIPT]\n");
+  CHECK(s.client.allow_commands ==
+        std::vector<std::string>{"CONFIG|GET", "CONFIG|SET", "CLIENT|KILL", "SCRIPT"});
+}

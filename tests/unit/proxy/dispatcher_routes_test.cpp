@@ -199,6 +199,9 @@ TEST_CASE("AUTH gates every other command when client.password is set", "[dispat
   CHECK(client.reply() == "-NOAUTH Authentication required.\r\n");
   CHECK(client.send({"AUTH", "wrong"}) == Action::done);
   CHECK(client.reply().starts_with("-WRONGPASS"));
+  // An unknown name is not asked of the upstream before AUTH.
+  CHECK(client.send({"NOSUCHNAME"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR unknown command"));
   CHECK(proxy.links.shared.empty());
   CHECK(proxy.links.dedicated.empty());
 
@@ -234,6 +237,20 @@ TEST_CASE("dangerous commands are refused unless allowed", "[dispatcher]") {
   }
 }
 
+TEST_CASE("allow_commands: a container allows every subcommand, a subcommand only itself",
+          "[dispatcher]") {
+  config::Settings settings;
+  settings.client.allow_commands = {"CONFIG", "SCRIPT|FLUSH"};
+  Proxy proxy(settings);
+  Client client(proxy);
+  CHECK(client.send({"CONFIG", "SET", "maxmemory", "1"}) == Action::done);
+  CHECK(client.send({"config", "resetstat"}) == Action::done);
+  CHECK(client.send({"SCRIPT", "FLUSH"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes().size() == 3);
+  CHECK(client.send({"SCRIPT", "KILL"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR command 'script|kill' is not allowed"));
+}
+
 TEST_CASE("CORRAL.ROLLOVER without a pool answers unavailable", "[dispatcher]") {
   Proxy proxy;
   Client client(proxy);
@@ -245,13 +262,22 @@ TEST_CASE("CORRAL.ROLLOVER without a pool answers unavailable", "[dispatcher]") 
 TEST_CASE("unknown commands and wrong arity are answered by Corral", "[dispatcher]") {
   Proxy proxy;
   Client client(proxy);
-  CHECK(client.send({"NOSUCH", "a"}) == Action::done);
+  // The upstream is asked first (it may know a renamed command); it does not.
+  CHECK(client.send({"NOSUCH", "a"}) == Action::wait_then_retry);
+  CHECK(proxy.links.shared_of(0).bytes() ==
+        std::vector<std::string>{wire({"COMMAND", "INFO", "NOSUCH"})});
+  CHECK(client.retry({"NOSUCH", "a"}) == Action::wait_then_retry);
+  proxy.links.shared_of(0).answer("*1\r\n*-1\r\n");
+  CHECK(client.retry({"NOSUCH", "a"}) == Action::done);
   CHECK(client.reply() == "-ERR unknown command 'NOSUCH', with args beginning with: 'a' \r\n");
+  // Remembered: not asked again.
+  CHECK(client.send({"nosuch"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
   CHECK(client.send({"GET"}) == Action::done);
   CHECK(client.reply() == "-ERR wrong number of arguments for 'get' command\r\n");
   CHECK(client.send({"CLIENT", "SETNAME"}) == Action::done);
   CHECK(client.reply() == "-ERR wrong number of arguments for 'client|setname' command\r\n");
-  CHECK(proxy.links.shared.empty());
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
 }
 
 }  // namespace corral::proxy::test

@@ -1,0 +1,165 @@
+// CLIENT subcommands that act on the clients of Corral, answered as Redis answers them.
+#include "proxy/client_commands.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+
+#include "proxy/ascii.hpp"
+#include "proxy/client_registry.hpp"
+#include "resp/encoder.hpp"
+
+namespace corral::proxy {
+
+namespace {
+constexpr std::string_view kSyntaxError = "ERR syntax error";
+
+bool parse_integer(std::string_view text, long long& value) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  return out;
+}
+
+bool valid_type(std::string_view type) {
+  return iequals(type, "normal") || iequals(type, "pubsub") || iequals(type, "master") ||
+         iequals(type, "replica") || iequals(type, "slave");
+}
+
+// CLIENT KILL's filters as name/value pairs from argv[2]; an error text, or empty.
+std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) {
+  const auto argv = call.argv;
+  if ((argv.size() - 2) % 2 != 0) return kSyntaxError;
+  filter.skip_id = call.client.id;  // SKIPME defaults to yes
+  for (std::size_t i = 2; i + 1 < argv.size(); i += 2) {
+    const std::string_view name = argv[i];
+    const std::string_view value = argv[i + 1];
+    long long number = 0;
+    if (iequals(name, "id")) {
+      if (!parse_integer(value, number) || number <= 0) {
+        return "ERR client-id should be greater than 0";
+      }
+      filter.ids.push_back(static_cast<std::uint64_t>(number));
+    } else if (iequals(name, "addr")) {
+      filter.addr = value;
+    } else if (iequals(name, "laddr")) {
+      filter.laddr = value;
+    } else if (iequals(name, "user")) {
+      filter.user = value;
+    } else if (iequals(name, "type")) {
+      if (!valid_type(value)) return "ERR Unknown client type";
+      filter.type = lower(value);
+    } else if (iequals(name, "skipme")) {
+      if (!iequals(value, "yes") && !iequals(value, "no")) return kSyntaxError;
+      filter.skip_id = iequals(value, "yes") ? call.client.id : 0;
+    } else if (iequals(name, "maxage")) {
+      if (!parse_integer(value, number) || number < 0) return kSyntaxError;
+      filter.max_age_seconds = number;
+    } else {
+      return kSyntaxError;
+    }
+  }
+  // "slave" is Redis's old name for "replica".
+  if (filter.type == "slave") filter.type = "replica";
+  return {};
+}
+}  // namespace
+
+// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
+Action client_list(LocalCall& call) {
+  ClientFilter filter;
+  const auto argv = call.argv;
+  for (std::size_t i = 2; i < argv.size(); ++i) {
+    long long number = 0;
+    if (iequals(argv[i], "type") && i + 1 < argv.size() && valid_type(argv[i + 1])) {
+      filter.type = lower(argv[++i]);
+      if (filter.type == "slave") filter.type = "replica";
+    } else if (iequals(argv[i], "id") && i + 1 < argv.size()) {
+      for (++i; i < argv.size(); ++i) {
+        if (!parse_integer(argv[i], number) || number <= 0) {
+          resp::append_error(call.reply, "ERR Invalid client ID");
+          return Action::done;
+        }
+        filter.ids.push_back(static_cast<std::uint64_t>(number));
+      }
+    } else {
+      resp::append_error(call.reply, kSyntaxError);
+      return Action::done;
+    }
+  }
+  resp::append_bulk(call.reply, client_registry().list(filter));
+  return Action::done;
+}
+
+Action client_info(LocalCall& call) {
+  resp::append_bulk(call.reply, client_registry().info(call.client.id));
+  return Action::done;
+}
+
+// CLIENT KILL addr:port (the old form: OK or an error), or CLIENT KILL <filter value> ...
+// (the number killed). The caller itself is answered first, then disconnected, as Redis does.
+Action client_kill(LocalCall& call) {
+  ClientFilter filter;
+  const bool old_form = call.argv.size() == 3;
+  if (old_form) {
+    filter.addr = call.argv[2];
+  } else if (const auto error = parse_kill_filter(call, filter); !error.empty()) {
+    resp::append_error(call.reply, error);
+    return Action::done;
+  }
+  ClientFilter self = filter;
+  self.ids = {call.client.id};
+  self.skip_id = 0;
+  const bool kills_self = (filter.ids.empty() || std::find(filter.ids.begin(), filter.ids.end(),
+                                                           call.client.id) != filter.ids.end()) &&
+                          filter.skip_id != call.client.id && !client_registry().list(self).empty();
+  filter.skip_id = call.client.id;
+  const std::size_t killed = client_registry().kill(filter) + (kills_self ? 1 : 0);
+  if (old_form) {
+    if (killed == 0) {
+      resp::append_error(call.reply, "ERR No such client");
+    } else {
+      resp::append_simple(call.reply, "OK");
+    }
+  } else {
+    resp::append_integer(call.reply, static_cast<std::int64_t>(killed));
+  }
+  return kills_self ? Action::close_after_reply : Action::done;
+}
+
+// CLIENT PAUSE timeout [WRITE|ALL]: Corral holds its clients' commands (all, or the writes) for
+// `timeout` ms; held requests then run in the order they came.
+Action client_pause(LocalCall& call) {
+  long long ms = 0;
+  if (!parse_integer(call.argv[2], ms) || ms < 0) {
+    resp::append_error(call.reply, "ERR timeout is not an integer or out of range");
+    return Action::done;
+  }
+  bool all = true;
+  if (call.argv.size() == 4) {
+    if (iequals(call.argv[3], "write")) {
+      all = false;
+    } else if (!iequals(call.argv[3], "all")) {
+      resp::append_error(call.reply, kSyntaxError);
+      return Action::done;
+    }
+  } else if (call.argv.size() > 4) {
+    resp::append_error(call.reply, kSyntaxError);
+    return Action::done;
+  }
+  client_registry().pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), all);
+  resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
+Action client_unpause(LocalCall& call) {
+  client_registry().unpause();
+  resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
+}  // namespace corral::proxy

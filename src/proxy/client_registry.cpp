@@ -1,0 +1,138 @@
+// The process-wide client registry: membership under a lock, per-client activity in atomics.
+#include "proxy/client_registry.hpp"
+
+#include <algorithm>
+
+namespace corral::proxy {
+
+std::int64_t ClientRegistry::now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::shared_ptr<ClientRecord> ClientRegistry::add(std::uint64_t id, std::string addr,
+                                                  std::string laddr, std::function<void()> close) {
+  auto record = std::make_shared<ClientRecord>();
+  record->id = id;
+  record->addr = std::move(addr);
+  record->laddr = std::move(laddr);
+  record->close = std::move(close);
+  record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  clients_[id] = Entry{record, {}};
+  return record;
+}
+
+void ClientRegistry::remove(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  clients_.erase(id);
+}
+
+void ClientRegistry::set_name(std::uint64_t id, std::string_view name) {
+  std::lock_guard lock(mutex_);
+  if (auto it = clients_.find(id); it != clients_.end()) it->second.name = name;
+}
+
+bool ClientRegistry::matches(const Entry& entry, const ClientFilter& filter) const {
+  const ClientRecord& r = *entry.record;
+  if (!filter.ids.empty() &&
+      std::find(filter.ids.begin(), filter.ids.end(), r.id) == filter.ids.end()) {
+    return false;
+  }
+  if (!filter.addr.empty() && filter.addr != r.addr) return false;
+  if (!filter.laddr.empty() && filter.laddr != r.laddr) return false;
+  if (!filter.user.empty() && filter.user != "default") return false;
+  if (filter.skip_id != 0 && filter.skip_id == r.id) return false;
+  if (!filter.type.empty()) {
+    // Corral's clients are never replicas or masters of it.
+    const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
+    if (filter.type != (pubsub ? "pubsub" : "normal")) return false;
+  }
+  if (filter.max_age_seconds > 0) {
+    const auto age = std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::steady_clock::now() - r.created);
+    if (age.count() < filter.max_age_seconds) return false;
+  }
+  return true;
+}
+
+// Redis's CLIENT LIST fields; the ones that describe Redis's own buffers are 0 (Corral's are
+// per thread, not per client), so parsers that expect every field keep working.
+void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
+  const ClientRecord& r = *entry.record;
+  const auto now = std::chrono::steady_clock::now();
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - r.created).count();
+  const auto idle = (now_ms() - r.last_active_ms.load(std::memory_order_relaxed)) / 1000;
+  const CommandSpec* last = r.last_command.load(std::memory_order_relaxed);
+  const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
+  const bool multi = r.in_multi.load(std::memory_order_relaxed);
+  out += "id=" + std::to_string(r.id) + " addr=" + r.addr + " laddr=" + r.laddr +
+         " fd=-1 name=" + entry.name + " age=" + std::to_string(age) +
+         " idle=" + std::to_string(std::max<std::int64_t>(0, idle)) + " flags=" +
+         (pubsub  ? "P"
+          : multi ? "x"
+                  : "N") +
+         " db=" + std::to_string(r.database.load(std::memory_order_relaxed)) +
+         " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1") +
+         " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0"
+         " events=r cmd=" +
+         (last ? std::string(last->name) : std::string("NULL")) + " user=default redir=-1 resp=2\n";
+}
+
+std::string ClientRegistry::list(const ClientFilter& filter) const {
+  std::string out;
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, entry] : clients_) {
+    if (matches(entry, filter)) append_line(out, entry);
+  }
+  return out;
+}
+
+std::string ClientRegistry::info(std::uint64_t id) const {
+  std::string out;
+  std::lock_guard lock(mutex_);
+  if (auto it = clients_.find(id); it != clients_.end()) append_line(out, it->second);
+  return out;
+}
+
+std::size_t ClientRegistry::kill(const ClientFilter& filter) const {
+  std::vector<std::function<void()>> closes;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, entry] : clients_) {
+      if (matches(entry, filter) && entry.record->close) closes.push_back(entry.record->close);
+    }
+  }
+  // Outside the lock: a close posts to the client's thread, which removes it from here later.
+  for (auto& close : closes) close();
+  return closes.size();
+}
+
+void ClientRegistry::pause(std::chrono::steady_clock::time_point until, bool all) {
+  const auto until_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(until.time_since_epoch()).count();
+  // Like Redis: a pause never shortens a longer one in force, and ALL wins over WRITE.
+  if (paused_until_ms_.load() > now_ms()) {
+    pause_all_.store(pause_all_.load() || all);
+    if (until_ms > paused_until_ms_.load()) paused_until_ms_.store(until_ms);
+    return;
+  }
+  pause_all_.store(all);
+  paused_until_ms_.store(until_ms);
+}
+
+void ClientRegistry::unpause() { paused_until_ms_.store(0); }
+
+bool ClientRegistry::holds(std::uint32_t flags) const {
+  const auto until = paused_until_ms_.load(std::memory_order_relaxed);
+  if (until == 0 || until <= now_ms()) return false;
+  return pause_all_.load(std::memory_order_relaxed) || (flags & kWrite) != 0;
+}
+
+ClientRegistry& client_registry() {
+  static ClientRegistry* const registry = new ClientRegistry();  // never destroyed: io threads
+  return *registry;                                              // may outlive static teardown
+}
+
+}  // namespace corral::proxy

@@ -1,0 +1,85 @@
+// Every client of the process, for CLIENT LIST / INFO / KILL, and the CLIENT PAUSE state. Io
+// threads touch their own records with relaxed atomic stores (no lock on the command path); the
+// lock guards membership and names, which change rarely.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/command_table.hpp"
+
+namespace corral::proxy {
+
+// One client as CLIENT LIST shows it. Written by the client's io thread, read by any thread.
+struct ClientRecord {
+  std::uint64_t id = 0;
+  std::string addr;
+  std::string laddr;
+  std::function<void()> close;  // disconnects the client; callable from any thread
+  std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
+  std::atomic<std::int64_t> last_active_ms{0};  // steady clock, milliseconds
+  std::atomic<int> database{0};
+  std::atomic<const CommandSpec*> last_command{nullptr};  // a table row: static storage
+  std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
+  std::atomic<bool> in_multi{false};
+};
+
+// What CLIENT KILL / CLIENT LIST select. Empty fields match every client.
+struct ClientFilter {
+  std::vector<std::uint64_t> ids;
+  std::string addr;
+  std::string laddr;
+  std::string user;           // Corral has one user, "default"
+  std::string type;           // normal | pubsub | master | replica (lower case)
+  std::uint64_t skip_id = 0;  // SKIPME yes: the caller
+  long long max_age_seconds = 0;
+};
+
+class ClientRegistry {
+ public:
+  std::shared_ptr<ClientRecord> add(std::uint64_t id, std::string addr, std::string laddr,
+                                    std::function<void()> close);
+  void remove(std::uint64_t id);
+  void set_name(std::uint64_t id, std::string_view name);
+
+  // CLIENT LIST lines ("id=... resp=2\n") of the matching clients, in id order.
+  std::string list(const ClientFilter& filter) const;
+  // The CLIENT INFO line of one client ("" when unknown).
+  std::string info(std::uint64_t id) const;
+  // Asks every matching client to close; returns how many.
+  std::size_t kill(const ClientFilter& filter) const;
+
+  // CLIENT PAUSE: until `until` (steady clock), writes only or everything.
+  void pause(std::chrono::steady_clock::time_point until, bool all);
+  void unpause();
+  // True when a command with these flags must wait now. One relaxed load when not paused.
+  bool holds(std::uint32_t flags) const;
+
+  static std::int64_t now_ms();
+
+ private:
+  struct Entry {
+    std::shared_ptr<ClientRecord> record;
+    std::string name;
+  };
+  bool matches(const Entry& entry, const ClientFilter& filter) const;
+  void append_line(std::string& out, const Entry& entry) const;
+
+  mutable std::mutex mutex_;
+  std::map<std::uint64_t, Entry> clients_;
+  std::atomic<std::int64_t> paused_until_ms_{0};
+  std::atomic<bool> pause_all_{false};
+};
+
+// The process's registry. A process has one set of clients, whichever io thread serves them.
+ClientRegistry& client_registry();
+
+}  // namespace corral::proxy

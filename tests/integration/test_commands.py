@@ -1,0 +1,366 @@
+#!/usr/bin/python3
+# Commands as a Redis user expects them through Corral: pub/sub resubscribe cycles, control
+# commands that reach a busy server (SCRIPT KILL), INFO merged with the upstream's, CLIENT acting
+# on Corral's clients, allow_commands spellings, and readiness of a frozen upstream.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_commands.py [name-filter]
+import os
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, eq, is_err  # noqa: E402
+from resp_client import Err, encode_command as harness_encode  # noqa: E402
+
+suite = harness.Suite("commands")
+
+CONFIG = {"threads": 1, "upstream": {"command_timeout": "2s"},
+          "client": {"allow_commands": ["SCRIPT KILL", "config|get", "CLIENT"]}}
+
+
+@suite.fixture
+def fixture():
+    # SCRIPT KILL is refused (NOTBUSY) until a script has run busy-reply-threshold.
+    return harness.Stack(CONFIG, redis_args=["--busy-reply-threshold", "100"],
+                         name="commands").start()
+
+
+@suite.before_each
+def clean(stack):
+    stack.direct().flushall()
+
+
+def read_set(conn, n):
+    return sorted((conn.read() for _ in range(n)), key=lambda m: (m[0], m[1] or b""))
+
+
+@suite.test
+def pubsub_resubscribe_cycles(stack):
+    with stack.raw() as sub:
+        for cycle in range(3):
+            eq(sub.call("SUBSCRIBE", "cy:a"), [b"subscribe", b"cy:a", 1], "SUBSCRIBE %d" % cycle)
+            sub.send_command("UNSUBSCRIBE")
+            eq(sub.read(), [b"unsubscribe", b"cy:a", 0], "UNSUBSCRIBE all %d" % cycle)
+            sub.send_command("SUBSCRIBE", "cy:b", "cy:c")
+            eq(read_set(sub, 2), [[b"subscribe", b"cy:b", 1], [b"subscribe", b"cy:c", 2]],
+               "SUBSCRIBE two %d" % cycle)
+            sub.send_command("PSUBSCRIBE", "cy:p*")
+            eq(sub.read(), [b"psubscribe", b"cy:p*", 3], "PSUBSCRIBE %d" % cycle)
+            eq(stack.direct().publish("cy:c", "m%d" % cycle), 1, "PUBLISH %d" % cycle)
+            eq(sub.read(), [b"message", b"cy:c", b"m%d" % cycle], "message %d" % cycle)
+            sub.send_command("UNSUBSCRIBE")
+            got = read_set(sub, 2)
+            eq([m[1] for m in got], [b"cy:b", b"cy:c"], "UNSUBSCRIBE names %d" % cycle)
+            sub.send_command("PUNSUBSCRIBE")
+            eq(sub.read(), [b"punsubscribe", b"cy:p*", 0], "PUNSUBSCRIBE all %d" % cycle)
+            eq(sub.call("PING"), b"PONG", "PING between cycles %d" % cycle)
+        # Patterns first, then channels, ending with the channel.
+        sub.send_command("PSUBSCRIBE", "cz:*")
+        eq(sub.read(), [b"psubscribe", b"cz:*", 1], "PSUBSCRIBE")
+        sub.send_command("PUNSUBSCRIBE", "cz:*")
+        eq(sub.read(), [b"punsubscribe", b"cz:*", 0], "PUNSUBSCRIBE")
+        eq(sub.call("SUBSCRIBE", "cz:x"), [b"subscribe", b"cz:x", 1], "SUBSCRIBE after patterns")
+        sub.send_command("UNSUBSCRIBE")
+        eq(sub.read(), [b"unsubscribe", b"cz:x", 0], "UNSUBSCRIBE after patterns")
+        eq(sub.call("INCR", "cz:n"), 1, "INCR at the end")
+
+
+
+@suite.test
+def pubsub_resubscribe_pipelined(stack):
+    # The UNSUBSCRIBE's "0 left" arrives after the SUBSCRIBE pipelined behind it was sent: Redis
+    # holds the new subscriptions, so the client is still subscribed.
+    with stack.raw() as sub:
+        eq(sub.call("SUBSCRIBE", "pp:a"), [b"subscribe", b"pp:a", 1], "SUBSCRIBE")
+        sub.send(harness_encode("UNSUBSCRIBE") + harness_encode("SUBSCRIBE", "pp:b", "pp:c"))
+        eq(sub.read(), [b"unsubscribe", b"pp:a", 0], "UNSUBSCRIBE all")
+        eq(read_set(sub, 2), [[b"subscribe", b"pp:b", 1], [b"subscribe", b"pp:c", 2]], "again")
+        eq(sub.call("PING"), [b"pong", b""], "PING is a subscribed-mode PING")
+        eq(stack.direct().publish("pp:b", "hi"), 1, "still subscribed upstream")
+        eq(sub.read(), [b"message", b"pp:b", b"hi"], "message")
+        sub.send_command("UNSUBSCRIBE")
+        got = read_set(sub, 2)
+        eq([(m[1], m[0]) for m in got], [(b"pp:b", b"unsubscribe"), (b"pp:c", b"unsubscribe")],
+           "UNSUBSCRIBE names the channels")
+        eq(sorted(m[2] for m in got), [0, 1], "remaining counts")
+        eq(sub.call("GET", "pp:k"), None, "GET afterwards")
+
+
+
+def run_busy_script(stack, out):
+    with stack.raw(timeout=20) as busy:
+        out["reply"] = busy.call("EVAL", "while true do end", "0")
+
+
+@suite.test
+def script_kill_reaches_a_busy_server(stack):
+    out = {}
+    t = threading.Thread(target=run_busy_script, args=(stack, out))
+    t.start()
+    try:
+        # Redis answers SCRIPT KILL only once the script has run for busy-reply-threshold (5s by
+        # default); before that it is NOTBUSY.
+        with stack.raw(timeout=5) as admin:
+            def killed():
+                reply = admin.call("SCRIPT", "KILL")
+                if isinstance(reply, Err) and reply.startswith(b"NOTBUSY"):
+                    return False
+                eq(reply, b"OK", "SCRIPT KILL")
+                return True
+            harness.wait_until(killed, timeout=10, interval=0.1, what="SCRIPT KILL answered")
+    finally:
+        t.join(20)
+    check(isinstance(out.get("reply"), Err), "EVAL gets an error: %r" % (out.get("reply"),))
+    check(b"Script killed" in out["reply"], "EVAL error names the kill: %r" % (out["reply"],))
+    eq(stack.client().ping(), True, "the shared connection works again")
+
+
+@suite.test
+def timeout_error_says_what_happened(stack):
+    # A script that outlives command_timeout (2s): its client and the client queued behind it on
+    # the shared connection both get an error that says the connection was reset.
+    out = {}
+    t = threading.Thread(target=run_busy_script, args=(stack, out))
+    t.start()
+    try:
+        time.sleep(0.3)
+        with stack.raw(timeout=20) as other:
+            reply = other.call("GET", "to:k")
+        t.join(20)
+        for what, got in (("queued client", reply), ("slow client", out.get("reply"))):
+            is_err(got, "ERR upstream command timed out after 2000ms; the connection was reset",
+                   what)
+    finally:
+        harness.wait_until(lambda: stack.direct().script_kill() or True, 5, 0.1,
+                           what="SCRIPT KILL of the left-over script")
+        t.join(20)
+        # The killed script stops at its next hook: Redis is BUSY until then.
+        harness.wait_until(lambda: stack.direct().ping(), 5, 0.05, what="Redis no longer BUSY")
+    eq(stack.client().ping(), True, "Corral answers afterwards")
+
+
+def info_fields(text):
+    if isinstance(text, bytes):
+        text = text.decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+@suite.test
+def info_is_the_upstreams_with_corrals_fields(stack):
+    with stack.raw() as a:
+        text = a.call("INFO")
+        fields = info_fields(text)
+        direct = stack.direct().info("server")
+        eq(fields.get("redis_version"), direct["redis_version"], "redis_version of the upstream")
+        eq(fields.get("process_id"), str(stack.corral.pid), "process_id is Corral's")
+        eq(fields.get("tcp_port"), str(stack.port), "tcp_port is Corral's")
+        check("used_memory" in fields and "arch_bits" in fields, "Redis's fields kept")
+        check(b"# Proxy\r\n" in text and b"# Cache\r\n" in text, "Corral's sections")
+        check(b"# Keyspace" in text, "Redis's sections")
+        eq(fields.get("connected_clients"), "1", "connected_clients are Corral's")
+        only = a.call("INFO", "memory")
+        check(b"used_memory:" in only and b"# Proxy" not in only and b"# Server" not in only,
+              "INFO memory: %r" % only[:200])
+        proxy = a.call("INFO", "proxy")
+        check(proxy.startswith(b"# Proxy"), "INFO proxy: %r" % proxy[:200])
+
+
+@suite.test
+def info_without_upstream_answers_corrals_sections(_stack):
+    stack = harness.Stack({"upstream": {"command_timeout": "500ms"}}, name="noupstream").start()
+    try:
+        stack.redis.stop()
+        with stack.raw() as a:
+            text = a.call("INFO")
+            check(b"# Proxy\r\n" in text and b"# Server\r\n" in text, "INFO: %r" % text[:300])
+            eq(info_fields(text).get("process_id"), str(stack.corral.pid), "process_id")
+            check(b"redis_version" not in text, "no made-up redis_version")
+    finally:
+        stack.stop()
+
+
+
+def client_fields(line):
+    if isinstance(line, bytes):
+        line = line.decode()
+    return dict(f.split("=", 1) for f in line.split() if "=" in f)
+
+
+def addr_of(raw):
+    host, port = raw.sock.getsockname()[:2]
+    return "%s:%d" % (host, port)
+
+
+@suite.test
+def client_list_info_and_id_are_corrals(stack):
+    with stack.raw() as a, stack.raw() as b:
+        my_id = a.call("CLIENT", "ID")
+        eq(a.call("CLIENT", "SETNAME", "alpha"), b"OK", "SETNAME")
+        eq(a.call("SELECT", "2"), b"OK", "SELECT")
+        info = client_fields(a.call("CLIENT", "INFO"))
+        eq(info.get("id"), str(my_id), "CLIENT INFO id")
+        eq(info.get("addr"), addr_of(a), "CLIENT INFO addr is the client's")
+        eq(info.get("laddr"), "127.0.0.1:%d" % stack.port, "laddr is Corral's listener")
+        eq(info.get("name"), "alpha", "name")
+        eq(info.get("db"), "2", "db")
+        eq(info.get("cmd"), "select", "last command before CLIENT INFO")
+        b.call("PING")
+        lines = [client_fields(line) for line in a.call("CLIENT", "LIST").decode().splitlines()]
+        by_addr = {f["addr"]: f for f in lines}
+        check(addr_of(a) in by_addr and addr_of(b) in by_addr, "CLIENT LIST: %r" % lines)
+        eq(by_addr[addr_of(b)]["cmd"], "ping", "b's last command")
+        eq(len(lines), 2, "only Corral's clients, no upstream connections")
+        only = a.call("CLIENT", "LIST", "ID", str(my_id)).decode().splitlines()
+        eq([client_fields(x)["name"] for x in only], ["alpha"], "CLIENT LIST ID")
+        eq(a.call("CLIENT", "LIST", "TYPE", "pubsub"), b"", "no pubsub clients")
+
+
+@suite.test
+def client_kill_by_each_filter(stack):
+    with stack.raw() as admin:
+        victims = [stack.raw() for _ in range(4)]
+        ids = [v.call("CLIENT", "ID") for v in victims]
+        eq(admin.call("CLIENT", "KILL", "ID", str(ids[0])), 1, "KILL ID")
+        eq(admin.call("CLIENT", "KILL", addr_of(victims[1])), b"OK", "KILL addr:port")
+        eq(admin.call("CLIENT", "KILL", "ADDR", addr_of(victims[2]), "SKIPME", "yes"), 1,
+           "KILL ADDR")
+        is_err(admin.call("CLIENT", "KILL", "127.0.0.1:1"), "ERR No such client")
+        eq(admin.call("CLIENT", "KILL", "ADDR", "127.0.0.1:1"), 0, "KILL of nobody")
+        for v in victims[:3]:
+            v.read_until_closed(3)
+        sub = victims[3]
+        sub.send_command("SUBSCRIBE", "k:ch")
+        eq(sub.read(), [b"subscribe", b"k:ch", 1], "SUBSCRIBE")
+        time.sleep(0.05)
+        eq(admin.call("CLIENT", "KILL", "TYPE", "pubsub"), 1, "KILL TYPE pubsub")
+        eq(admin.call("CLIENT", "KILL", "USER", "nosuchuser"), 0, "KILL USER other")
+        harness.wait_until(lambda: len(admin.call("CLIENT", "LIST").splitlines()) == 1,
+                           timeout=3, what="only the admin left")
+        is_err(admin.call("CLIENT", "KILL", "ID", "x"), "ERR")
+        is_err(admin.call("CLIENT", "KILL", "FOO", "bar"), "ERR syntax error")
+        # LADDR matches every client of this listener, the caller too once SKIPME is no.
+        eq(admin.call("CLIENT", "KILL", "LADDR", "127.0.0.1:%d" % stack.port, "SKIPME", "no"),
+           1, "KILL LADDR SKIPME no kills the caller, after answering")
+        admin.read_until_closed(3)
+        for v in victims:
+            v.close()
+
+
+@suite.test
+def client_kill_across_io_threads(_stack):
+    stack = harness.Stack({"threads": 2, "client": {"allow_commands": ["CLIENT"]}},
+                          name="killthreads").start()
+    try:
+        with stack.raw() as admin:
+            victims = [stack.raw() for _ in range(6)]
+            for v in victims:
+                v.call("PING")
+            killed = admin.call("CLIENT", "KILL", "LADDR", "127.0.0.1:%d" % stack.port)
+            eq(killed, 6, "every other client, on both threads")
+            for v in victims:
+                v.read_until_closed(3)
+            eq(admin.call("PING"), b"PONG", "the caller stays")
+    finally:
+        stack.stop()
+
+
+@suite.test
+def client_pause_holds_writes_then_runs_them_in_order(stack):
+    with stack.raw() as admin, stack.raw() as w:
+        eq(admin.call("CLIENT", "PAUSE", "600", "WRITE"), b"OK", "CLIENT PAUSE WRITE")
+        t0 = time.monotonic()
+        eq(w.call("GET", "pz:k"), None, "a read is not held")
+        check(time.monotonic() - t0 < 0.3, "GET answered during a WRITE pause")
+        w.send(harness_encode("SET", "pz:k", "1") + harness_encode("GET", "pz:k"))
+        eq(w.read(), b"OK", "SET after the pause")
+        eq(w.read(), b"1", "the GET behind it ran after it")
+        took = time.monotonic() - t0
+        check(0.45 < took < 3, "SET held for the pause (%.2fs)" % took)
+        eq(admin.call("CLIENT", "PAUSE", "5000", "ALL"), b"OK", "CLIENT PAUSE ALL")
+        t0 = time.monotonic()
+        w.send_command("GET", "pz:k")
+        time.sleep(0.3)
+        eq(admin.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE is never held")
+        eq(w.read(), b"1", "GET after UNPAUSE")
+        check(time.monotonic() - t0 < 2, "UNPAUSE ended the pause")
+        is_err(admin.call("CLIENT", "PAUSE", "-1"), "ERR timeout is not an integer")
+        is_err(admin.call("CLIENT", "PAUSE", "10", "SOME"), "ERR syntax error")
+
+
+
+@suite.test
+def readyz_follows_a_frozen_upstream(_stack):
+    stack = harness.Stack({"upstream": {"command_timeout": "500ms"}},
+                          name="frozen").start()
+    readyz = lambda: stack.corral.http("/readyz", timeout=3)[0]  # noqa: E731
+    try:
+        harness.wait_until(lambda: readyz() == 200, 5, 0.1, "/readyz 200 at first")
+        # No client traffic at all: the probe alone must notice.
+        stack.redis.signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        harness.wait_until(lambda: readyz() == 503, 5, 0.1, "/readyz 503 with redis stopped")
+        check(time.monotonic() - t0 < 3, "503 within the deadline plus a probe interval")
+        stack.redis.signal(signal.SIGCONT)
+        harness.wait_until(lambda: readyz() == 200, 8, 0.1, "/readyz 200 after SIGCONT")
+        eq(stack.client().ping(), True, "commands work again")
+    finally:
+        stack.redis.signal(signal.SIGCONT)
+        stack.stop()
+
+
+
+@suite.test
+def renamed_command_passes_through_with_its_key_spec(_stack):
+    stack = harness.Stack({"threads": 2}, redis_args=["--rename-command", "GET", "GETX"],
+                          name="renamed").start()
+    try:
+        with stack.raw() as a:
+            eq(a.call("SET", "rn:k", "v"), b"OK", "SET")
+
+            def learned():
+                return a.call("GETX", "rn:k") == b"v"
+            harness.wait_until(learned, 5, 0.1, "GETX learned from the upstream")
+            eq(a.call("COMMAND", "GETKEYS", "GETX", "rn:k"), [b"rn:k"], "GETKEYS of GETX")
+            info = a.call("COMMAND", "INFO", "getx")
+            eq(info[0][:2], [b"getx", 2], "COMMAND INFO getx")
+            check(b"readonly" in info[0][2], "getx flags: %r" % (info[0][2],))
+            names = a.call("COMMAND", "LIST")
+            check(b"getx" in names and b"set" in names, "COMMAND LIST has getx")
+            eq(a.call("COMMAND", "COUNT"), len(names), "COMMAND COUNT")
+            is_err(a.call("GETX"), "ERR wrong number of arguments for 'getx'")
+            # Still known to Corral (the built-in table); Redis refuses it.
+            is_err(a.call("GET", "rn:k"), "ERR unknown command")
+    finally:
+        stack.stop()
+
+
+@suite.test
+def upstream_without_command_leaves_the_builtin_table(_stack):
+    stack = harness.Stack({}, redis_args=["--rename-command", "COMMAND", ""],
+                          name="nocommand").start()
+    try:
+        with stack.raw() as a:
+            time.sleep(0.5)
+            eq(a.call("SET", "nc:k", "v"), b"OK", "SET")
+            eq(a.call("GET", "nc:k"), b"v", "GET")
+            count = a.call("COMMAND", "COUNT")
+            check(count >= 240, "the built-in table answers COMMAND COUNT: %r" % count)
+            is_err(a.call("GETX", "nc:k"), "ERR unknown command")
+        check(b"built-in command table stays in force" in stack.corral.log_text().encode(),
+              "Corral says why it learned nothing")
+    finally:
+        stack.stop()
+
+
+@suite.test
+def command_docs_come_from_the_upstream(stack):
+    with stack.raw() as a:
+        docs = a.call("COMMAND", "DOCS", "get")
+        eq(docs[0], b"get", "COMMAND DOCS get")
+        check(b"summary" in docs[1], "docs: %r" % (docs[1][:4],))
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())

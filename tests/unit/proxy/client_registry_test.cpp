@@ -1,0 +1,113 @@
+// The process-wide client registry: CLIENT LIST lines, KILL filters and CLIENT PAUSE, through
+// the dispatcher's local commands and directly.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "proxy/client_registry.hpp"
+#include "proxy/client_session.hpp"
+#include "recording_upstream.hpp"
+
+using namespace corral;
+using namespace corral::proxy;
+using namespace corral::proxy::test;
+using session::Action;
+
+namespace {
+// A client opened with an address and a close that only counts, as a session would give them.
+struct Peered {
+  Peered(Proxy& proxy, std::string addr) : slots(std::make_shared<Replies>()) {
+    session::Peer peer{std::move(addr), "127.0.0.1:6380", [this] { ++closes; }};
+    handler = proxy.dispatcher.open_session(peer);
+  }
+  Action send(std::initializer_list<std::string_view> words) {
+    const std::vector<std::string_view> argv(words);
+    const resp::Request request{argv, {}};
+    return handler->handle(request, handler->classify(request), ++tag, slots, 0);
+  }
+  std::string reply() const { return slots->replies.count(tag) ? slots->replies.at(tag) : ""; }
+
+  std::unique_ptr<session::ClientHandler> handler;
+  std::shared_ptr<Replies> slots;
+  std::uint64_t tag = 0;
+  int closes = 0;
+};
+
+config::Settings allowing_client() {
+  config::Settings settings;
+  settings.client.allow_commands = {"CLIENT"};
+  return settings;
+}
+}  // namespace
+
+TEST_CASE("CLIENT LIST and INFO show Corral's clients", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered a(proxy, "10.0.0.1:1000");
+  Peered b(proxy, "10.0.0.2:2000");
+  CHECK(a.send({"CLIENT", "SETNAME", "alpha"}) == Action::done);
+  CHECK(a.send({"CLIENT", "INFO"}) == Action::done);
+  const std::string info = a.reply();
+  CHECK(info.find("id=" + std::to_string(a.handler->client_id()) + " addr=10.0.0.1:1000 " +
+                  "laddr=127.0.0.1:6380 fd=-1 name=alpha ") != std::string::npos);
+  CHECK(info.find(" cmd=client|setname ") != std::string::npos);
+  CHECK(b.send({"GET", "k"}) == Action::done);
+  CHECK(a.send({"CLIENT", "LIST", "ID", std::to_string(b.handler->client_id())}) == Action::done);
+  CHECK(a.reply().find("addr=10.0.0.2:2000") != std::string::npos);
+  CHECK(a.reply().find("cmd=get ") != std::string::npos);
+  CHECK(a.reply().find("10.0.0.1") == std::string::npos);
+  CHECK(a.send({"CLIENT", "LIST", "TYPE", "nosuch"}) == Action::done);
+  CHECK(a.reply() == "-ERR syntax error\r\n");
+}
+
+TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered admin(proxy, "10.1.0.1:1");
+  Peered x(proxy, "10.1.0.2:2");
+  Peered y(proxy, "10.1.0.3:3");
+  CHECK(admin.send({"CLIENT", "KILL", "ID", std::to_string(x.handler->client_id())}) ==
+        Action::done);
+  CHECK(admin.reply() == ":1\r\n");
+  CHECK(x.closes == 1);
+  CHECK(admin.send({"CLIENT", "KILL", "10.1.0.3:3"}) == Action::done);
+  CHECK(admin.reply() == "+OK\r\n");
+  CHECK(y.closes == 1);
+  CHECK(admin.send({"CLIENT", "KILL", "10.9.9.9:9"}) == Action::done);
+  CHECK(admin.reply() == "-ERR No such client\r\n");
+  CHECK(admin.send({"CLIENT", "KILL", "ADDR", "10.1.0.1:1"}) == Action::done);
+  CHECK(admin.reply() == ":0\r\n");  // SKIPME yes by default
+  CHECK(admin.send({"CLIENT", "KILL", "USER", "someone"}) == Action::done);
+  CHECK(admin.reply() == ":0\r\n");
+  CHECK(admin.send({"CLIENT", "KILL", "ID", "0"}) == Action::done);
+  CHECK(admin.reply().starts_with("-ERR client-id should be greater than 0"));
+  CHECK(admin.send({"CLIENT", "KILL", "ID", "1", "SKIPME"}) == Action::done);
+  CHECK(admin.reply() == "-ERR syntax error\r\n");
+  // Three arguments are the old form, whatever the third is (as in Redis).
+  CHECK(admin.send({"CLIENT", "KILL", "ID"}) == Action::done);
+  CHECK(admin.reply() == "-ERR No such client\r\n");
+  // Killing itself: answered, then closed by the session (not through the registry).
+  CHECK(admin.send({"CLIENT", "KILL", "ADDR", "10.1.0.1:1", "SKIPME", "no"}) ==
+        Action::close_after_reply);
+  CHECK(admin.reply() == ":1\r\n");
+  CHECK(admin.closes == 0);
+}
+
+TEST_CASE("CLIENT PAUSE holds writes or everything until it ends", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered admin(proxy, "10.2.0.1:1");
+  Peered c(proxy, "10.2.0.2:2");
+  CHECK(admin.send({"CLIENT", "PAUSE", "60000", "WRITE"}) == Action::done);
+  CHECK(admin.reply() == "+OK\r\n");
+  CHECK(c.send({"GET", "k"}) == Action::done);
+  CHECK(c.send({"SET", "k", "v"}) == Action::wait_then_retry);
+  CHECK(admin.send({"CLIENT", "PAUSE", "60000"}) == Action::done);  // ALL by default
+  CHECK(c.send({"GET", "k"}) == Action::wait_then_retry);
+  CHECK(admin.send({"CLIENT", "UNPAUSE"}) == Action::done);
+  CHECK(c.send({"SET", "k", "v"}) == Action::done);
+  CHECK(admin.send({"CLIENT", "PAUSE", "20", "WRITE"}) == Action::done);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  CHECK(c.send({"SET", "k", "v"}) == Action::done);
+  CHECK(admin.send({"CLIENT", "PAUSE", "x"}) == Action::done);
+  CHECK(admin.reply() == "-ERR timeout is not an integer or out of range\r\n");
+  CHECK(admin.send({"CLIENT", "PAUSE", "10", "READ"}) == Action::done);
+  CHECK(admin.reply() == "-ERR syntax error\r\n");
+}

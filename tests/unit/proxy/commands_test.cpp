@@ -1,0 +1,161 @@
+// INFO merged with the upstream's, out-of-band control commands, and subscribed mode across
+// pipelined unsubscribe/resubscribe: the dispatcher against a recording upstream.
+#include <catch2/catch.hpp>
+
+#include "proxy/server_info.hpp"
+#include "recording_upstream.hpp"
+#include "upstream/errors.hpp"
+
+using namespace corral;
+using namespace corral::proxy;
+using namespace corral::proxy::test;
+using session::Action;
+
+namespace {
+std::string bulk(std::string_view text) {
+  std::string out;
+  resp::append_bulk(out, text);
+  return out;
+}
+std::string push3(std::string_view kind, std::string_view channel, int count) {
+  return "*3\r\n$" + std::to_string(kind.size()) + "\r\n" + std::string(kind) + "\r\n$" +
+         std::to_string(channel.size()) + "\r\n" + std::string(channel) +
+         "\r\n:" + std::to_string(count) + "\r\n";
+}
+}  // namespace
+
+TEST_CASE("merge_info_text replaces the proxy's fields and keeps the rest", "[info]") {
+  const std::string upstream =
+      "# Server\r\nredis_version:7.0.15\r\nprocess_id:42\r\ntcp_port:6379\r\n\r\n"
+      "# Clients\r\nconnected_clients:7\r\nblocked_clients:0\r\n";
+  const std::string merged =
+      merge_info_text(upstream, "process_id:9\r\ntcp_port:6380\r\nconnected_clients:1\r\n");
+  CHECK(merged ==
+        "# Server\r\nredis_version:7.0.15\r\nprocess_id:9\r\ntcp_port:6380\r\n\r\n"
+        "# Clients\r\nconnected_clients:1\r\nblocked_clients:0\r\n");
+  // A field whose name ends another's is not replaced by it.
+  CHECK(merge_info_text("total_connected_clients:5\r\n", "connected_clients:1\r\n") ==
+        "total_connected_clients:5\r\n");
+  CHECK(merge_info_text("", "process_id:9\r\n").empty());
+}
+
+TEST_CASE("INFO goes upstream and comes back with Corral's fields and sections", "[info]") {
+  config::Settings settings;
+  settings.listen.port = 7777;
+  Proxy proxy(settings);
+  Client client(proxy);
+  CHECK(client.send({"INFO"}) == Action::done);
+  CHECK(client.reply().empty());
+  auto& shared = proxy.links.shared_of(0);
+  REQUIRE(shared.bytes() == std::vector<std::string>{wire({"INFO"})});
+
+  SECTION("merged") {
+    shared.answer(bulk("# Server\r\nredis_version:7.4.1\r\ntcp_port:6379\r\n"));
+    const std::string reply = client.reply();
+    CHECK(reply.find("redis_version:7.4.1\r\n") != std::string::npos);
+    CHECK(reply.find("tcp_port:7777\r\n") != std::string::npos);
+    CHECK(reply.find("tcp_port:6379") == std::string::npos);
+    CHECK(reply.find("# Proxy\r\n") != std::string::npos);
+    CHECK(reply.find("# Cache\r\n") != std::string::npos);
+  }
+  SECTION("the upstream fails: Corral's sections alone, no made-up version") {
+    const Sent sent = shared.pending.front();
+    sent.target->on_failure(sent.tag, upstream::kErrConnectionLost);
+    const std::string reply = client.reply();
+    CHECK(reply.starts_with("$"));
+    CHECK(reply.find("# Server\r\n") != std::string::npos);
+    CHECK(reply.find("tcp_port:7777\r\n") != std::string::npos);
+    CHECK(reply.find("# Proxy\r\n") != std::string::npos);
+    CHECK(reply.find("redis_version") == std::string::npos);
+  }
+  SECTION("the upstream answers garbage") {
+    shared.answer("-ERR nope\r\n");
+    CHECK(client.reply().find("# Proxy\r\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("INFO with sections asks the upstream for them and adds only the wanted own ones",
+          "[info]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"INFO", "memory"}) == Action::done);
+  proxy.links.shared_of(0).answer(bulk("# Memory\r\nused_memory:1\r\n"));
+  CHECK(client.reply() == bulk("# Memory\r\nused_memory:1\r\n"));
+  CHECK(client.send({"INFO", "proxy"}) == Action::done);
+  proxy.links.shared_of(0).answer(bulk(""));
+  CHECK(client.reply().find("# Proxy\r\n") != std::string::npos);
+}
+
+TEST_CASE("SCRIPT KILL and SHUTDOWN go on a connection of their own at once", "[out_of_band]") {
+  config::Settings settings;
+  settings.client.allow_commands = {"SCRIPT KILL", "SHUTDOWN"};
+  Proxy proxy(settings);
+  Client busy(proxy);
+  Client admin(proxy);
+  CHECK(busy.send({"EVAL", "while true do end", "0"}) == Action::done);
+  CHECK(admin.send({"SCRIPT", "KILL"}) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  auto& link = proxy.links.last_dedicated();
+  CHECK(link.bytes() == std::vector<std::string>{wire({"SCRIPT", "KILL"})});
+  CHECK(proxy.links.shared_of(0).bytes().size() == 1);
+  link.answer("+OK\r\n");
+  CHECK(admin.reply() == "+OK\r\n");
+  CHECK(link.closes == 1);
+  // The client holds no connection afterwards: its next command is shared again.
+  CHECK(admin.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes().size() == 2);
+
+  CHECK(admin.send({"SHUTDOWN", "NOSAVE"}) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 2);
+  auto& second = proxy.links.last_dedicated();
+  const Sent sent = second.pending.front();
+  sent.target->on_failure(sent.tag, upstream::kErrConnectionLost);
+  CHECK(admin.failure() == upstream::kErrConnectionLost);
+  CHECK(second.closes == 1);
+}
+
+TEST_CASE("an out-of-band command inside MULTI is queued on the client's connection",
+          "[out_of_band]") {
+  config::Settings settings;
+  settings.client.allow_commands = {"SCRIPT|KILL"};
+  Proxy proxy(settings);
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  CHECK(client.send({"SCRIPT", "KILL"}, 1) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  CHECK(proxy.links.last_dedicated().bytes() ==
+        std::vector<std::string>{wire({"MULTI"}), wire({"SCRIPT", "KILL"})});
+}
+
+TEST_CASE("a SUBSCRIBE pipelined behind UNSUBSCRIBE keeps the client subscribed", "[pubsub]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"SUBSCRIBE", "a"}) == Action::done);
+  auto& link = proxy.links.last_dedicated();
+  link.answer(push3("subscribe", "a", 1));
+  REQUIRE(client.handler->tunneling());
+  std::string reply;
+  CHECK(client.tunnel({"UNSUBSCRIBE"}, reply) == Action::done);
+  CHECK(client.tunnel({"SUBSCRIBE", "b", "c"}, reply) == Action::done);
+  client.handler->on_unsolicited(push3("unsubscribe", "a", 0));
+  CHECK(client.handler->tunneling());
+  client.handler->on_unsolicited(push3("subscribe", "b", 1));
+  client.handler->on_unsolicited(push3("subscribe", "c", 2));
+  CHECK(client.handler->tunneling());
+  CHECK(client.tunnel({"UNSUBSCRIBE"}, reply) == Action::done);
+  CHECK(link.sent.back().bytes == wire({"UNSUBSCRIBE"}));
+  client.handler->on_unsolicited(push3("unsubscribe", "b", 1));
+  CHECK(client.handler->tunneling());
+  client.handler->on_unsolicited(push3("unsubscribe", "c", 0));
+  CHECK_FALSE(client.handler->tunneling());
+
+  SECTION("a SUBSCRIBE of two channels from plain mode counts its second confirmation") {
+    CHECK(client.send({"SUBSCRIBE", "d", "e"}) == Action::done);
+    CHECK(proxy.links.dedicated.size() == 1);
+    link.answer(push3("subscribe", "d", 1));
+    CHECK(client.tunnel({"UNSUBSCRIBE", "d"}, reply) == Action::done);
+    client.handler->on_unsolicited(push3("subscribe", "e", 2));
+    client.handler->on_unsolicited(push3("unsubscribe", "d", 1));
+    CHECK(client.handler->tunneling());
+  }
+}

@@ -1,0 +1,150 @@
+// Commands learned from the upstream's COMMAND reply: merged with the built-in table, garbage
+// ignored, and routed by the dispatcher like built-in ones.
+#include <catch2/catch.hpp>
+
+#include "proxy/learned_commands.hpp"
+#include "recording_upstream.hpp"
+
+using namespace corral;
+using namespace corral::proxy;
+using namespace corral::proxy::test;
+using session::Action;
+
+namespace {
+// [name, arity, [flags], first, last, step, [acl], [tips], [key specs], [subcommands]]
+std::string entry(std::string_view name, int arity, std::initializer_list<std::string_view> flags,
+                  int first, int last, int step, const std::string& subs = "*0\r\n") {
+  std::string out = "*10\r\n";
+  resp::append_bulk(out, name);
+  resp::append_integer(out, arity);
+  resp::append_array_header(out, flags.size());
+  for (auto f : flags) resp::append_simple(out, f);
+  resp::append_integer(out, first);
+  resp::append_integer(out, last);
+  resp::append_integer(out, step);
+  out += "*0\r\n*0\r\n*0\r\n" + subs;
+  return out;
+}
+
+std::string command_reply() {
+  const std::string client_subs = "*2\r\n" + entry("client|no-touch", 3, {"noscript"}, 0, 0, 0) +
+                                  entry("client|id", 2, {"noscript"}, 0, 0, 0);
+  return "*5\r\n" + entry("get", 2, {"readonly", "fast"}, 1, 1, 1) +
+         entry("newcmd", -3, {"write", "denyoom"}, 1, -1, 2) +
+         entry("getx", 2, {"readonly", "fast"}, 1, 1, 1) +
+         entry("client", -2, {}, 0, 0, 0, client_subs) +
+         entry("newblock", -2, {"write", "blocking"}, 1, 1, 1);
+}
+}  // namespace
+
+TEST_CASE("learn_commands keeps what the built-in table lacks", "[learned]") {
+  const auto learned = learn_commands(command_reply());
+  REQUIRE(learned);
+  std::vector<std::string_view> names;
+  for (const auto& row : learned->rows()) names.push_back(row.name);
+  CHECK(names == std::vector<std::string_view>{"newcmd", "getx", "client|no-touch", "newblock"});
+  const CommandSpec* newcmd = learned->find("newcmd");
+  REQUIRE(newcmd);
+  CHECK(newcmd->arity == -3);
+  CHECK((newcmd->flags & kWrite));
+  CHECK(newcmd->first_key == 1);
+  CHECK(newcmd->last_key == -1);
+  CHECK(newcmd->key_step == 2);
+  CHECK(newcmd->route == Route::shared);
+  CHECK(learned->find("newblock")->route == Route::dedicated);
+  CHECK((learned->find("getx")->flags & kReadOnly));
+  CHECK(learned->find("get") == nullptr);
+  CHECK(learned->has_subcommands_of("client"));
+  CHECK_FALSE(learned->has_subcommands_of("get"));
+}
+
+TEST_CASE("learn_commands refuses garbage: the built-in table stays alone", "[learned]") {
+  const std::string good = entry("newcmd", -3, {"write"}, 1, -1, 2);
+  for (const std::string& bad : std::vector<std::string>{
+           "", "+OK\r\n", "-ERR unknown command 'COMMAND'\r\n", "*0\r\n", ":1\r\n", "*1\r\n:1\r\n",
+           "*1\r\n*2\r\n$3\r\nabc\r\n:1\r\n", good.substr(0, good.size() - 3),
+           "*2\r\n" + good + "$3\r\nabc\r\n", "*1\r\n" + entry("bad name", 1, {}, 0, 0, 0),
+           "*1\r\n" + entry("x|y", 1, {}, 0, 0, 0), "*1\r\n" + entry("zero", 0, {}, 0, 0, 0),
+           "*1\r\n" + entry("cont", -2, {}, 0, 0, 0, "*1\r\n" + entry("other|sub", 2, {}, 0, 0, 0)),
+           "*1\r\n" + entry(std::string(kMaxCommandName + 1, 'a'), 1, {}, 0, 0, 0)}) {
+    INFO(bad);
+    CHECK(learn_commands(bad) == nullptr);
+  }
+  // COMMAND INFO's nil for an unknown name is skipped, not an error.
+  CHECK(learn_commands("*2\r\n*-1\r\n" + good));
+}
+
+TEST_CASE("a renamed command is learned by asking the upstream about its name", "[learned]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"RENAMEDGET", "k"}) == Action::wait_then_retry);
+  auto& shared = proxy.links.shared_of(0);
+  REQUIRE(shared.bytes() == std::vector<std::string>{wire({"COMMAND", "INFO", "RENAMEDGET"})});
+  // rename-command keeps the original name in the entry.
+  shared.answer("*1\r\n" + entry("get", 2, {"readonly", "fast"}, 1, 1, 1));
+  CHECK(client.retry({"RENAMEDGET", "k"}) == Action::done);
+  CHECK(shared.sent.back().bytes == wire({"RENAMEDGET", "k"}));
+  const CommandSpec* learned = find_command("renamedget");
+  REQUIRE(learned);
+  CHECK(learned->arity == 2);
+  CHECK((learned->flags & kReadOnly));
+  CHECK(learned->first_key == 1);
+  // Learning more (COMMAND at a reconnect) keeps it.
+  publish_learned_commands(learn_commands("*1\r\n" + entry("other", 1, {}, 0, 0, 0)));
+  CHECK(find_command("renamedget") != nullptr);
+  CHECK(find_command("other") != nullptr);
+  CHECK_FALSE(learn_command_info("garbage", "x"));
+  CHECK_FALSE(learn_command_info("*1\r\n*-1\r\n", "x"));
+}
+
+TEST_CASE("published commands are found, routed and listed like built-in ones", "[learned]") {
+  publish_learned_commands(learn_commands(command_reply()));
+  REQUIRE(learned_commands() != nullptr);
+  const CommandSpec* getx = find_command("GETX");
+  REQUIRE(getx);
+  CHECK_FALSE(is_builtin(*getx));
+  CHECK(is_builtin(*find_command("get")));
+  CHECK(command_id(*getx) == all_commands().size());
+  const CommandSpec* no_touch = find_subcommand(*find_command("client"), "NO-TOUCH");
+  REQUIRE(no_touch);
+  CHECK(no_touch->name == "client|no-touch");
+  CHECK(find_subcommand(*find_command("get"), "x") == nullptr);
+  std::vector<std::size_t> keys;
+  const std::vector<std::string_view> argv{"newcmd", "k1", "v1", "k2", "v2"};
+  key_indices(*find_command("newcmd"), argv, keys);
+  CHECK(keys == std::vector<std::size_t>{1, 3});
+
+  // An equal snapshot is not published again.
+  const LearnedCommands* current = learned_commands();
+  publish_learned_commands(learn_commands(command_reply()));
+  CHECK(learned_commands() == current);
+
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"GETX", "k"}) == Action::done);
+  CHECK(client.send({"newcmd", "k", "v"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes() ==
+        std::vector<std::string>{wire({"GETX", "k"}), wire({"newcmd", "k", "v"})});
+  CHECK(client.send({"GETX"}) == Action::done);
+  CHECK(client.reply() == "-ERR wrong number of arguments for 'getx' command\r\n");
+  CHECK(client.send({"NEWBLOCK", "k"}) == Action::done);
+  CHECK(proxy.links.dedicated.size() == 1);
+
+  CHECK(client.send({"COMMAND", "INFO", "getx", "client|no-touch"}) == Action::done);
+  CHECK(client.reply().find("$4\r\ngetx\r\n:2\r\n") != std::string::npos);
+  CHECK(client.reply().find("client|no-touch") != std::string::npos);
+  CHECK(client.send({"COMMAND", "LIST"}) == Action::done);
+  CHECK(client.reply().find("$6\r\nnewcmd\r\n") != std::string::npos);
+  CHECK(client.send({"COMMAND", "GETKEYS", "newcmd", "a", "1", "b", "2"}) == Action::done);
+  CHECK(client.reply() == "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+  CHECK(client.send({"COMMAND", "COUNT"}) == Action::done);
+  std::size_t builtin_top = 0;
+  for (const auto& row : all_commands())
+    builtin_top += row.name.find('|') == std::string_view::npos;
+  std::size_t learned_top = 0;
+  for (const auto& row : learned_commands()->rows()) {
+    learned_top += row.name.find('|') == std::string_view::npos;
+  }
+  CHECK(learned_top >= 3);
+  CHECK(client.reply() == ":" + std::to_string(builtin_top + learned_top) + "\r\n");
+}
