@@ -67,6 +67,7 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const CommandSpec* last = r.last_command.load(std::memory_order_relaxed);
   const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
   const bool multi = r.in_multi.load(std::memory_order_relaxed);
+  const int protocol = r.protocol.load(std::memory_order_relaxed);
   out += "id=" + std::to_string(r.id) + " addr=" + r.addr + " laddr=" + r.laddr +
          " fd=-1 name=" + entry.name + " age=" + std::to_string(age) +
          " idle=" + std::to_string(std::max<std::int64_t>(0, idle)) + " flags=" +
@@ -77,7 +78,8 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
          " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1") +
          " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0"
          " events=r cmd=" +
-         (last ? std::string(last->name) : std::string("NULL")) + " user=default redir=-1 resp=2\n";
+         (last ? std::string(last->name) : std::string("NULL")) +
+         " user=default redir=-1 resp=" + std::to_string(protocol) + "\n";
 }
 
 std::string ClientRegistry::list(const ClientFilter& filter) const {

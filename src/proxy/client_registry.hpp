@@ -27,6 +27,7 @@ struct ClientRecord {
   std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
   std::atomic<std::int64_t> last_active_ms{0};  // steady clock, milliseconds
   std::atomic<int> database{0};
+  std::atomic<int> protocol{2};                           // HELLO 2|3
   std::atomic<const CommandSpec*> last_command{nullptr};  // a table row: static storage
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
   std::atomic<bool> in_multi{false};

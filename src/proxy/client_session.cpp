@@ -59,6 +59,7 @@ void ClientSession::publish(const Resolved& resolved) {
     record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
   }
   record_->database.store(state_.database, std::memory_order_relaxed);
+  record_->protocol.store(state_.protocol, std::memory_order_relaxed);
   record_->pubsub.store(state_.mode.tunneling(), std::memory_order_relaxed);
   record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
   if (state_.name != published_name_) {

@@ -79,6 +79,8 @@ def hello_versions(stack):
         eq(three[b"proto"], 3, "proto")
         eq(three[b"modules"], [], "modules")
         eq(c.call("CLIENT", "GETNAME"), b"r3client", "SETNAME applied")
+        info = c.call("CLIENT", "INFO")
+        check(b" resp=3" in info, "CLIENT INFO of a RESP3 client: %r" % (info,))
         eq(c.call("GET", "nokey"), None, "null")
         c.send_command("GET", "nokey")
         eq(c.read_bytes(3), b"_\r\n", "RESP3 null on the wire")
