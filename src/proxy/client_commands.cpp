@@ -151,6 +151,9 @@ Action client_pause(LocalCall& call) {
     resp::append_error(call.reply, kSyntaxError);
     return Action::done;
   }
+  // A year is "until CLIENT UNPAUSE"; larger values would overflow the clock's nanoseconds.
+  constexpr long long kMaxPauseMs = 365LL * 24 * 3600 * 1000;
+  ms = std::min(ms, kMaxPauseMs);
   client_registry().pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), all);
   resp::append_simple(call.reply, "OK");
   return Action::done;

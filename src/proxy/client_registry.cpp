@@ -114,7 +114,9 @@ std::size_t ClientRegistry::kill(const ClientFilter& filter) const {
 void ClientRegistry::pause(std::chrono::steady_clock::time_point until, bool all) {
   const auto until_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(until.time_since_epoch()).count();
-  // Like Redis: a pause never shortens a longer one in force, and ALL wins over WRITE.
+  // Like Redis: a pause never shortens a longer one in force, and ALL wins over WRITE. Under the
+  // lock: two CLIENT PAUSE on two io threads must not undo each other.
+  std::lock_guard lock(mutex_);
   if (paused_until_ms_.load() > now_ms()) {
     pause_all_.store(pause_all_.load() || all);
     if (until_ms > paused_until_ms_.load()) paused_until_ms_.store(until_ms);

@@ -1,8 +1,12 @@
 // The connection-mode state machine, and leaving the modes that hold a dedicated connection.
 #include "proxy/client_state.hpp"
 
+#include <utility>
+
 #include "proxy/ascii.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/link.hpp"
+#include "upstream/reply_target.hpp"
 
 namespace corral::proxy {
 
@@ -70,6 +74,10 @@ void release_dedicated(ClientState& client) {
   client.mode.reset();
   client.queued_write_keys.clear();
   client.subscribe_replies_due = 0;
+  // Their confirmations will not come now: answer their slots rather than leave them waiting.
+  for (auto& [tag, target] : std::exchange(client.pushed_requests, {})) {
+    target->on_failure(tag, upstream::kErrConnectionLost);
+  }
 }
 
 }  // namespace corral::proxy

@@ -3,17 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/command_table.hpp"
 
 namespace corral::upstream {
 class Link;
-}
+class ReplyTarget;
+}  // namespace corral::upstream
 
 namespace corral::proxy {
 
@@ -49,11 +52,13 @@ class ConnectionMode {
   void ended_subscriptions();
   // A RESP3 client subscribed: the connection stays (its pushes arrive there) until the client
   // leaves, but requests keep their reply slots, since pushes cannot be mistaken for replies.
-  void keep_for_pushes() { pins_ |= kSticky; }
+  void keep_for_pushes() { pins_ |= kPushes; }
+  // Subscribed in RESP3 (pushes) or in RESP2's tunnel: CLIENT LIST's pub/sub clients.
+  bool in_pubsub() const { return state_ == State::subscribed || (pins_ & kPushes) != 0; }
   void reset();
 
  private:
-  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2 };
+  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2, kPushes = 4 };
 
   State state_ = State::plain;
   std::uint8_t pins_ = 0;
@@ -76,6 +81,9 @@ struct ClientState {
   // confirmation ends subscribed mode only when none is due: a SUBSCRIBE pipelined after the
   // UNSUBSCRIBE has already subscribed again, and Redis still holds those subscriptions.
   std::size_t subscribe_replies_due = 0;
+  // RESP3 (un)subscribe requests whose reply slot waits for their first confirmation push, so the
+  // client's later replies cannot overtake it (Redis sends the confirmation first).
+  std::deque<std::pair<std::uint64_t, std::shared_ptr<upstream::ReplyTarget>>> pushed_requests;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

@@ -306,7 +306,11 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
   }
   if (path == Path::reply_suppressed || path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
-    target->on_reply(tag, {});
+    if (path == Path::pushed) {
+      client.pushed_requests.emplace_back(tag, target);
+    } else {
+      target->on_reply(tag, {});
+    }
     return true;
   }
   const bool exempt = (row.flags & kBlocking) || path == Path::tunnel;
@@ -392,6 +396,15 @@ Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, st
 }
 
 void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
+  // The push has been written already: the RESP3 (un)subscribe it confirms gets its empty reply
+  // now, and the replies queued behind it follow. An error instead of a push (an ACL refusal)
+  // answers it too, or its slot would wait forever.
+  if (!client.pushed_requests.empty() && (is_subscription_push(reply) || reply.starts_with('-'))) {
+    auto [tag, target] = std::move(client.pushed_requests.front());
+    client.pushed_requests.pop_front();
+    target->on_reply(tag, {});
+    return;
+  }
   // Leaving subscribed mode: later requests get slots again. The dedicated connection keeps this
   // client as its unsolicited target, so replies to requests already sent untracked still arrive.
   if (client.mode.state() != ConnectionMode::State::subscribed) return;

@@ -69,7 +69,22 @@ std::optional<Parsed> parse_entry(const Reply& entry) {
     }
   }
   if ((p.flags & kWrite) && (p.flags & kReadOnly)) p.flags &= ~kReadOnly;
+  // Redis 6+ lists ACL categories after the key range: a command Redis calls dangerous is refused
+  // unless allowed, like the table's dangerous rows.
+  if (e.size() > 6 && e[6].type == Reply::Type::array) {
+    for (const Reply& category : e[6].elements) {
+      if (is_text(category) && category.text == "@dangerous") p.flags |= kDangerous;
+    }
+  }
   return p;
+}
+
+// The built-in top-level row of that lower-case name, or nullptr.
+const CommandSpec* builtin_row(std::string_view name) {
+  for (const CommandSpec& row : all_commands()) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
 }
 
 // A blocking command holds its connection; everything else shares one, like the table's rows.
@@ -183,8 +198,16 @@ bool learn_command_info(std::string_view reply, std::string_view name) {
   if (lower.empty() || lower.size() > kMaxCommandName || lower.find('|') != std::string::npos) {
     return false;
   }
+  // `rename-command FLUSHALL myflush`: Redis answers for myflush with flushall's entry. The
+  // renamed command keeps everything the table knows of the original (dangerous, flushes the
+  // cache, its route and state change), not just what COMMAND INFO's flag words say.
+  CommandSpec row = row_of(*parsed, lower);
+  if (const CommandSpec* original = builtin_row(parsed->name)) {
+    row = *original;
+    row.name = lower;  // build() keeps its own copy of the name
+  }
   std::lock_guard lock(g_publish_mutex);
-  publish_locked({row_of(*parsed, lower)}, true);
+  publish_locked({row}, true);
   return true;
 }
 

@@ -157,9 +157,9 @@ Action hello(LocalCall& call) {
     }
     protocol = static_cast<int>(version);
   }
-  if (protocol != call.client.protocol && call.client.dedicated && call.awaiting > 0) {
-    return Action::drain_then_retry;
-  }
+  // The client's later commands leave on connections of the new protocol: its earlier ones, on
+  // the old connections, must have run first, shared connection or dedicated.
+  if (protocol != call.client.protocol && call.awaiting > 0) return Action::drain_then_retry;
   std::string_view new_name;
   bool rename = false;
   for (std::size_t i = 2; i < argv.size(); ++i) {

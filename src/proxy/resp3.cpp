@@ -13,8 +13,11 @@ namespace {
 
 using resp::Reply;
 
+// ZRANGE key start stop [options]: only options count, so a key named "withscores" does not.
 bool has_withscores(std::span<const std::string_view> argv) {
-  return std::any_of(argv.begin(), argv.end(),
+  constexpr std::size_t kFirstOption = 4;
+  return argv.size() > kFirstOption &&
+         std::any_of(argv.begin() + kFirstOption, argv.end(),
                      [](std::string_view arg) { return iequals(arg, "withscores"); });
 }
 

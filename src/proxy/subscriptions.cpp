@@ -18,6 +18,17 @@ bool ends_subscriptions(std::string_view reply) {
          decoded->elements[2].integer == 0;
 }
 
+bool is_subscription_push(std::string_view push) {
+  if (!push.starts_with(">3\r\n$")) return false;
+  const auto kind = push.substr(4);
+  for (std::string_view confirmation :
+       {"$9\r\nsubscribe\r\n", "$10\r\npsubscribe\r\n", "$10\r\nssubscribe\r\n",
+        "$11\r\nunsubscribe\r\n", "$12\r\npunsubscribe\r\n", "$12\r\nsunsubscribe\r\n"}) {
+    if (kind.starts_with(confirmation)) return true;
+  }
+  return false;
+}
+
 bool confirms_subscription(std::string_view reply) {
   return reply.starts_with("*3\r\n$9\r\nsubscribe\r\n") ||
          reply.starts_with("*3\r\n$10\r\npsubscribe\r\n") ||

@@ -11,4 +11,7 @@ bool ends_subscriptions(std::string_view reply);
 // True for a (p|s)subscribe confirmation: one arrives per channel or pattern subscribed to.
 bool confirms_subscription(std::string_view reply);
 
+// True for a RESP3 push that confirms a (p|s)(un)subscribe (not a message or an invalidation).
+bool is_subscription_push(std::string_view push);
+
 }  // namespace corral::proxy

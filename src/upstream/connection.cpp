@@ -84,6 +84,7 @@ bool Connection::send(std::string_view command, std::shared_ptr<ReplyTarget> tar
   if (in_flight_.size() >= options_.max_in_flight) return false;
   in_flight_.push_back({std::move(target), tag, tick_, exempt_from_timeout});
   write_buffer_.append(command);
+  sent_untracked_ = true;
   if (state_ == State::ready && !flushing_) start_flush();
   return true;
 }
@@ -115,9 +116,9 @@ void Connection::fail_all(std::string_view error) {
     for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
   }
   for (auto& item : failed) item.target->on_failure(item.tag, error);
-  // A connection that never came up has told its client through the failed commands, unless none
-  // was tracked (a RESP3 SUBSCRIBE, confirmed by pushes): then only the push target can.
-  if (unsolicited_ && (error != upstream::kErrUnavailable || failed.empty())) {
+  // A connection that never came up has told its client through the failed commands, unless some
+  // were untracked (a RESP3 SUBSCRIBE, confirmed by pushes): only the push target can tell those.
+  if (unsolicited_ && (error != upstream::kErrUnavailable || failed.empty() || sent_untracked_)) {
     auto target = std::move(unsolicited_);
     target->on_failure(0, error);
   }
@@ -183,27 +184,35 @@ awaitable<bool> Connection::connect_once() {
   error_code ec;
   tls_.reset();
   socket_ = asio::ip::tcp::socket(executor_);
-  asio::ip::tcp::resolver resolver(executor_);
+  // Shared with the deadline's handler, which may already be queued when the connect completes
+  // (cancel() cannot recall it): it must not reach into this frame once the frame is gone.
+  struct Attempt {
+    explicit Attempt(const asio::any_io_executor& executor) : resolver(executor) {}
+    asio::ip::tcp::resolver resolver;
+    bool expired = false;
+    bool finished = false;
+  };
+  const auto attempt = std::make_shared<Attempt>(executor_);
   asio::steady_timer deadline(executor_);
   deadline.expires_after(options_.connect_timeout);
-  bool expired = false;
-  deadline.async_wait([this, &resolver, &expired, self = shared_from_this()](error_code wait_ec) {
-    if (wait_ec) return;
-    expired = true;
-    resolver.cancel();
+  deadline.async_wait([this, attempt, self = shared_from_this()](error_code wait_ec) {
+    if (wait_ec || attempt->finished) return;
+    attempt->expired = true;
+    attempt->resolver.cancel();
     error_code ignored;
     socket_.close(ignored);
   });
-  auto endpoints =
-      co_await resolver.async_resolve(options_.server.host, std::to_string(options_.server.port),
-                                      asio::redirect_error(use_awaitable, ec));
-  if (!ec && !closing_) {
+  auto endpoints = co_await attempt->resolver.async_resolve(
+      options_.server.host, std::to_string(options_.server.port),
+      asio::redirect_error(use_awaitable, ec));
+  if (!ec && !closing_ && !attempt->expired) {
     co_await asio::async_connect(socket_, endpoints, asio::redirect_error(use_awaitable, ec));
   }
+  attempt->finished = true;
   deadline.cancel();
-  if (ec || closing_ || expired) {
+  if (ec || closing_ || attempt->expired) {
     spdlog::debug("upstream {}:{} connect failed: {}", options_.server.host, options_.server.port,
-                  expired ? "timed out" : ec.message());
+                  attempt->expired ? "timed out" : ec.message());
     co_return false;
   }
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);

@@ -135,6 +135,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool closing_ = false;
   bool flushing_ = false;
   bool timed_out_ = false;
+  bool sent_untracked_ = false;  // a command whose outcome only the unsolicited target will see
   std::uint64_t tick_ = 0;
   std::deque<InFlight> in_flight_;
   std::shared_ptr<ReplyTarget> unsolicited_;

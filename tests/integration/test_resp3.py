@@ -169,6 +169,11 @@ def pubsub_pushes_in_order_with_replies(stack):
         eq(c.call("SET", "k", "w"), b"OK", "commands after unsubscribing")
         eq(d.publish("ch1", "late"), 0, "no receivers left")
     with resp3(stack) as c:
+        # A local reply pipelined after SUBSCRIBE comes after its confirmation, as from Redis.
+        c.send(harness.encode_command("SUBSCRIBE", "ch3") + harness.encode_command("PING"))
+        eq(c.read(), Push([b"subscribe", b"ch3", 1]), "confirmation first")
+        eq(c.read(), b"PONG", "then PING's reply")
+    with resp3(stack) as c:
         # UNSUBSCRIBE without subscriptions is confirmed by a push too.
         c.send_command("UNSUBSCRIBE")
         eq(c.read(), Push([b"unsubscribe", None, 0]), "unsubscribe nothing")

@@ -74,8 +74,14 @@ TEST_CASE("RESP3 SUBSCRIBE: pushes confirm it, commands keep their slots", "[dis
   auto& dedicated = proxy.links.last_dedicated();
   REQUIRE(dedicated.sent.size() == 1);
   CHECK_FALSE(dedicated.sent[0].tracked);  // its confirmations are pushes, not a reply
-  CHECK(client.reply().empty());
-  CHECK(client.slots->replies.count(client.tag) == 1);
+  // Its slot waits for the first confirmation push, so no later reply can overtake it.
+  const auto subscribe_tag = client.tag;
+  CHECK(client.slots->replies.count(subscribe_tag) == 0);
+  client.handler->on_unsolicited(">3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nx\r\n");
+  CHECK(client.slots->replies.count(subscribe_tag) == 0);  // a message confirms nothing
+  client.handler->on_unsolicited(">3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n");
+  REQUIRE(client.slots->replies.count(subscribe_tag) == 1);
+  CHECK(client.slots->replies[subscribe_tag].empty());
   CHECK(dedicated.unsolicited == client.slots);
   CHECK_FALSE(client.handler->tunneling());
 
@@ -86,6 +92,9 @@ TEST_CASE("RESP3 SUBSCRIBE: pushes confirm it, commands keep their slots", "[dis
   // Unsubscribing from everything keeps the connection: pushes may still be on their way.
   CHECK(client.send({"UNSUBSCRIBE"}) == Action::done);
   CHECK_FALSE(dedicated.sent.back().tracked);
+  const auto unsubscribe_tag = client.tag;
+  client.handler->on_unsolicited(">3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n");
+  CHECK(client.slots->replies.count(unsubscribe_tag) == 1);
   CHECK(client.send({"GET", "k"}) == Action::done);
   CHECK(dedicated.closes == 0);
 }
@@ -145,6 +154,9 @@ TEST_CASE("cached RESP2 replies convert to what Redis answers a RESP3 client", "
                 "*4\r\n$1\r\na\r\n$3\r\n1.5\r\n$1\r\nb\r\n$1\r\n2\r\n") ==
         "*2\r\n*2\r\n$1\r\na\r\n,1.5\r\n*2\r\n$1\r\nb\r\n,2\r\n");
   CHECK(convert({"ZRANGE", "z", "0", "-1"}, "*1\r\n$1\r\na\r\n") == "*1\r\n$1\r\na\r\n");
+  // A key named "withscores" is not the option.
+  CHECK(convert({"ZRANGE", "withscores", "0", "-1"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n") ==
+        "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
   CHECK(convert({"EXISTS", "k"}, ":1\r\n") == ":1\r\n");
   CHECK(convert({"GET", "k"}, "-WRONGTYPE x\r\n") == "-WRONGTYPE x\r\n");
 }

@@ -148,3 +148,26 @@ TEST_CASE("published commands are found, routed and listed like built-in ones", 
   CHECK(learned_top >= 3);
   CHECK(client.reply() == ":" + std::to_string(builtin_top + learned_top) + "\r\n");
 }
+
+TEST_CASE("a renamed dangerous command stays dangerous and still flushes the cache", "[learned]") {
+  // rename-command FLUSHALL myflush: COMMAND INFO myflush answers with flushall's entry, whose
+  // flag words alone ("write", "noscript") would make it an ordinary write.
+  REQUIRE(learn_command_info("*1\r\n" + entry("flushall", -1, {"write", "noscript"}, 0, 0, 0),
+                             "MYFLUSH"));
+  const CommandSpec* renamed = find_command("myflush");
+  REQUIRE(renamed);
+  CHECK((renamed->flags & kDangerous));
+  CHECK((renamed->flags & kFlushesAll));
+  CHECK(renamed->name == "myflush");
+}
+
+TEST_CASE("a learned command in Redis's @dangerous category is refused unless allowed",
+          "[learned]") {
+  std::string dangerous = "*1\r\n*10\r\n";
+  resp::append_bulk(dangerous, "newdanger");
+  dangerous += ":1\r\n*0\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@dangerous\r\n*0\r\n*0\r\n*0\r\n";
+  publish_learned_commands(learn_commands(dangerous));
+  const CommandSpec* learned = find_command("newdanger");
+  REQUIRE(learned);
+  CHECK((learned->flags & kDangerous));
+}
