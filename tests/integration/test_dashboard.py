@@ -243,6 +243,20 @@ def promtool():
     raise harness.Skip("promtool not found (apt-get install prometheus)")
 
 
+@suite.test
+def test_the_name_check_itself(_fx):
+    body = ("# TYPE corral_x_seconds histogram\n"
+            'corral_x_seconds_bucket{le="+Inf"} 1\ncorral_x_seconds_sum 1\n'
+            "corral_x_seconds_count 1\n# TYPE corral_y_total counter\ncorral_y_total 2\n")
+    have = exported(body)
+    expr = ('histogram_quantile(0.99, sum by (le) (rate(corral_x_seconds_bucket{a="corral_z"}'
+            '[1m]))) / rate(corral_y_total[1m]) + absent(corral_missing_total)'
+            ' + other_metric{a="b"}')
+    eq(names_in(expr), {"corral_x_seconds_bucket", "corral_y_total", "corral_missing_total",
+                        "other_metric"}, "names in an expression (label values ignored)")
+    eq(names_in(expr) - have, {"corral_missing_total", "other_metric"}, "missing names")
+
+
 @suite.test(corral_only=True)
 def test_every_panel_and_alert_metric_is_exported(fx):
     drive(fx)
