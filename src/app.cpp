@@ -1,8 +1,12 @@
 // Wiring of the proxy: what runs on which io thread, and what a SIGHUP reload touches.
 #include "app.hpp"
 
+#include <string>
 #include <utility>
+#include <vector>
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
@@ -47,6 +51,55 @@ struct App::ThreadParts {
   std::shared_ptr<upstream::ReadyProbe> probe;
 };
 
+// Process state for alerts, read at scrape time: upstream readiness (what /readyz answers) and
+// the tracking connection.
+class App::StatusCollector final : public prometheus::Collectable {
+ public:
+  StatusCollector(const metrics::ProcessInfo& info,
+                  std::shared_ptr<const stampede::InvalidationListener> listener)
+      : info_(info), listener_(std::move(listener)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const int ready = info_.ready_upstream_connections.load(std::memory_order_relaxed);
+    const int stalled = info_.stalled_upstreams.load(std::memory_order_relaxed);
+    std::vector<prometheus::MetricFamily> out;
+    gauge(out, "corral_upstream_ready",
+          "1 when an upstream connection is ready and answers (what /readyz reports), else 0.",
+          ready > 0 && stalled == 0 ? 1 : 0);
+    gauge(out, "corral_upstream_stalled_threads",
+          "Io threads whose upstream did not answer the readiness PING in time.", stalled);
+    gauge(out, "corral_tracking_connected",
+          "1 while the CLIENT TRACKING connection (invalidations of redis-origin policies) is up.",
+          listener_->tracking() ? 1 : 0);
+    gauge(out, "corral_tracking_wanted",
+          "1 when some redis-origin policy has prefixes to track (tracking should be up).",
+          listener_->wanted() ? 1 : 0);
+    prometheus::MetricFamily reconnects;
+    reconnects.name = "corral_tracking_reconnects_total";
+    reconnects.help = "Tracking connections that ended and were started again.";
+    reconnects.type = prometheus::MetricType::Counter;
+    reconnects.metric.emplace_back();
+    reconnects.metric.back().counter.value = static_cast<double>(listener_->reconnects());
+    out.push_back(std::move(reconnects));
+    return out;
+  }
+
+ private:
+  static void gauge(std::vector<prometheus::MetricFamily>& out, std::string name, std::string help,
+                    double value) {
+    prometheus::MetricFamily f;
+    f.name = std::move(name);
+    f.help = std::move(help);
+    f.type = prometheus::MetricType::Gauge;
+    f.metric.emplace_back();
+    f.metric.back().gauge.value = value;
+    out.push_back(std::move(f));
+  }
+
+  const metrics::ProcessInfo& info_;
+  std::shared_ptr<const stampede::InvalidationListener> listener_;
+};
+
 App::App(const config::Settings& settings, metrics::Metrics& metrics)
     : settings_(settings), server_(settings, metrics, info_) {
   cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
@@ -57,6 +110,14 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
         std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i), info_, *cache_));
     server_.set_handler(i, threads_.back()->dispatcher);
   }
+  // The listener lives on the first io thread (started by run()); on_invalidate: refresh
+  // refetches through it.
+  auto& first = *threads_.front();
+  listener_ = std::make_shared<stampede::InvalidationListener>(
+      server_.io(0).get_executor(), settings_.upstream, *cache_,
+      [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
+  status_ = std::make_shared<StatusCollector>(info_, listener_);
+  metrics.add_collectable(status_);
 }
 
 App::~App() = default;
@@ -68,12 +129,8 @@ void App::run() {
         "the first seed, {}:{}, as to a standalone Redis",
         settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
   }
-  // The listener lives on the first io thread; on_invalidate: refresh refetches through it.
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
-  listener_ = std::make_shared<stampede::InvalidationListener>(
-      first_io.get_executor(), settings_.upstream, *cache_,
-      [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
   asio::post(first_io, [listener = listener_] { listener->start(); });
   // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
   const auto pointer_watch =

@@ -28,6 +28,7 @@ class App {
 
  private:
   struct ThreadParts;
+  class StatusCollector;
 
   const config::Settings& settings_;
   metrics::ProcessInfo info_;
@@ -35,6 +36,7 @@ class App {
   std::unique_ptr<stampede::CacheRuntime> cache_;
   std::vector<std::unique_ptr<ThreadParts>> threads_;
   std::shared_ptr<stampede::InvalidationListener> listener_;
+  std::shared_ptr<StatusCollector> status_;
 };
 
 }  // namespace corral

@@ -2,6 +2,7 @@
 // data path never touches a prometheus object.
 #include "stampede/cache_collector.hpp"
 
+#include <chrono>
 #include <limits>
 #include <string>
 
@@ -98,12 +99,27 @@ struct Families {
       family("corral_version_fallbacks_total",
              "Versioned reads answered from the previous version (nil in the current one).",
              MetricType::Counter);
+  MetricFamily stale_serves =
+      family("corral_cache_stale_serves_total",
+             "Copies served past their ttl, by reason: grace (a refresh is on its way) or "
+             "stale_if_error (past grace: the origin failed, is backed off or its breaker is open, "
+             "or the wait gave up).",
+             MetricType::Counter);
+  MetricFamily version_reads =
+      family("corral_version_reads_total",
+             "Versioned reads by the version they were resolved to (the last few versions only).",
+             MetricType::Counter);
+  MetricFamily ttl = family("corral_policy_ttl_seconds",
+                            "The policy's configured ttl (origin fetches per ttl window = fetches "
+                            "per second x ttl).",
+                            MetricType::Gauge);
   MetricFamily invalidations =
       family("corral_cache_invalidations_total",
              "Invalidations by source (write through Corral, tracking, admin, flush).",
              MetricType::Counter);
 
-  void add(const PolicyStats& stats, const PolicyRuntime& runtime, std::string_view origin) {
+  void add(const PolicyStats& stats, const PolicyRuntime& runtime, std::string_view origin,
+           const config::PolicySettings& settings) {
     const std::string policy = stats.prefix();
     const auto snapshot = stats.snapshot();
     constexpr auto counter = MetricType::Counter;
@@ -138,6 +154,22 @@ struct Families {
                                   static_cast<double>(snapshot.locks_contended)));
     by_policy(fenced, counter, snapshot.writes_fenced);
     by_policy(fallbacks, counter, snapshot.version_fallbacks);
+    const auto stale = stats.stale_serves();
+    for (std::size_t i = 0; i < kStaleReasons; ++i) {
+      const std::string reason(to_string(static_cast<StaleReason>(i)));
+      stale_serves.metric.push_back(
+          sample({{"policy", policy}, {"reason", reason}}, counter, static_cast<double>(stale[i])));
+    }
+    ttl.metric.push_back(
+        sample({{"policy", policy}}, gauge, std::chrono::duration<double>(settings.ttl).count()));
+    if (settings.versioned) {
+      for (const auto& slot : stats.version_reads()) {
+        if (slot.version == 0) continue;
+        version_reads.metric.push_back(
+            sample({{"policy", policy}, {"version", std::to_string(slot.version)}}, counter,
+                   static_cast<double>(slot.reads)));
+      }
+    }
     for (std::size_t i = 0; i < kInvalidationSources; ++i) {
       const std::string source(to_string(static_cast<InvalidationSource>(i)));
       invalidations.metric.push_back(sample({{"policy", policy}, {"source", source}}, counter,
@@ -149,7 +181,7 @@ struct Families {
     for (MetricFamily* f :
          {&lookups, &early, &background, &background_seconds, &origin_requests, &origin_errors,
           &origin_seconds, &origin_in_flight, &blocked, &overflowed, &timed_out, &breaker, &locks,
-          &fenced, &fallbacks, &invalidations}) {
+          &fenced, &fallbacks, &stale_serves, &version_reads, &ttl, &invalidations}) {
       // An empty family would print HELP and TYPE lines without samples.
       if (!f->metric.empty()) out.push_back(std::move(*f));
     }
@@ -165,7 +197,7 @@ std::vector<MetricFamily> CacheCollector::Collect() const {
   for (std::size_t i = 0; i < policies->settings.size(); ++i) {
     const auto origin =
         policies->settings[i].origin == config::OriginKind::redis ? "redis" : "http";
-    families.add(*policies->stats[i], *policies->runtimes[i], origin);
+    families.add(*policies->stats[i], *policies->runtimes[i], origin, policies->settings[i]);
   }
   families.move_into(out);
 

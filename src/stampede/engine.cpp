@@ -142,6 +142,7 @@ bool Engine::resolve_version(const PolicyRef& policy, std::span<const std::strin
     return false;
   }
   use_version(argv, version);
+  policy.stats().version_read(version);
   return true;
 }
 
@@ -167,6 +168,7 @@ bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
     policy.stats().lookup(state == cache::EntryState::stale ? LookupOutcome::stale
                           : entry_.negative                 ? LookupOutcome::negative
                                                             : LookupOutcome::hit);
+    if (state == cache::EntryState::stale) policy.stats().stale_serve(StaleReason::grace);
     target->on_reply(tag, entry_.value);
     maybe_refresh(policy, key, argv, entry_, state, now);
     return true;
@@ -250,6 +252,7 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
   // origin): failing a client whose key might be fine would be worse.
   if (usable && !policy.runtime().backoff().allowed(flight_key, now)) {
     stats.lookup(LookupOutcome::stale);
+    stats.stale_serve(StaleReason::stale_if_error);
     target->on_reply(tag, copy->value);
     return MissPlan::answered;
   }
@@ -416,6 +419,7 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
     policy.stats().lookup(state == cache::EntryState::stale ? LookupOutcome::stale
                           : entry_.negative                 ? LookupOutcome::negative
                                                             : LookupOutcome::hit);
+    if (state == cache::EntryState::stale) policy.stats().stale_serve(StaleReason::grace);
     part = {part.policy, mget_values_.size(), entry_.value.size(), true};
     mget_values_.append(entry_.value);
     const std::string_view get_argv[] = {command_name(CachedCommand::get), key.user_key};

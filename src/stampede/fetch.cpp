@@ -237,7 +237,9 @@ FlightResult Fetch::stale_or_failure(const KeyFetch& key, std::string_view error
   const auto now = runtime_.clock().now();
   const auto entry = runtime_.store().peek(key.key(), now);
   if (entry && !entry->negative && now < entry->stale_if_error_until) {
-    return {FlightResult::Kind::reply, entry->value};
+    FlightResult stale{FlightResult::Kind::reply, entry->value};
+    stale.stale = true;
+    return stale;
   }
   return {FlightResult::Kind::failure, std::string(error)};
 }

@@ -22,6 +22,7 @@ struct FlightResult {
   };
   Kind kind = Kind::failure;
   std::string bytes;
+  bool stale = false;  // a reply that is the stale-if-error copy (counted when served)
 };
 
 // Someone waiting for a flight; lives on one io thread, kept alive by its own wait timer there.

@@ -98,6 +98,7 @@ awaitable<void> InvalidationListener::run() {
   auto backoff = upstream_.reconnect_backoff_min;
   while (!stopping_) {
     const auto prefixes = tracked_prefixes(*runtime_.policies());
+    wanted_.store(!prefixes.empty(), std::memory_order_relaxed);
     if (prefixes.empty()) {
       // Nothing to track: wait for a reload to restart us.
       backoff_timer_.expires_at(asio::steady_timer::time_point::max());

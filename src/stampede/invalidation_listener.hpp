@@ -42,6 +42,8 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   // True while tracking is established (a gauge for metrics and CORRAL.STATS).
   bool tracking() const { return tracking_.load(std::memory_order_relaxed); }
   std::uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }
+  // True while some policy has prefixes to track (tracking() should then be true as well).
+  bool wanted() const { return wanted_.load(std::memory_order_relaxed); }
 
  private:
   class Inbox;
@@ -63,6 +65,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   boost::asio::steady_timer backoff_timer_;
   bool stopping_ = false;
   std::atomic<bool> tracking_{false};
+  std::atomic<bool> wanted_{false};
   std::atomic<std::uint64_t> reconnects_{0};
 };
 

@@ -30,6 +30,40 @@ std::string_view to_string(InvalidationSource source) {
   return kNames[static_cast<std::size_t>(source)];
 }
 
+std::string_view to_string(StaleReason reason) {
+  constexpr std::string_view kNames[] = {"grace", "stale_if_error"};
+  return kNames[static_cast<std::size_t>(reason)];
+}
+
+void PolicyStats::version_read(std::uint64_t version) {
+  auto& slot = version_slots_[version % kVersionSlots];
+  auto seen = slot.version.load(std::memory_order_relaxed);
+  if (seen != version) {
+    // The first read of a version in this slot restarts its count; two threads doing so at
+    // once lose at most a few reads, once per rollover.
+    if (slot.version.compare_exchange_strong(seen, version, std::memory_order_relaxed)) {
+      slot.reads.store(0, std::memory_order_relaxed);
+    } else if (seen != version) {
+      return;  // another version took the slot meanwhile
+    }
+  }
+  add(slot.reads);
+}
+
+std::array<std::uint64_t, kStaleReasons> PolicyStats::stale_serves() const {
+  std::array<std::uint64_t, kStaleReasons> out{};
+  for (std::size_t i = 0; i < kStaleReasons; ++i) out[i] = load(stale_serves_[i]);
+  return out;
+}
+
+std::array<VersionReads, kVersionSlots> PolicyStats::version_reads() const {
+  std::array<VersionReads, kVersionSlots> out{};
+  for (std::size_t i = 0; i < kVersionSlots; ++i) {
+    out[i] = {load(version_slots_[i].version), load(version_slots_[i].reads)};
+  }
+  return out;
+}
+
 void DurationHistogram::observe(std::chrono::nanoseconds duration) {
   const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, duration.count()));
   std::size_t i = 0;

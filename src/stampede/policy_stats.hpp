@@ -19,6 +19,22 @@ enum class InvalidationSource : std::uint8_t { write, tracking, admin, flush };
 inline constexpr std::size_t kInvalidationSources = 4;
 std::string_view to_string(InvalidationSource source);
 
+// Why a copy past its ttl was served: within `grace` (a refresh is on its way), or within
+// `stale_if_error` past grace (the origin failed, is backed off or its breaker is open, or the
+// waiters' queue or wait_timeout gave up): the second one means the origin is not answering.
+enum class StaleReason : std::uint8_t { grace, stale_if_error };
+inline constexpr std::size_t kStaleReasons = 2;
+std::string_view to_string(StaleReason reason);
+
+// Reads of a versioned policy by the version they were resolved to, in a few slots (version
+// modulo kVersionSlots) so the label set stays bounded: the current version and the ones just
+// before it. A slot taken over by a newer version starts again from zero.
+inline constexpr std::size_t kVersionSlots = 4;
+struct VersionReads {
+  std::uint64_t version = 0;  // 0: slot never used
+  std::uint64_t reads = 0;
+};
+
 // A fixed-bucket histogram of durations; lock-free, so observing costs a few relaxed adds.
 class DurationHistogram {
  public:
@@ -86,11 +102,15 @@ class PolicyStats {
   void lock_contended() { add(locks_contended_); }
   void write_fenced() { add(writes_fenced_); }
   void version_fallback() { add(version_fallbacks_); }
+  void stale_serve(StaleReason reason) { add(stale_serves_[static_cast<std::size_t>(reason)]); }
+  void version_read(std::uint64_t version);
   void invalidation(InvalidationSource source, std::uint64_t n = 1) {
     add(invalidations_[static_cast<std::size_t>(source)], n);
   }
 
   PolicyStatsSnapshot snapshot() const;
+  std::array<std::uint64_t, kStaleReasons> stale_serves() const;
+  std::array<VersionReads, kVersionSlots> version_reads() const;
   DurationHistogram::Snapshot origin_durations() const { return origin_durations_.snapshot(); }
   DurationHistogram::Snapshot background_durations() const {
     return background_durations_.snapshot();
@@ -115,6 +135,12 @@ class PolicyStats {
   std::atomic<std::uint64_t> writes_fenced_{0};
   std::atomic<std::uint64_t> version_fallbacks_{0};
   std::array<std::atomic<std::uint64_t>, kInvalidationSources> invalidations_{};
+  std::array<std::atomic<std::uint64_t>, kStaleReasons> stale_serves_{};
+  struct VersionSlot {
+    std::atomic<std::uint64_t> version{0};
+    std::atomic<std::uint64_t> reads{0};
+  };
+  std::array<VersionSlot, kVersionSlots> version_slots_{};
   DurationHistogram origin_durations_;
   DurationHistogram background_durations_;
 };

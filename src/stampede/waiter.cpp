@@ -27,6 +27,7 @@ void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
                           const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag) {
   switch (overflow_action(policy.on_overflow, stale.has_value())) {
     case OverflowAction::serve_stale:
+      if (policy.stats) policy.stats->stale_serve(StaleReason::stale_if_error);
       target->on_reply(tag, *stale);
       return;
     case OverflowAction::fail:
@@ -99,6 +100,7 @@ void Waiter::deliver(const FlightResult& result) {
   const auto target = std::move(target_);
   switch (result.kind) {
     case FlightResult::Kind::reply:
+      if (result.stale) policy_.stats->stale_serve(StaleReason::stale_if_error);
       target->on_reply(tag_, result.bytes);
       break;
     case FlightResult::Kind::failure:
