@@ -221,6 +221,16 @@ awaitable<bool> Connection::connect_once() {
   co_return true;
 }
 
+// A handshake step that hangs fails at connect_timeout: the socket is closed under it.
+void Connection::close_on_expiry(asio::steady_timer& deadline) {
+  deadline.expires_after(options_.connect_timeout);
+  deadline.async_wait([this, self = shared_from_this()](error_code wait_ec) {
+    if (wait_ec) return;
+    error_code ignored;
+    socket_.close(ignored);
+  });
+}
+
 awaitable<bool> Connection::tls_handshake() {
   tls_ =
       std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *options_.tls_context);
@@ -230,12 +240,7 @@ awaitable<bool> Connection::tls_handshake() {
   // Checked by OpenSSL during the handshake when the context verifies peers (verify: true).
   X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), name.c_str(), name.size());
   asio::steady_timer deadline(executor_);
-  deadline.expires_after(options_.connect_timeout);
-  deadline.async_wait([this, self = shared_from_this()](error_code wait_ec) {
-    if (wait_ec) return;
-    error_code ignored;
-    socket_.close(ignored);
-  });
+  close_on_expiry(deadline);
   error_code ec;
   co_await tls_->async_handshake(asio::ssl::stream_base::client,
                                  asio::redirect_error(use_awaitable, ec));
@@ -302,12 +307,7 @@ awaitable<bool> Connection::handshake() {
   if (expected == 0) co_return true;
 
   asio::steady_timer deadline(executor_);
-  deadline.expires_after(options_.connect_timeout);
-  deadline.async_wait([this, self = shared_from_this()](error_code wait_ec) {
-    if (wait_ec) return;
-    error_code ignored;
-    socket_.close(ignored);
-  });
+  close_on_expiry(deadline);
   error_code ec;
   co_await async_write_all(asio::buffer(commands), asio::redirect_error(use_awaitable, ec));
   while (!ec && expected > 0) {

@@ -106,6 +106,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   void write_batch(std::uint64_t generation);
   void ensure_read_space();
   boost::asio::awaitable<bool> tls_handshake();
+  void close_on_expiry(boost::asio::steady_timer& deadline);
   // The one place that picks the plain socket or the TLS stream.
   template <class Buffers, class Token>
   auto async_read(const Buffers& buffers, Token&& token) {

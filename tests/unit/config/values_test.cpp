@@ -108,8 +108,7 @@ TEST_CASE("redis URLs carry credentials, port and database", "[config][values]")
   CHECK(u->endpoint.host == "::1");
   CHECK(u->endpoint.port == 6379);
 
-  const std::string expected =
-      "expected redis://[user:pass@]host:port[/db] (or rediss:// for TLS)";
+  const std::string expected = "expected redis://[user:pass@]host:port[/db] (or rediss:// for TLS)";
   for (const char* bad : {"", "127.0.0.1:6379", "http://h:1", "redis://", "redis://h:x"}) {
     INFO(bad);
     CHECK(parse_redis_url(bad).error == expected);
