@@ -199,7 +199,10 @@ measure() {
   # redis-benchmark retries a refused connection forever: a target that stops answering must fail.
   local cmd=(timeout 300 redis-benchmark -h "$host" -p "$port" -c "$clients" -n "$n" -r "$keyspace"
     -P "$pipeline" -t "$test" --csv)
-  case "$target" in *_tls) cmd+=(--tls --cacert "$workdir/ca.pem") ;; esac
+  case "$target" in
+    *_tls) cmd+=(--tls --cacert "$workdir/ca.pem") ;;
+    *_resp3) cmd+=(-3) ;;
+  esac
   commands_used["$target $test P$pipeline"]="${cmd[*]}"
   local load before after bench_pid
   load=$(cut -d' ' -f1 /proc/loadavg)
@@ -305,7 +308,7 @@ start_redis
 populate
 start_twemproxy
 make_certs
-pass_targets="redis twemproxy corral io_only corral_tls io_only_tls"
+pass_targets="redis twemproxy corral io_only corral_tls io_only_tls corral_resp3 redis_resp3"
 if [ -n "${BASELINE_BIN:-}" ]; then
   start_corral baseline "" "$(realpath "$BASELINE_BIN")"
   baseline_pid=$corral_pid
@@ -318,7 +321,8 @@ start_io_only
 sleep 0.5
 corral_rss_idle=$(rss_kb "$corral_pid")
 port_of+=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port
-  [corral_tls]=$corral_tls_port [io_only_tls]=$io_tls_port)
+  [corral_tls]=$corral_tls_port [io_only_tls]=$io_tls_port [corral_resp3]=$corral_port
+  [redis_resp3]=$redis_port)
 for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
 load_start=$(cat /proc/loadavg)
 
@@ -383,6 +387,15 @@ report() {
     "$(median pass corral_tls set 16 | cut -d' ' -f1)" "$(median pass corral set 16 | cut -d' ' -f1)") (target >= 0.7)"
   echo "- I/O only TLS/plain rps: GET P16 $(ratio "$(median pass io_only_tls get 16 | cut -d' ' -f1)" \
     "$(median pass io_only get 16 | cut -d' ' -f1)")"
+  echo
+  echo "## RESP3 (redis-benchmark -3: HELLO 3, then the same load)"
+  table pass corral_resp3 corral-resp3 "get set"
+  echo
+  echo "- corral RESP3/RESP2 rps: GET P16 $(ratio "$(median pass corral_resp3 get 16 | cut -d' ' -f1)" \
+    "$(median pass corral get 16 | cut -d' ' -f1)"), SET P16 $(ratio \
+    "$(median pass corral_resp3 set 16 | cut -d' ' -f1)" "$(median pass corral set 16 | cut -d' ' -f1)") (target >= 0.95)"
+  echo "- redis-server RESP3/RESP2 rps: GET P16 $(ratio "$(median pass redis_resp3 get 16 | cut -d' ' -f1)" \
+    "$(median pass redis get 16 | cut -d' ' -f1)")"
   echo
   if [ -n "${BASELINE_BIN:-}" ]; then
     echo "## Baseline (BASELINE_BIN=$BASELINE_BIN, same run)"
