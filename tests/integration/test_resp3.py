@@ -181,6 +181,36 @@ def pubsub_pushes_in_order_with_replies(stack):
 
 
 @suite.test
+def resubscribe_cycles_with_channels_and_patterns(stack):
+    """The RESP2 cycles of test_commands in RESP3: confirmations are pushes, and every command
+    works between them."""
+    d = stack.direct()
+    with resp3(stack) as c:
+        for cycle in range(3):
+            c.send_command("SUBSCRIBE", "r3:a")
+            eq(c.read(), Push([b"subscribe", b"r3:a", 1]), "SUBSCRIBE %d" % cycle)
+            c.send_command("UNSUBSCRIBE")
+            eq(c.read(), Push([b"unsubscribe", b"r3:a", 0]), "UNSUBSCRIBE all %d" % cycle)
+            c.send_command("SUBSCRIBE", "r3:b", "r3:c")
+            got = sorted([c.read(), c.read()], key=lambda m: m[1])
+            eq(got, [Push([b"subscribe", b"r3:b", 1]), Push([b"subscribe", b"r3:c", 2])],
+               "SUBSCRIBE two %d" % cycle)
+            c.send_command("PSUBSCRIBE", "r3:p*")
+            eq(c.read(), Push([b"psubscribe", b"r3:p*", 3]), "PSUBSCRIBE %d" % cycle)
+            eq(d.publish("r3:pz", "m%d" % cycle), 1, "PUBLISH %d" % cycle)
+            eq(c.read(), Push([b"pmessage", b"r3:p*", b"r3:pz", b"m%d" % cycle]),
+               "pmessage %d" % cycle)
+            eq(c.call("INCR", "r3:n"), cycle + 1, "INCR while subscribed %d" % cycle)
+            c.send_command("UNSUBSCRIBE")
+            names = sorted(m[1] for m in [c.read(), c.read()])
+            eq(names, [b"r3:b", b"r3:c"], "UNSUBSCRIBE names %d" % cycle)
+            c.send_command("PUNSUBSCRIBE")
+            eq(c.read(), Push([b"punsubscribe", b"r3:p*", 0]), "PUNSUBSCRIBE all %d" % cycle)
+            eq(c.call("PING"), b"PONG", "PING between cycles %d" % cycle)
+        eq(d.publish("r3:b", "late"), 0, "no subscriptions left")
+
+
+@suite.test
 def pipelined_commands_and_pushes_stay_in_order(stack):
     """Another client publishes while the subscriber pipelines INCRs: every message arrives, in
     order, and the replies are in request order between them."""
