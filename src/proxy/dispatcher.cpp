@@ -235,6 +235,14 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     }
     return Action::done;
   }
+  // A RESP2 client that is not subscribed has no subscriptions to drop: Redis would answer one
+  // reply per channel, which a shared connection would match to other clients' commands.
+  if (path == Path::shared && !client.mode.in_multi() && is_unsubscribe(row)) {
+    scratch_.clear();
+    append_unsubscribed_replies(scratch_, row.name, request.argv);
+    target->on_reply(tag, scratch_);
+    return Action::done;
+  }
   if (!acquire_dedicated(client, path, awaiting)) return Action::drain_then_retry;
   if (row.change == StateChange::exec &&
       client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {

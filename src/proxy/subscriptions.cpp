@@ -1,6 +1,8 @@
-// Recognises the reply that ends a client's subscribed mode.
+// Pub/sub bookkeeping: which replies confirm or end subscriptions, and the answers Redis gives a
+// client that has none.
 #include "proxy/subscriptions.hpp"
 
+#include "resp/encoder.hpp"
 #include "resp/reply.hpp"
 
 namespace corral::proxy {
@@ -16,6 +18,22 @@ bool ends_subscriptions(std::string_view reply) {
   return decoded && decoded->elements.size() == 3 &&
          decoded->elements[2].type == resp::Reply::Type::integer &&
          decoded->elements[2].integer == 0;
+}
+
+bool is_unsubscribe(const CommandSpec& row) {
+  return (row.flags & kPubSub) && row.name.ends_with("unsubscribe");
+}
+
+void append_unsubscribed_replies(std::string& out, std::string_view command,
+                                 std::span<const std::string_view> argv) {
+  const auto confirm = [&](const std::string_view* channel) {
+    resp::append_array_header(out, 3);
+    resp::append_bulk(out, command);
+    channel ? resp::append_bulk(out, *channel) : resp::append_null(out);
+    resp::append_integer(out, 0);
+  };
+  if (argv.size() == 1) return confirm(nullptr);
+  for (std::size_t i = 1; i < argv.size(); ++i) confirm(&argv[i]);
 }
 
 bool is_subscription_push(std::string_view push) {

@@ -1,7 +1,12 @@
-// Recognises the reply that ends a client's subscribed mode.
+// Pub/sub bookkeeping: which replies confirm or end subscriptions, and the answers Redis gives a
+// client that has none.
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
+
+#include "proxy/command_table.hpp"
 
 namespace corral::proxy {
 
@@ -10,6 +15,14 @@ bool ends_subscriptions(std::string_view reply);
 
 // True for a (p|s)subscribe confirmation: one arrives per channel or pattern subscribed to.
 bool confirms_subscription(std::string_view reply);
+
+// UNSUBSCRIBE, PUNSUBSCRIBE, SUNSUBSCRIBE.
+bool is_unsubscribe(const CommandSpec& row);
+
+// What Redis answers a client with no subscriptions: one confirmation per channel (a nil channel
+// when none is named), each with 0 subscriptions left. `command` is the row's lower-case name.
+void append_unsubscribed_replies(std::string& out, std::string_view command,
+                                 std::span<const std::string_view> argv);
 
 // True for a RESP3 push that confirms a (p|s)(un)subscribe (not a message or an invalidation).
 bool is_subscription_push(std::string_view push);

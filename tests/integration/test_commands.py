@@ -69,6 +69,21 @@ def pubsub_resubscribe_cycles(stack):
 
 
 @suite.test
+def unsubscribe_without_subscriptions_answers_each_channel(stack):
+    # Redis answers one confirmation per channel: on a shared connection the extra replies would
+    # have been matched to other clients' commands.
+    with stack.raw() as c, stack.raw() as other:
+        c.send_command("UNSUBSCRIBE", "u:a", "u:b", "u:c")
+        for name in (b"u:a", b"u:b", b"u:c"):
+            eq(c.read(), [b"unsubscribe", name, 0], "confirmation for %r" % name)
+        c.send_command("PUNSUBSCRIBE")
+        eq(c.read(), [b"punsubscribe", None, 0], "PUNSUBSCRIBE without patterns")
+        eq(c.call("PING"), b"PONG", "PING after")
+        for i in range(20):
+            eq(other.call("INCR", "u:n"), i + 1, "another client's INCR %d" % i)
+
+
+@suite.test
 def pubsub_resubscribe_pipelined(stack):
     # The UNSUBSCRIBE's "0 left" arrives after the SUBSCRIBE pipelined behind it was sent: Redis
     # holds the new subscriptions, so the client is still subscribed.
