@@ -73,9 +73,13 @@ wait_ready() {
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
 
+# redis-server also listens for TLS, so TLS through Corral has a peer: TLS to redis-server itself.
 start_redis() {
   redis_port=$(free_port)
+  redis_tls_port=$(free_port)
   redis-server --bind "$host" --port "$redis_port" --save '' --appendonly no --dir "$workdir" \
+    --tls-port "$redis_tls_port" --tls-cert-file "$workdir/server.pem" \
+    --tls-key-file "$workdir/server.key" --tls-ca-cert-file "$workdir/ca.pem" --tls-auth-clients no \
     >"$workdir/redis.log" 2>&1 &
   redis_pid=$!
   pids+=("$redis_pid")
@@ -304,11 +308,11 @@ summary() {
 
 # --- the run --------------------------------------------------------------------------------------
 echo "== starting redis-server, nutcracker, corral in $workdir" >&2
+make_certs
 start_redis
 populate
 start_twemproxy
-make_certs
-pass_targets="redis twemproxy corral io_only corral_tls io_only_tls corral_resp3 redis_resp3"
+pass_targets="redis twemproxy corral io_only corral_tls io_only_tls redis_tls corral_resp3 redis_resp3"
 if [ -n "${BASELINE_BIN:-}" ]; then
   start_corral baseline "" "$(realpath "$BASELINE_BIN")"
   baseline_pid=$corral_pid
@@ -321,7 +325,8 @@ start_io_only
 sleep 0.5
 corral_rss_idle=$(rss_kb "$corral_pid")
 port_of+=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_only]=$io_port
-  [corral_tls]=$corral_tls_port [io_only_tls]=$io_tls_port [corral_resp3]=$corral_port
+  [corral_tls]=$corral_tls_port [io_only_tls]=$io_tls_port [redis_tls]=$redis_tls_port
+  [corral_resp3]=$corral_port
   [redis_resp3]=$redis_port)
 for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
 load_start=$(cat /proc/loadavg)
@@ -387,6 +392,9 @@ report() {
     "$(median pass corral_tls set 16 | cut -d' ' -f1)" "$(median pass corral set 16 | cut -d' ' -f1)") (target >= 0.7)"
   echo "- I/O only TLS/plain rps: GET P16 $(ratio "$(median pass io_only_tls get 16 | cut -d' ' -f1)" \
     "$(median pass io_only get 16 | cut -d' ' -f1)")"
+  echo "- redis-server TLS/plain rps (the peer): GET P16 $(ratio \
+    "$(median pass redis_tls get 16 | cut -d' ' -f1)" "$(median pass redis get 16 | cut -d' ' -f1)"), SET P16 \
+    $(ratio "$(median pass redis_tls set 16 | cut -d' ' -f1)" "$(median pass redis set 16 | cut -d' ' -f1)")"
   echo
   echo "## RESP3 (redis-benchmark -3: HELLO 3, then the same load)"
   table pass corral_resp3 corral-resp3 "get set"
