@@ -357,7 +357,18 @@ if [ "$cache_section" = 1 ]; then
   redis-benchmark -h "$host" -p "$corral_port" -c "$clients" -n $((keyspace * 3)) -r "$keyspace" -P 16 \
     -t get -q >/dev/null 2>&1 || true
   cache_rss_warm=$(rss_kb "$corral_pid")
-  run_matrix cache "redis twemproxy corral_cache" get
+  cache_targets="redis twemproxy corral_cache"
+  if [ -n "${BASELINE_BIN:-}" ]; then
+    cache_pid=$corral_pid
+    start_corral baseline-cache 'policies: [{prefix: "key:", origin: redis, ttl: 60s}]' \
+      "$(realpath "$BASELINE_BIN")"
+    port_of[baseline_cache]=$corral_port
+    redis-benchmark -h "$host" -p "$corral_port" -c "$clients" -n $((keyspace * 3)) -r "$keyspace" \
+      -P 16 -t get -q >/dev/null 2>&1 || true
+    cache_targets="$cache_targets baseline_cache"
+    corral_pid=$cache_pid
+  fi
+  run_matrix cache "$cache_targets" get
   cache_rss_after=$(rss_kb "$corral_pid")
   load_end=$(cat /proc/loadavg)
 fi
@@ -428,6 +439,11 @@ report() {
     echo
     echo "- GET P16 cached corral/redis >= 1.0: $(ratio "$c16" "$r16") $(verdict "$(ratio "$c16" "$r16")" '>=' 1.0)"
     echo "- corral-cache VmRSS: ${cache_rss_warm} kB after warming, ${cache_rss_after} kB after the run"
+    if [ -n "${BASELINE_BIN:-}" ]; then
+      echo
+      echo "### Cache hits, baseline (same run)"
+      table cache baseline_cache baseline "get"
+    fi
   fi
   echo
   echo "## Reproduce"
