@@ -116,7 +116,7 @@ start_corral() {
   {
     echo "listen: $host:$corral_port"
     # An older BASELINE_BIN may not know tls:.
-    [ "$name" = baseline ] ||
+    [ "$bin" != "$corral_bin" ] ||
       echo "tls: { listen: $host:$corral_tls_port, cert: $workdir/server.pem, key: $workdir/server.key }"
     echo "threads: $threads"
     echo "log_level: warn"
