@@ -30,6 +30,7 @@ using boost::system::error_code;
 namespace {
 // Buffers grown by one large reply are given back once they are this big and empty.
 constexpr std::size_t kRetainedBuffer = 256 * 1024;
+constexpr int kReadsPerYield = 8;
 // How often a held request is offered again: short next to any pause an operator sets.
 constexpr std::chrono::milliseconds kHeldRetry{5};
 }  // namespace
@@ -105,6 +106,7 @@ awaitable<void> Session<Stream>::read_plain() {
     while (!ec && !stop_reading_ && !closed_) {
       const auto n = stream_.read_some(asio::buffer(input_.space(), input_.space_size()), ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        reads_without_yield_ = 0;
         input_.release();
         co_await stream_.async_wait(asio::socket_base::wait_read,
                                     asio::redirect_error(use_awaitable, ec));
@@ -114,8 +116,12 @@ awaitable<void> Session<Stream>::read_plain() {
       input_.commit(n);
       read_at_ = std::chrono::steady_clock::now();
       co_await process_input();
-      // The read did not go through the event loop: let the thread's other clients run.
-      co_await asio::post(stream_.get_executor(), use_awaitable);
+      // Reads that found bytes at once did not go through the event loop: after a few in a row,
+      // let the thread's other clients run (one flooding client must not starve them).
+      if (++reads_without_yield_ == kReadsPerYield) {
+        reads_without_yield_ = 0;
+        co_await asio::post(stream_.get_executor(), use_awaitable);
+      }
     }
   }
   co_return;

@@ -91,6 +91,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   bool reader_done_ = false;
   bool closed_ = false;
   int loops_running_ = 0;
+  int reads_without_yield_ = 0;  // plain reads that found bytes at once since the last yield
 };
 
 using PlainStream = boost::asio::ip::tcp::socket;
