@@ -16,6 +16,9 @@ for arg in "$@"; do
 done
 
 install_packages clang libclang-rt-14-dev nutcracker
+# node-redis (RESP3 client-side cache test) comes from the npm registry; node and npm from Debian
+# unless the machine already has them (a nodejs build that bundles npm must not meet Debian's npm).
+command -v npm >/dev/null 2>&1 || install_packages nodejs npm
 status=0
 if [ "$asan" -eq 1 ]; then
   echo "== asan-ubsan build"
