@@ -284,6 +284,16 @@ table() {
   done
 }
 
+# p16_ratios TITLE TARGET BASE [GOAL]: one line with TARGET/BASE median rps, GET and SET at P16.
+p16_ratios() {
+  local title=$1 target=$2 base=$3 goal=${4:-} test ratios=()
+  for test in get set; do
+    ratios+=("$(ratio "$(median pass "$target" "$test" 16 | cut -d' ' -f1)" \
+      "$(median pass "$base" "$test" 16 | cut -d' ' -f1)")")
+  done
+  echo "- $title rps: GET P16 ${ratios[0]}, SET P16 ${ratios[1]}${goal:+ (target $goal)}"
+}
+
 # verdict VALUE OP LIMIT -> PASS or MISS (n/a is a MISS).
 verdict() {
   awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
@@ -398,23 +408,15 @@ report() {
   echo "## TLS (redis-benchmark --tls; the same Corral's TLS listener, and the I/O layer's)"
   table pass corral_tls corral-tls "get set"
   echo
-  echo "- corral TLS/plain rps: GET P16 $(ratio "$(median pass corral_tls get 16 | cut -d' ' -f1)" \
-    "$(median pass corral get 16 | cut -d' ' -f1)"), SET P16 $(ratio \
-    "$(median pass corral_tls set 16 | cut -d' ' -f1)" "$(median pass corral set 16 | cut -d' ' -f1)") (target >= 0.7)"
-  echo "- I/O only TLS/plain rps: GET P16 $(ratio "$(median pass io_only_tls get 16 | cut -d' ' -f1)" \
-    "$(median pass io_only get 16 | cut -d' ' -f1)")"
-  echo "- redis-server TLS/plain rps (the peer): GET P16 $(ratio \
-    "$(median pass redis_tls get 16 | cut -d' ' -f1)" "$(median pass redis get 16 | cut -d' ' -f1)"), SET P16 \
-    $(ratio "$(median pass redis_tls set 16 | cut -d' ' -f1)" "$(median pass redis set 16 | cut -d' ' -f1)")"
+  p16_ratios "corral TLS/plain" corral_tls corral ">= 0.7"
+  p16_ratios "I/O only TLS/plain" io_only_tls io_only
+  p16_ratios "redis-server TLS/plain (the peer)" redis_tls redis
   echo
   echo "## RESP3 (redis-benchmark -3: HELLO 3, then the same load)"
   table pass corral_resp3 corral-resp3 "get set"
   echo
-  echo "- corral RESP3/RESP2 rps: GET P16 $(ratio "$(median pass corral_resp3 get 16 | cut -d' ' -f1)" \
-    "$(median pass corral get 16 | cut -d' ' -f1)"), SET P16 $(ratio \
-    "$(median pass corral_resp3 set 16 | cut -d' ' -f1)" "$(median pass corral set 16 | cut -d' ' -f1)") (target >= 0.95)"
-  echo "- redis-server RESP3/RESP2 rps: GET P16 $(ratio "$(median pass redis_resp3 get 16 | cut -d' ' -f1)" \
-    "$(median pass redis get 16 | cut -d' ' -f1)")"
+  p16_ratios "corral RESP3/RESP2" corral_resp3 corral ">= 0.95"
+  p16_ratios "redis-server RESP3/RESP2" redis_resp3 redis
   echo
   if [ -n "${BASELINE_BIN:-}" ]; then
     echo "## Baseline (BASELINE_BIN=$BASELINE_BIN, same run)"

@@ -79,12 +79,11 @@ std::optional<Parsed> parse_entry(const Reply& entry) {
   return p;
 }
 
-// The built-in top-level row of that lower-case name, or nullptr.
+// The built-in top-level row of that name, or nullptr (the table's own lookup, learned rows
+// left out).
 const CommandSpec* builtin_row(std::string_view name) {
-  for (const CommandSpec& row : all_commands()) {
-    if (row.name == name) return &row;
-  }
-  return nullptr;
+  const CommandSpec* row = find_command(name);
+  return row != nullptr && is_builtin(*row) ? row : nullptr;
 }
 
 // A blocking command holds its connection; everything else shares one, like the table's rows.
@@ -94,18 +93,13 @@ CommandSpec row_of(const Parsed& p, std::string_view name) {
                      route, StateChange::none};
 }
 
-// Looks a lower-case name up in the built-in table.
+// True when the built-in table has this lower-case name ("get", "client|no-touch").
 bool builtin_knows(std::string_view name) {
   const auto bar = name.find('|');
-  const CommandSpec* top = nullptr;
-  for (const CommandSpec& row : all_commands()) {
-    if (row.name == name.substr(0, bar)) top = &row;
-  }
+  const CommandSpec* top = builtin_row(name.substr(0, bar));
   if (top == nullptr || bar == std::string_view::npos) return top != nullptr;
-  for (const CommandSpec& sub : subcommands(*top)) {
-    if (sub.name == name) return true;
-  }
-  return false;
+  const CommandSpec* sub = find_subcommand(*top, name.substr(bar + 1));
+  return sub != nullptr && is_builtin(*sub);
 }
 
 std::atomic<const LearnedCommands*> g_current{nullptr};

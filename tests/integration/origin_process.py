@@ -65,3 +65,29 @@ class OriginServer(Proc):
 
     def headers(self, path):
         return self.stats()["headers"].get(path, {})
+
+
+class OriginStack:
+    """An HTTP origin, then redis-server + corral whose policies (built by `policies(origin)`) may
+    name it; everything stops together, the origin too when the stack fails to start."""
+
+    def __init__(self, name, policies):
+        import harness
+        self.workdir = harness.make_tmpdir("corral-%s-" % name)
+        self.origin = OriginServer(self.workdir).start()
+        try:
+            self.stack = harness.Stack({"policies": policies(self.origin)}, name=name).start()
+        except BaseException:
+            self.origin.stop()
+            raise
+
+    def alive(self):
+        return self.origin.alive() and self.stack.alive()
+
+    def stop(self):
+        self.stack.stop()
+        self.origin.stop()
+
+    def describe_failure(self):
+        return self.stack.describe_failure() + "\n--- origin log tail ---\n" + \
+            self.origin.log_text(2000)

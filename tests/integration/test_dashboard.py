@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, eq  # noqa: E402
 from metrics_text import metric_samples  # noqa: E402
-from origin_process import OriginServer  # noqa: E402
+from origin_process import OriginStack  # noqa: E402
 
 suite = harness.Suite("dashboard")
 
@@ -40,35 +40,18 @@ def _http(origin, prefix, path, **settings):
     return policy
 
 
-class Fixture:
+class Fixture(OriginStack):
     """An HTTP origin, then redis-server + corral with versioned, redis and http policies."""
 
     def __init__(self):
-        self.workdir = harness.make_tmpdir("corral-dashboard-")
-        self.origin = OriginServer(self.workdir).start()
-        policies = [
+        super().__init__("dashboard", lambda origin: [
             {"prefix": "feat:", "origin": "redis", "ttl": "60s", "beta": 0,
              "versioned": {"pointer": POINTER, "keep": 1, "grace": "0ms",
                            "pointer_refresh": "100ms"}},
             {"prefix": "plain:", "origin": "redis", "ttl": "60s", "beta": 0},
-            _http(self.origin, "web:", "/web/", grace="30s"),
-            _http(self.origin, "sie:", "/sie/", stale_if_error="60s"),
-        ]
-        try:
-            self.stack = harness.Stack({"policies": policies}, name="dashboard").start()
-        except BaseException:
-            self.origin.stop()
-            raise
-
-    def alive(self):
-        return self.origin.alive() and self.stack.alive()
-
-    def stop(self):
-        self.stack.stop()
-        self.origin.stop()
-
-    def describe_failure(self):
-        return self.stack.describe_failure()
+            _http(origin, "web:", "/web/", grace="30s"),
+            _http(origin, "sie:", "/sie/", stale_if_error="60s"),
+        ])
 
     def metric(self, name, **labels):
         return self.stack.corral.metric(name, **labels)

@@ -12,7 +12,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import Err, check, eq, is_err  # noqa: E402
-from origin_process import OriginServer  # noqa: E402
+from origin_process import OriginStack  # noqa: E402
 
 suite = harness.Suite("http_origin")
 
@@ -35,34 +35,16 @@ def _policy(origin, prefix, path, origin_settings=None, **settings):
     return policy
 
 
-class Fixture:
+class Fixture(OriginStack):
     """An origin server, then redis-server + corral with http policies pointing at it."""
 
     def __init__(self):
-        self.workdir = harness.make_tmpdir("corral-http-origin-")
-        self.origin = OriginServer(self.workdir).start()
-        policies = [
-            _policy(self.origin, "feat:", "/features/"),
-            _policy(self.origin, "stale:", "/stale/", ttl="1s", stale_if_error="60s"),
-            _policy(self.origin, "pass:", "/pass/", writes="passthrough"),
-            _policy(self.origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1),
-        ]
-        try:
-            self.stack = harness.Stack({"policies": policies}, name="http-origin").start()
-        except BaseException:
-            self.origin.stop()
-            raise
-
-    def alive(self):
-        return self.origin.alive() and self.stack.alive()
-
-    def stop(self):
-        self.stack.stop()
-        self.origin.stop()
-
-    def describe_failure(self):
-        return self.stack.describe_failure() + "\n--- origin log tail ---\n" + \
-            self.origin.log_text(2000)
+        super().__init__("http-origin", lambda origin: [
+            _policy(origin, "feat:", "/features/"),
+            _policy(origin, "stale:", "/stale/", ttl="1s", stale_if_error="60s"),
+            _policy(origin, "pass:", "/pass/", writes="passthrough"),
+            _policy(origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1),
+        ])
 
     def raw_call(self, *args):
         r = self.stack.raw()
