@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "proxy/ascii.hpp"
 #include "proxy/learned_commands.hpp"
@@ -151,20 +152,40 @@ void georadius_keys(Argv argv, std::vector<std::size_t>& out) {
 
 }  // namespace
 
+namespace {
+// Each built-in row's subcommands as [first, end) row indices, computed once: the dispatcher asks
+// for every request whether its command has any.
+struct SubcommandRange {
+  std::uint32_t first = 0;
+  std::uint32_t end = 0;
+};
+
+const std::vector<SubcommandRange>& subcommand_ranges() {
+  static const std::vector<SubcommandRange>* const ranges = [] {
+    const auto rows = all_commands();
+    auto* out = new std::vector<SubcommandRange>(rows.size());
+    for (std::size_t id = 0; id < rows.size(); ++id) {
+      const std::string_view name = rows[id].name;
+      std::size_t end = id + 1;
+      // Subcommands directly follow their container (the generator's order), and only
+      // containers are followed by rows named "<container>|...".
+      while (end < rows.size() && rows[end].name.size() > name.size() &&
+             rows[end].name.starts_with(name) && rows[end].name[name.size()] == '|') {
+        ++end;
+      }
+      (*out)[id] = {static_cast<std::uint32_t>(id + 1), static_cast<std::uint32_t>(end)};
+    }
+    return out;
+  }();  // never destroyed, like the name index
+  return *ranges;
+}
+}  // namespace
+
 std::span<const CommandSpec> subcommands(const CommandSpec& container) {
   // Learned rows list their subcommands as rows of their own ("x|y"), found by name.
   if (!is_builtin(container)) return {};
-  const auto rows = all_commands();
-  const std::size_t first = command_id(container) + 1;
-  std::size_t end = first;
-  // Subcommands directly follow their container (the generator's order), and only containers
-  // are followed by rows named "<container>|...".
-  while (end < rows.size() && rows[end].name.size() > container.name.size() &&
-         rows[end].name.starts_with(container.name) &&
-         rows[end].name[container.name.size()] == '|') {
-    ++end;
-  }
-  return rows.subspan(first, end - first);
+  const SubcommandRange range = subcommand_ranges()[command_id(container)];
+  return all_commands().subspan(range.first, range.end - range.first);
 }
 
 const CommandSpec* find_command(std::string_view name) {

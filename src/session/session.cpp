@@ -160,6 +160,8 @@ awaitable<void> Session<Stream>::read_tls() {
 
 template <class Stream>
 awaitable<void> Session<Stream>::process_input() {
+  // One reference for the whole batch: handlers keep it for replies that complete later.
+  const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   while (!stop_reading_ && !closed_ && !input_.empty()) {
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(pending, limits_, argv_, scratch_);
@@ -175,14 +177,41 @@ awaitable<void> Session<Stream>::process_input() {
       break;
     }
     if (!argv_.empty()) {
-      co_await dispatch(pending.substr(0, parsed.consumed), parsed.inline_form);
+      const std::string_view raw = pending.substr(0, parsed.consumed);
+      if (!dispatch_now(resp::Request{argv_, parsed.inline_form ? std::string_view() : raw},
+                        target)) {
+        co_await dispatch(raw, parsed.inline_form, target);
+      }
     }
     input_.consume(parsed.consumed);
   }
 }
 
 template <class Stream>
-awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form) {
+bool Session<Stream>::dispatch_now(const resp::Request& request,
+                                   const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (handler_->tunneling() || slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
+    return false;
+  }
+  const auto classified = handler_->classify(request);
+  const std::uint64_t tag = first_tag_ + slots_.size();
+  auto& slot = slots_.emplace_back();
+  slot.started = read_at_;
+  slot.metric_id = classified.metric_id;
+  const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
+  if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
+    // A handler that asks for a retry has done nothing yet: the coroutine asks again after
+    // waiting.
+    slots_.pop_back();
+    return false;
+  }
+  after_handle(action, tag);
+  return true;
+}
+
+template <class Stream>
+awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form,
+                                          std::shared_ptr<upstream::ReplyTarget> target) {
   const resp::Request request{argv_, inline_form ? std::string_view() : raw};
   if (handler_->tunneling()) {
     std::string last_reply;
@@ -201,14 +230,13 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     co_await slots_drained_.wait();
   }
   const auto classified = handler_->classify(request);
-  auto self = this->shared_from_this();
   for (;;) {
     if (closed_) co_return;
     const std::uint64_t tag = first_tag_ + slots_.size();
     auto& slot = slots_.emplace_back();
     slot.started = read_at_;
     slot.metric_id = classified.metric_id;
-    const auto action = handler_->handle(request, classified, tag, self, slots_.size() - 1);
+    const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
     if (action == Action::wait_then_retry) {
       // Held by the handler (CLIENT PAUSE): later requests wait behind this one, so the client's
       // commands still run in the order it sent them.
@@ -226,16 +254,20 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
       }
       continue;
     }
-    if (action == Action::close_after_reply) {
-      stop_reading_ = true;
-      if (tag >= first_tag_) {
-        slots_[tag - first_tag_].close_after = true;
-      } else {
-        close_after_flush_ = true;
-        output_ready_.notify();
-      }
-    }
+    after_handle(action, tag);
     co_return;
+  }
+}
+
+template <class Stream>
+void Session<Stream>::after_handle(Action action, std::uint64_t tag) {
+  if (action != Action::close_after_reply) return;
+  stop_reading_ = true;
+  if (tag >= first_tag_) {
+    slots_[tag - first_tag_].close_after = true;
+  } else {
+    close_after_flush_ = true;
+    output_ready_.notify();
   }
 }
 
