@@ -1,4 +1,4 @@
-// Engine: the request side of the read-through cache on one io thread: hits (with XFetch and
+// Engine: the request side of the read-through cache on one io thread: hits (with early and
 // grace refreshes), misses (coalesced through the policy's flight table), MGET key by key, and
 // the invalidation of written keys.
 #include "stampede/engine.hpp"
@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "resp/encoder.hpp"
-#include "stampede/core/xfetch.hpp"
+#include "stampede/core/refresh_timing.hpp"
 #include "stampede/invalidating_target.hpp"
 #include "stampede/versioned/version_key.hpp"
 #include "stampede/waiter.hpp"
@@ -203,7 +203,10 @@ void Engine::maybe_refresh(const PolicyRef& policy, cache::CacheKey key,
   }
   const double beta = policy.settings().beta;
   if (entry.negative || beta <= 0) return;
-  if (should_refresh_early(now, entry, beta, random_ ? *random_ : cache::thread_random())) {
+  // Rate-independent timing: grace covering the fetch means no early refresh (the stale path
+  // refreshes once at expiry); see core/refresh_timing.hpp.
+  if (early_refresh(now, entry, beta, random_ ? *random_ : cache::thread_random()) !=
+      EarlyRefresh::none) {
     refresh(policy, key, argv, entry.delta, true);
   }
 }
