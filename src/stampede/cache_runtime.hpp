@@ -15,6 +15,7 @@
 #include "cache/store.hpp"
 #include "config/settings.hpp"
 #include "stampede/core/policy_match.hpp"
+#include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy_stats.hpp"
 
 namespace prometheus {
@@ -71,9 +72,18 @@ class CacheRuntime {
   // Drops every cached reply of `user_key` (superseding fills in flight) and counts it for the
   // key's policy. Returns the entries dropped.
   std::size_t invalidate_key(std::string_view user_key, InvalidationSource source);
+  // A tracking message named `user_key`: invalidate_key, except that in fleet mode (a shared
+  // policy) a copy already past its soft expiry is kept. The message then reports the plain
+  // key's own expiry in Redis, or a write made since (another process's refresh): re-reading
+  // would give the same shadow copy in the first case, and in the second the refresh that every
+  // stale read starts (woken by this very message, see FleetWakeups) brings the new value. So
+  // readers keep getting the stale copy at once instead of queueing behind that refresh.
+  std::size_t invalidate_tracked_key(std::string_view user_key);
   // Drops every key starting with `prefix`; counted once for each policy it touches (the one
   // the prefix falls under, and those whose own prefix starts with it).
   std::size_t invalidate_prefix(std::string_view prefix, InvalidationSource source);
+  // Fleet fetches waiting for another process's refresh, woken by tracking messages.
+  FleetWakeups& fleet_wakeups() { return fleet_wakeups_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).
   void count_invalidation(std::string_view user_key, InvalidationSource source,
                           std::uint64_t count = 1);
@@ -100,6 +110,7 @@ class CacheRuntime {
   int database_;
   std::atomic<std::uint64_t> version_{0};
   std::atomic<bool> sweeper_claimed_{false};
+  FleetWakeups fleet_wakeups_;
   std::shared_ptr<prometheus::Collectable> collector_;
 };
 
