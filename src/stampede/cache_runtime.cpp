@@ -115,18 +115,6 @@ std::size_t CacheRuntime::invalidate_key(std::string_view user_key, Invalidation
   return dropped;
 }
 
-std::size_t CacheRuntime::invalidate_tracked_key(std::string_view user_key) {
-  const auto set = policies();
-  const auto index = set->match(user_key);
-  if (index && set->settings[*index].shared) {
-    const auto now = clock_.now();
-    // Fleet mode caches GET replies only (MGET parts are stored as GETs).
-    const auto copy = store_.peek({user_key, "GET"}, now);
-    if (copy && copy->state(now) == cache::EntryState::stale) return 0;
-  }
-  return invalidate_key(user_key, InvalidationSource::tracking);
-}
-
 std::size_t CacheRuntime::invalidate_prefix(std::string_view prefix, InvalidationSource source) {
   const auto set = policies();
   const auto covering = set->match(prefix);

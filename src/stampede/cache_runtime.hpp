@@ -72,13 +72,6 @@ class CacheRuntime {
   // Drops every cached reply of `user_key` (superseding fills in flight) and counts it for the
   // key's policy. Returns the entries dropped.
   std::size_t invalidate_key(std::string_view user_key, InvalidationSource source);
-  // A tracking message named `user_key`: invalidate_key, except that in fleet mode (a shared
-  // policy) a copy already past its soft expiry is kept. The message then reports the plain
-  // key's own expiry in Redis, or a write made since (another process's refresh): re-reading
-  // would give the same shadow copy in the first case, and in the second the refresh that every
-  // stale read starts (woken by this very message, see FleetWakeups) brings the new value. So
-  // readers keep getting the stale copy at once instead of queueing behind that refresh.
-  std::size_t invalidate_tracked_key(std::string_view user_key);
   // Drops every key starting with `prefix`; counted once for each policy it touches (the one
   // the prefix falls under, and those whose own prefix starts with it).
   std::size_t invalidate_prefix(std::string_view prefix, InvalidationSource source);

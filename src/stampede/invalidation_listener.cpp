@@ -182,7 +182,7 @@ void InvalidationListener::apply(std::string_view message,
     return;
   }
   for (const auto& key : keys.elements) {
-    runtime_.invalidate_tracked_key(key.text);
+    runtime_.invalidate_key(key.text, InvalidationSource::tracking);
     runtime_.fleet_wakeups().notify(key.text);
     if (invalidated_) invalidated_(key.text);
   }

@@ -139,6 +139,36 @@ TEST_CASE("with grace covering the fetch a hot key is served stale once, not ref
   CHECK(f.client->reply(9003) == bulk("v2"));
 }
 
+TEST_CASE("in fleet mode a miss does not queue behind a background refresh", "[fleet]") {
+  // A fleet refresh may wait a whole fetch for another process's lock; a miss reads the shared
+  // copy instead (its own flight). Elsewhere a miss joins the refresh in flight.
+  for (const bool shared : {true, false}) {
+    auto p = policy();
+    p.grace = 10s;
+    p.shared = shared;
+    p.origin = config::OriginKind::http;  // as fleet mode needs (the fixture's origin answers)
+    Fixture f({p});
+    prime(f, "p:1", "v1", 200ms);
+    f.clock.advance(11s);
+    REQUIRE(f.get("p:1", 1));  // stale: served, and refreshed in the background
+    CHECK(f.client->reply(1) == bulk("v1"));
+    REQUIRE(f.origin().calls() == 2);
+    f.runtime->invalidate_key("p:1", stampede::InvalidationSource::tracking);
+    REQUIRE(f.get("p:1", 2));
+    INFO("shared: " << shared);
+    CHECK(f.origin().calls() == (shared ? 3u : 2u));
+    CHECK_FALSE(f.client->has(2));
+    f.origin().value(shared ? 2 : 1, "v2");
+    f.run();
+    CHECK(f.client->reply(2) == bulk("v2"));
+    if (shared) {  // the miss stored v2; the refresh still in flight starts no other fetch
+      REQUIRE(f.get("p:1", 3));
+      CHECK(f.client->reply(3) == bulk("v2"));
+      CHECK(f.origin().calls() == 3);
+    }
+  }
+}
+
 TEST_CASE("a failed fetch serves the stale-if-error copy and backs off", "[stale_if_error]") {
   auto p = policy();
   p.stale_if_error = 60s;
