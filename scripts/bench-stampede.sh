@@ -516,7 +516,7 @@ plot() {
   [ ${#args[@]} -gt 0 ] || return 0
   # Debian's python3, which python3-matplotlib installs into (not whatever python3 is first in PATH).
   /usr/bin/python3 "$CORRAL_ROOT/tests/bench/plot_stampede.py" --out "$plot_file" \
-    --title "GET $key, $clients clients, TTL $ttl_ms ms, fetch $fetch_ms ms: latency of every request (log)" \
+    --title "GET $key, TTL $ttl_ms ms, fetch $fetch_ms ms: latency of every request (log)" \
     "${args[@]}" >/dev/null
 }
 
