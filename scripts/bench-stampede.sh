@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --plot=*) plot_file=${1#--plot=}; shift ;;
     --out) need_value "$1" $#; out_file=$2; shift 2 ;;
     --out=*) out_file=${1#--out=}; shift ;;
-    -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
