@@ -98,27 +98,48 @@ awaitable<void> Session<Stream>::read_loop() {
 
 // Once no bytes are there, the input buffer goes back to the thread's cache and the session waits
 // for readability holding no buffer: an idle client costs its socket and this frame, not 16 KB.
+//
+// The wait is a read into the session's small wake_ array rather than a readiness wait: Asio
+// starts a read with one attempt at once (the EAGAIN read a drained socket needs anyway) and then
+// waits on the edge-triggered registration it already has, whereas a readiness wait re-arms
+// epoll with an epoll_ctl every time. A pipelined batch that fits in wake_ (most do) then takes
+// one read, and a read that returns less than its room means the socket is drained, so the next
+// wait starts without another attempt.
 template <class Stream>
 awaitable<void> Session<Stream>::read_plain() {
   if constexpr (std::is_same_v<Stream, PlainStream>) {
     error_code ec;
     stream_.non_blocking(true, ec);
+    bool may_have_more = false;
     while (!ec && !stop_reading_ && !closed_) {
-      const auto n = stream_.read_some(asio::buffer(input_.space(), input_.space_size()), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      std::size_t n = 0;
+      if (may_have_more) {
+        char* space = input_.space();
+        const std::size_t room = input_.space_size();
+        n = stream_.read_some(asio::buffer(space, room), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+          ec = {};
+          may_have_more = false;
+          continue;
+        }
+        if (ec || closed_) break;
+        may_have_more = n == room;
+        input_.commit(n);
+      } else {
         reads_without_yield_ = 0;
         input_.release();
-        co_await stream_.async_wait(asio::socket_base::wait_read,
-                                    asio::redirect_error(use_awaitable, ec));
-        continue;
+        n = co_await stream_.async_read_some(asio::buffer(wake_),
+                                             asio::redirect_error(use_awaitable, ec));
+        if (ec || closed_) break;
+        std::memcpy(input_.space(), wake_.data(), n);
+        input_.commit(n);
+        may_have_more = n == wake_.size();
       }
-      if (ec || closed_) break;
-      input_.commit(n);
       read_at_ = std::chrono::steady_clock::now();
       co_await process_input();
       // Reads that found bytes at once did not go through the event loop: after a few in a row,
       // let the thread's other clients run (one flooding client must not starve them).
-      if (++reads_without_yield_ == kReadsPerYield) {
+      if (may_have_more && ++reads_without_yield_ == kReadsPerYield) {
         reads_without_yield_ = 0;
         co_await asio::post(stream_.get_executor(), use_awaitable);
       }

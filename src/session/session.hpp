@@ -3,6 +3,7 @@
 // stream, so plain TCP pays nothing for TLS: PlainSession and TlsSession below.
 #pragma once
 
+#include <array>
 #include <utility>
 
 #include <chrono>
@@ -79,6 +80,9 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   resp::RequestLimits limits_;
 
   InputBuffer input_;
+  // Where a plain read waits for the next requests (see read_plain): small, so an idle client
+  // stays cheap, and large enough for a typical pipelined batch.
+  std::array<char, 1024> wake_;
   std::vector<std::string_view> argv_;
   std::string scratch_;
 
