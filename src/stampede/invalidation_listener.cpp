@@ -31,12 +31,16 @@ constexpr std::string_view kConnectionName = "corral-tracking";
 
 std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   std::vector<std::string> prefixes;
+  bool tagged = false;
   for (const auto& policy : policies.settings) {
     // Fleet mode keeps http values in Redis too: a refresh by another process lands there.
     if (policy.origin == config::OriginKind::redis || policy.shared) {
       prefixes.push_back(policy.prefix);
     }
+    tagged = tagged || policy.origin == config::OriginKind::http;
   }
+  // Tag purges of any process of the fleet (CORRAL.INVALIDATE TAG INCRs the tag's key).
+  if (tagged) prefixes.emplace_back(kTagKeyPrefix);
   return prefixes;
 }
 
@@ -177,6 +181,10 @@ void InvalidationListener::apply(std::string_view message,
     return;
   }
   for (const auto& key : keys.elements) {
+    if (const auto tag = tag_of_key(key.text)) {
+      runtime_.tags().purge(*tag);
+      continue;
+    }
     runtime_.invalidate_key(key.text, InvalidationSource::tracking);
     if (invalidated_) invalidated_(key.text);
   }
@@ -184,6 +192,10 @@ void InvalidationListener::apply(std::string_view message,
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
   for (const auto& prefix : prefixes) {
+    if (prefix == kTagKeyPrefix) {
+      runtime_.tags().purge_all();  // purges announced meanwhile went unseen
+      continue;
+    }
     runtime_.invalidate_prefix(prefix, InvalidationSource::tracking);
   }
 }
