@@ -2,7 +2,8 @@
 # Fleet mode (`shared: true`): three Corral processes on one redis-server and one HTTP origin.
 # One origin fetch per expiry across the fleet under 300 concurrent clients, takeover after a
 # refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
-# shared negative answer and the shared XFetch metadata.
+# shared negative answer and the shared XFetch metadata; a tag purge sent to one process reaches
+# the local caches of all three.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
 import json
 import os
@@ -32,6 +33,12 @@ def fleet_config(origin_port):
                        "timeout": "5s", "retries": 0},
             "ttl": "%dms" % int(TTL_S * 1000), "grace": "30s", "beta": 0, "jitter": 0,
             "negative_ttl": "30s", "shared": True, "lock_ttl": LOCK_TTL, "wait_timeout": "8s",
+        }, {
+            # Each process caches these on its own (no shared copy): tag purges must still
+            # reach every process.
+            "prefix": "tagged:",
+            "origin": {"http": "http://127.0.0.1:%d/tagged/{suffix}" % origin_port},
+            "ttl": "60s", "beta": 0, "jitter": 0,
         }],
         "upstream": {"command_timeout": "5s"},
     }
@@ -356,6 +363,38 @@ def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     reply = get(fleet.corrals[0], "feat:down")
     harness.is_err(reply, "ERR", "a 503 without a stale copy")
     eq(fleet.direct().exists("{feat:down}:corral:lock"), 0, "the lock is released at once")
+
+
+@suite.test(corral_only=True)
+def a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
+    fleet.origin.control(paths={
+        "/tagged/a": {"body": "a{n}", "headers": {"Surrogate-Key": "team-red"}},
+        "/tagged/b": {"body": "b{n}", "headers": {"Surrogate-Key": "team-blue"}}})
+    for corral in fleet.corrals:
+        eq(get(corral, "tagged:a"), b"a%d" % (fleet.corrals.index(corral) + 1), "first GET")
+        get(corral, "tagged:b")
+    eq(origin_count(fleet, "/tagged/a"), 3, "one fetch per process")
+    for corral in fleet.corrals:
+        check(get(corral, "tagged:a").startswith(b"a"), "cached")
+    eq(origin_count(fleet, "/tagged/a"), 3, "the second round was served from the caches")
+
+    r = Raw(fleet.corrals[0].port)
+    try:
+        eq(r.call("CORRAL.INVALIDATE", "TAG", "team-red"), b"OK", "CORRAL.INVALIDATE TAG")
+    finally:
+        r.close()
+    eq(get(fleet.corrals[0], "tagged:a"), b"a4", "the purging process refetches at once")
+
+    def all_refetched():
+        for corral in fleet.corrals[1:]:
+            get(corral, "tagged:a")
+        return origin_count(fleet, "/tagged/a") == 6
+    harness.wait_until(all_refetched, 5.0, what="the other two processes refetching tagged:a")
+    eq(origin_count(fleet, "/tagged/b"), 3, "the other tag's entries stayed cached")
+    for corral in fleet.corrals:
+        get(corral, "tagged:b")
+    eq(origin_count(fleet, "/tagged/b"), 3, "still cached after the purge")
+    eq(fleet.direct().get("corral:tag:{team-red}"), b"1", "the tag's epoch key in Redis")
 
 
 if __name__ == "__main__":
