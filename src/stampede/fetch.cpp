@@ -126,7 +126,9 @@ void Fetch::ask_origin(std::span<const std::string_view> argv) {
 bool Fetch::ask_conditionally(origin::Origin& origin, std::span<const std::string_view> argv,
                               origin::FetchCallback& done) {
   const KeyFetch& key = leaders.front();
-  if (key.policy.settings().origin != config::OriginKind::http) return false;
+  // Fleet mode revalidates the shared copy itself, with the validators kept in Redis.
+  if (key.policy.settings().origin != config::OriginKind::http || key.policy.settings().shared)
+    return false;
   const auto now = runtime_.clock().now();
   const auto copy = runtime_.store().peek(key.key(), now);
   if (!copy || copy->negative || copy->meta.empty() || tags_purged(*copy, runtime_.tags()))

@@ -3,7 +3,8 @@
 # One origin fetch per expiry across the fleet under 300 concurrent clients, takeover after a
 # refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
 # shared negative answer and the shared XFetch metadata; a tag purge sent to one process reaches
-# the local caches of all three.
+# the local caches of all three; the shared copy takes Cache-Control freshness and keeps the
+# validators, so another process revalidates it (304).
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
 import json
 import os
@@ -363,6 +364,38 @@ def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     reply = get(fleet.corrals[0], "feat:down")
     harness.is_err(reply, "ERR", "a 503 without a stale copy")
     eq(fleet.direct().exists("{feat:down}:corral:lock"), 0, "the lock is released at once")
+
+
+@suite.test(corral_only=True)
+def the_shared_copy_takes_max_age_from_the_origin(fleet):
+    path = "/features/ma"
+    fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Cache-Control": "max-age=5"}}})
+    eq(get(fleet.corrals[0], "feat:ma"), b"v1", "first GET")
+    time.sleep(TTL_S + 0.3)  # past the policy's 1s ttl, well within max-age=5
+    for corral in fleet.corrals:
+        eq(get(corral, "feat:ma"), b"v1", "GET on %s" % corral.name)
+    time.sleep(0.3)  # a background refresh, if one had started, would have reached the origin
+    eq(origin_count(fleet, path), 1, "no refresh: the shared copy is fresh for max-age")
+    pttl = fleet.direct().pttl("feat:ma")
+    check(2500 < pttl <= 5000, "the plain key lives for max-age (PTTL %d ms)" % pttl)
+
+
+@suite.test(corral_only=True)
+def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
+    path = "/features/et"
+    fleet.origin.control(paths={path: {"body": "same", "etag": '"e7"'}})
+    eq(get(fleet.corrals[0], "feat:et"), b"same", "first GET, on corral0")
+    eq(fleet.direct().hget("{feat:et}:corral:shadow", "val"), b'"e7"\n', "validators in the shadow")
+    time.sleep(TTL_S + 0.3)  # stale: corral1 has never fetched it, yet knows its ETag from Redis
+    eq(get(fleet.corrals[1], "feat:et"), b"same", "GET on corral1 in grace")
+    harness.wait_until(lambda: fleet.origin.not_modified(path) == 1, 5.0,
+                       what="corral1's conditional refresh answered 304")
+    eq(fleet.origin.full(path), 1, "one full download in all")
+    eq(fleet.origin.headers(path).get("if-none-match"), '"e7"', "If-None-Match sent")
+    harness.wait_until(lambda: fleet.direct().pttl("feat:et") > 500, 5.0,
+                       what="the 304 renewed the shared copy's freshness")
+    check(metric_total(fleet, "corral_origin_revalidations_total", policy="feat:",
+                       result="not_modified") == 1, "revalidations{result=not_modified} = 1")
 
 
 @suite.test(corral_only=True)

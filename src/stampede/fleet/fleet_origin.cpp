@@ -84,6 +84,7 @@ struct Answer {
   std::string reply;
   std::chrono::nanoseconds duration{0};
   std::optional<origin::SharedLifetime> lifetime;
+  std::optional<origin::ResponseCaching> caching;  // what an http origin's headers said
 };
 
 // One fetch or refresh of one key, as one coroutine; the coroutine owns it.
@@ -105,7 +106,11 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         [self = shared_from_this()]() -> awaitable<void> {
           const Answer answer = co_await self->fetch_or_refresh();
           const auto done = std::move(self->done_);
-          if (done) done({answer.outcome, answer.reply, answer.duration, answer.lifetime});
+          if (!done) co_return;
+          origin::FetchResult result{answer.outcome, answer.reply, answer.duration,
+                                     answer.lifetime};
+          result.caching = answer.caching;
+          done(result);
         },
         asio::detached);
   }
@@ -183,14 +188,48 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       release();
       co_return fail("ERR corral: the policy's origin was replaced by a reload");
     }
-    const Answer fetched = co_await fetch_from(*inner);
+    // The shadow's validators, whichever process stored them: a 304 renews the shared copy.
+    if (!last_state_) {
+      const auto state = co_await read();
+      if (!state) {
+        release();
+        co_return fail(read_error_);
+      }
+    }
+    const bool conditional = last_state_->has_value && !last_state_->nil && !last_state_->deleted &&
+                             !last_state_->validators.empty();
+    // Named, not temporaries: g++ 12 miscompiles temporaries inside co_await operands.
+    const std::string validators = conditional ? last_state_->validators : std::string();
+    Answer fetched = co_await fetch_from(*inner, validators);
     origin_duration_ = fetched.duration;
     if (fetched.outcome == origin::Outcome::failure ||
         fetched.outcome == origin::Outcome::error_reply) {
       release();
-      co_return Answer{fetched.outcome, fetched.reply, elapsed(), std::nullopt};
+      co_return Answer{fetched.outcome, fetched.reply, elapsed(), std::nullopt, std::nullopt};
     }
     const bool nil = fetched.outcome == origin::Outcome::nil;
+    auto& caching = fetched.caching;
+    if (conditional) {
+      const bool same = caching && caching->not_modified;
+      shared_->stats->revalidation(same ? RevalidationResult::not_modified
+                                        : RevalidationResult::modified);
+    }
+    if (caching && caching->not_modified) {
+      // Answered here: the engine above gets the renewed value like any other.
+      caching->not_modified = false;
+      std::string renewed = last_state_->value;
+      Answer written = co_await write(std::move(renewed), false, std::move(caching));
+      co_return written;
+    }
+    if (caching && !caching->store) {
+      // no-store / private: answered, never written (the engine keeps no local copy either).
+      release();
+      auto answer = value_answer(
+          text_of(fetched.reply), nil,
+          {milliseconds(0), milliseconds(0), duration_cast<milliseconds>(delta_), true});
+      answer.caching = std::move(caching);
+      co_return answer;
+    }
     std::string value;
     if (!nil) {
       const auto decoded = resp::decode_reply(fetched.reply);
@@ -200,10 +239,18 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       }
       value = decoded->text;
     }
-    co_return co_await write(std::move(value), nil);
+    Answer written = co_await write(std::move(value), nil, std::move(caching));
+    co_return written;
   }
 
-  awaitable<Answer> fetch_from(origin::Origin& inner) {
+  // The bytes of a bulk reply (what the shared copy stores), or the reply itself.
+  static std::string text_of(std::string_view reply) {
+    const auto decoded = resp::decode_reply(reply);
+    if (decoded && decoded->type == resp::Reply::Type::bulk) return decoded->text;
+    return std::string(reply);
+  }
+
+  awaitable<Answer> fetch_from(origin::Origin& inner, const std::string& validators) {
     // Shared with the callback: an origin may call back late, or never (shutdown).
     struct Pending {
       explicit Pending(const asio::any_io_executor& executor) : answered(executor) {}
@@ -212,19 +259,29 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     };
     const auto pending = std::make_shared<Pending>(shared_->executor);
     const auto argv = view();
-    inner.fetch(argv, [pending](const origin::FetchResult& result) {
+    auto answered = [pending](const origin::FetchResult& result) {
       pending->fetched = {result.outcome, std::string(result.reply), result.duration,
-                          result.lifetime};
+                          result.lifetime, result.caching};
       pending->answered.notify();
-    });
+    };
+    if (validators.empty()) {
+      inner.fetch(argv, std::move(answered));
+    } else {
+      inner.revalidate(argv, origin::FetchReason::miss, validators, std::move(answered));
+    }
     co_await pending->answered.wait();
     co_return std::move(pending->fetched);
   }
 
   // The fenced write of value + shadow + metadata; answers with what the client should get.
-  awaitable<Answer> write(std::string value, bool nil) {
+  // The shared copy takes the response's freshness (Cache-Control / Expires) and validators;
+  // grace and stale_if_error stay the policy's, which every process's reads assume.
+  awaitable<Answer> write(std::string value, bool nil,
+                          std::optional<origin::ResponseCaching> caching) {
     const auto& p = shared_->policy;
-    const auto lifetime = entry_lifetime(p, nil, cache::thread_random());
+    auto lifetime = entry_lifetime(p, nil, cache::thread_random());
+    if (caching && caching->fresh_for) lifetime.ttl = *caching->fresh_for;
+    const std::string validators = caching ? caching->validators : std::string();
     const auto fresh = std::max(milliseconds(1), duration_cast<milliseconds>(lifetime.ttl));
     const auto keep = nil ? fresh : fresh + std::max(p.grace, p.stale_if_error);
     const auto delta = duration_cast<milliseconds>(
@@ -232,7 +289,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     const std::string fresh_ms = std::to_string(fresh.count());
     const std::string keep_ms = std::to_string(keep.count());
     const std::string delta_ms = std::to_string(delta.count());
-    const std::string_view args[] = {token_, value, fresh_ms, keep_ms, delta_ms, nil ? "1" : "0"};
+    const std::string_view args[] = {token_,   value,           fresh_ms,  keep_ms,
+                                     delta_ms, nil ? "1" : "0", validators};
     const auto key_list = keys();
     const auto written =
         co_await upstream::call(shared_->connection(), fleet::write_script(), key_list, args);
@@ -270,6 +328,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       co_return std::nullopt;
     }
     if (state->delta.count() > 0) delta_ = state->delta;
+    last_state_ = state;
     co_return state;
   }
 
@@ -324,11 +383,11 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       resp::append_bulk(reply, value);
     }
     return {nil ? origin::Outcome::nil : origin::Outcome::value, std::move(reply), elapsed(),
-            lifetime};
+            lifetime, std::nullopt};
   }
 
   Answer fail(std::string_view error) {
-    return {origin::Outcome::failure, std::string(error), elapsed(), std::nullopt};
+    return {origin::Outcome::failure, std::string(error), elapsed(), std::nullopt, std::nullopt};
   }
 
   std::chrono::nanoseconds elapsed() const {
@@ -351,6 +410,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   std::chrono::nanoseconds origin_duration_{0};
   std::int64_t seen_stored_ms_ = -1;
   std::string read_error_;
+  std::optional<fleet::SharedState> last_state_;  // the shared copy as last read
 };
 
 }  // namespace

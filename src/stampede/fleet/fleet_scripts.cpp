@@ -17,9 +17,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // A value is fresh while its soft expiry is ahead and the plain key still holds it.
 constexpr std::string_view kRead = R"(
-local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil')
+local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil', 'val')
 return {now, s[1], s[2], s[3], s[4], s[5], redis.call('PTTL', KEYS[2]),
-        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3])})";
+        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3]), s[6]})";
 
 constexpr std::string_view kLock = R"(
 local min_left = tonumber(ARGV[3])
@@ -44,7 +44,7 @@ else
 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'v', ARGV[2], 'stored', now, 'delta', ARGV[5],
-           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6])
+           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6], 'val', ARGV[7])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('DEL', KEYS[3])
 return 1)";
@@ -96,7 +96,9 @@ const upstream::Script& release_script() {
 
 std::optional<SharedState> parse_state(std::string_view bytes) {
   const auto reply = resp::decode_reply(bytes);
-  if (!reply || reply->type != resp::Reply::Type::array || reply->elements.size() != 9) {
+  // Nine elements: a shadow written before validators were kept (no 'val' field read).
+  if (!reply || reply->type != resp::Reply::Type::array ||
+      (reply->elements.size() != 9 && reply->elements.size() != 10)) {
     return std::nullopt;
   }
   const auto& e = reply->elements;
@@ -111,6 +113,7 @@ std::optional<SharedState> parse_state(std::string_view bytes) {
   state.shadow_for = milliseconds(std::max<std::int64_t>(0, number(e[6])));
   const bool plain_exists = number(e[7]) == 1;
   state.lock_for = milliseconds(std::max<std::int64_t>(0, number(e[8])));
+  if (e.size() == 10 && e[9].type == resp::Reply::Type::bulk) state.validators = e[9].text;
   const std::int64_t soft = number(e[4]);
   if (state.has_value && (plain_exists || state.nil) && soft > now) {
     state.fresh_for = milliseconds(soft - now);

@@ -21,14 +21,15 @@ struct FleetKeys {
 };
 
 // KEYS plain shadow lock -> {now_ms, value, stored_ms, delta_ms, soft_ms, nil, shadow_pttl,
-// plain_exists, lock_pttl}
+// plain_exists, lock_pttl, validators}
 const upstream::Script& read_script();
 // KEYS plain shadow lock, ARGV token lock_ttl_ms min_left_ms -> 1 won, 0 held, 2 already fresh:
 // the shared copy has more than min_left_ms of freshness left, so someone refreshed since the
 // caller's copy went stale (min_left 0) or was refreshed early (min_left ttl/2). -1: no check.
 const upstream::Script& lock_script();
-// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil -> 1 written (and the
-// lock released), 0 fenced: the lock is no longer this token's, nothing written.
+// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil validators -> 1
+// written (and the lock released), 0 fenced: the lock is no longer this token's, nothing written.
+// `validators` (an http origin's ETag / Last-Modified, may be empty) let any process revalidate.
 const upstream::Script& write_script();
 // KEYS lock, ARGV token -> 1 released, 0 not ours (compare-and-delete).
 const upstream::Script& release_script();
@@ -44,6 +45,7 @@ struct SharedState {
   bool nil = false;                       // the origin said "not found"
   bool deleted = false;                   // the plain key was deleted before its expiry
   std::string value;                      // the raw value (not RESP encoded)
+  std::string validators;                 // origin::ResponseCaching::validators of the value
 
   bool fresh() const { return has_value && fresh_for.count() > 0; }
 };

@@ -99,3 +99,17 @@ TEST_CASE("garbage instead of the shared state is refused", "[fleet]") {
   CHECK_FALSE(parse_state("*9\r\n:1\r\n"));
   CHECK_FALSE(parse_state(""));
 }
+
+TEST_CASE("the shared state carries the validators of the value when there are any", "[fleet]") {
+  using stampede::fleet::parse_state;
+  const auto without = state_reply("hello", 100700, 30700, 1, -2);
+  std::string with = "*10" + without.substr(2) + "$5\r\n\"e1\"\n\r\n";
+  const auto state = parse_state(with);
+  REQUIRE(state);
+  CHECK(state->validators == "\"e1\"\n");
+  CHECK(state->value == "hello");
+  std::string none = "*10" + without.substr(2) + "$-1\r\n";  // a shadow stored without any
+  REQUIRE(parse_state(none));
+  CHECK(parse_state(none)->validators.empty());
+  CHECK(parse_state(without)->validators.empty());  // nine elements: no validators read
+}
