@@ -271,6 +271,16 @@ void Fetch::store_key(KeyFetch& key, std::string_view reply, bool negative,
     lifetime.ttl = shared->fresh_for;
     lifetime.grace = shared->usable_for - shared->fresh_for;
     delta = shared->delta;
+    if (caching && !caching->tags.empty()) {
+      // The fleet layer checked the shared copy's tags; this process's copy follows purges too.
+      if (runtime_.tags().purged_after(caching->tags, tag_generation_)) return;
+      EntryMeta tagged;
+      tagged.tag_generation = tag_generation_;
+      tagged.stale_if_error =
+          std::chrono::duration_cast<std::chrono::milliseconds>(lifetime.stale_if_error);
+      tagged.tags = caching->tags;
+      meta = tagged.encode();
+    }
   } else if (caching) {
     // A tag purged while the request was out: the answer may predate the purge.
     if (runtime_.tags().purged_after(caching->tags, tag_generation_)) return;

@@ -4,7 +4,7 @@
 # refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
 # shared negative answer and the shared XFetch metadata; a tag purge sent to one process reaches
 # the local caches of all three; the shared copy takes Cache-Control freshness and keeps the
-# validators, so another process revalidates it (304).
+# validators, so another process revalidates it (304); a tag purge reaches the shared copy too.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
 import json
 import os
@@ -396,6 +396,26 @@ def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
                        what="the 304 renewed the shared copy's freshness")
     check(metric_total(fleet, "corral_origin_revalidations_total", policy="feat:",
                        result="not_modified") == 1, "revalidations{result=not_modified} = 1")
+
+
+@suite.test(corral_only=True)
+def a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
+    path = "/features/tg"
+    fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Surrogate-Key": "grp"}}})
+    for corral in fleet.corrals:
+        eq(get(corral, "feat:tg"), b"v1", "GET on %s" % corral.name)
+    eq(origin_count(fleet, path), 1, "one fetch for the fleet")
+    eq(fleet.direct().hget("{feat:tg}:corral:shadow", "tags"), b"grp 0\n",
+       "the shared copy records its tag and the tag's purge count")
+    r = Raw(fleet.corrals[2].port)
+    try:
+        eq(r.call("CORRAL.INVALIDATE", "TAG", "grp"), b"OK", "CORRAL.INVALIDATE TAG on corral2")
+    finally:
+        r.close()
+    for corral in fleet.corrals:
+        harness.wait_until(lambda: get(corral, "feat:tg") == b"v2", 5.0,
+                           what="%s serving the refetched value" % corral.name)
+    eq(origin_count(fleet, path), 2, "one refetch for the whole fleet")
 
 
 @suite.test(corral_only=True)

@@ -21,6 +21,7 @@ std::optional<std::string_view> tag_of_key(std::string_view key) {
 std::uint64_t TagEpochs::purge_all() {
   std::unique_lock lock(mutex_);
   all_purged_at_ = generation_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  counts_.clear();
   return all_purged_at_;
 }
 
@@ -35,7 +36,23 @@ std::uint64_t TagEpochs::purge(std::string_view tag) {
   } else {
     found->second = generation;
   }
+  if (const auto count = counts_.find(tag); count != counts_.end()) counts_.erase(count);
   return generation;
+}
+
+std::optional<std::uint64_t> TagEpochs::known_count(std::string_view tag) const {
+  std::shared_lock lock(mutex_);
+  const auto found = counts_.find(tag);
+  if (found == counts_.end()) return std::nullopt;
+  return found->second;
+}
+
+void TagEpochs::remember_count(std::string_view tag, std::uint64_t count, std::uint64_t since) {
+  std::unique_lock lock(mutex_);
+  if (all_purged_at_ > since) return;
+  const auto purged = purged_at_.find(tag);
+  if (purged != purged_at_.end() && purged->second > since) return;
+  counts_.insert_or_assign(std::string(tag), count);
 }
 
 bool TagEpochs::purged_after(std::span<const std::string> tags, std::uint64_t since) const {

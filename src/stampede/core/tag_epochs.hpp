@@ -35,6 +35,13 @@ class TagEpochs {
   // Whether one of `tags` was purged after `since` (a generation()).
   bool purged_after(std::span<const std::string> tags, std::uint64_t since) const;
 
+  // Fleet mode: the value of the tag's key in Redis (how often it was purged) as this process
+  // last read it; a purge forgets it, since the purge's INCR changed it.
+  std::optional<std::uint64_t> known_count(std::string_view tag) const;
+  // Records a count read from Redis, unless the tag was purged after `since` (the read may
+  // predate that purge).
+  void remember_count(std::string_view tag, std::uint64_t count, std::uint64_t since);
+
  private:
   struct Hash {
     using is_transparent = void;
@@ -44,6 +51,7 @@ class TagEpochs {
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::string, std::uint64_t, Hash, std::equal_to<>> purged_at_;
   std::uint64_t all_purged_at_ = 0;
+  std::unordered_map<std::string, std::uint64_t, Hash, std::equal_to<>> counts_;
 };
 
 }  // namespace corral::stampede

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@
 #include "resp/reply_constants.hpp"
 #include "stampede/core/ewma.hpp"
 #include "stampede/core/jitter.hpp"
+#include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_scripts.hpp"
 #include "stampede/policy_stats.hpp"
 #include "upstream/async_event.hpp"
@@ -58,6 +60,7 @@ struct FleetOrigin::Shared {
   config::PolicySettings policy;
   std::shared_ptr<PolicyStats> stats;
   const cache::Clock& clock;
+  TagEpochs* tags;  // null: tags are not kept with shared copies
   std::string token_prefix = random_token_prefix();
   std::uint64_t tokens = 0;
 
@@ -121,7 +124,12 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     if (mode_ == Mode::miss) {
       const auto state = co_await read();
       if (!state) co_return fail(read_error_);
-      if (state->fresh() || in_grace(*state)) co_return answer(*state, false);
+      if (state->fresh() || in_grace(*state)) {
+        const bool purged = co_await tag_purged(*state);
+        // A purged copy is refetched even though it looks fresh: no freshness check.
+        if (!purged) co_return answer(*state, false);
+        fresher_than = kNoCheck;
+      }
     } else if (mode_ == Mode::early) {
       // XFetch refreshes within the last half of a TTL at most: more left means refreshed.
       fresher_than = shared_->policy.ttl / 2;
@@ -141,7 +149,9 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       if (locked.reply == ":2\r\n") {  // refreshed by another process since our copy went stale
         const auto state = co_await read();
         if (!state) co_return fail(read_error_);
-        if (state->has_value) co_return answer(*state, false);
+        bool purged = false;
+        if (state->has_value) purged = co_await tag_purged(*state);
+        if (state->has_value && !purged) co_return answer(*state, false);
         fresher_than = kNoCheck;
         continue;
       }
@@ -200,6 +210,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
                              !last_state_->validators.empty();
     // Named, not temporaries: g++ 12 miscompiles temporaries inside co_await operands.
     const std::string validators = conditional ? last_state_->validators : std::string();
+    if (shared_->tags) tag_generation_ = shared_->tags->generation();
     Answer fetched = co_await fetch_from(*inner, validators);
     origin_duration_ = fetched.duration;
     if (fetched.outcome == origin::Outcome::failure ||
@@ -209,6 +220,10 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     }
     const bool nil = fetched.outcome == origin::Outcome::nil;
     auto& caching = fetched.caching;
+    if (caching && caching->not_modified && caching->tags.empty()) {
+      // A 304 may leave out the tags: the copy it renews keeps its own.
+      for (const auto& tag : last_state_->tags) caching->tags.push_back(tag.tag);
+    }
     if (conditional) {
       const bool same = caching && caching->not_modified;
       shared_->stats->revalidation(same ? RevalidationResult::not_modified
@@ -282,6 +297,23 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     auto lifetime = entry_lifetime(p, nil, cache::thread_random());
     if (caching && caching->fresh_for) lifetime.ttl = *caching->fresh_for;
     const std::string validators = caching ? caching->validators : std::string();
+    std::string tags;
+    if (caching && !caching->tags.empty() && shared_->tags) {
+      if (shared_->tags->purged_after(caching->tags, tag_generation_)) {
+        // Purged while the origin answered: the answer may predate the purge; not written.
+        release();
+        const origin::SharedLifetime unstored{milliseconds(0), milliseconds(0), smoothed_delta(),
+                                              true};
+        auto answer = value_answer(value, nil, unstored);
+        answer.caching = std::move(caching);
+        co_return answer;
+      }
+      const auto counts = co_await tag_counts(caching->tags);
+      std::vector<fleet::TagCount> recorded;
+      for (std::size_t i = 0; i < counts.size(); ++i)
+        recorded.push_back({caching->tags[i], counts[i]});
+      tags = fleet::encode_tags(recorded);
+    }
     const auto fresh = std::max(milliseconds(1), duration_cast<milliseconds>(lifetime.ttl));
     const auto keep = nil ? fresh : fresh + std::max(p.grace, p.stale_if_error);
     const auto delta = duration_cast<milliseconds>(
@@ -289,15 +321,18 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     const std::string fresh_ms = std::to_string(fresh.count());
     const std::string keep_ms = std::to_string(keep.count());
     const std::string delta_ms = std::to_string(delta.count());
-    const std::string_view args[] = {token_,   value,           fresh_ms,  keep_ms,
-                                     delta_ms, nil ? "1" : "0", validators};
+    const std::string_view args[] = {token_,   value,           fresh_ms,   keep_ms,
+                                     delta_ms, nil ? "1" : "0", validators, tags};
     const auto key_list = keys();
     const auto written =
         co_await upstream::call(shared_->connection(), fleet::write_script(), key_list, args);
     const auto grace = nil ? milliseconds(0) : p.grace;
     const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
-    if (written.ok() && written.reply == resp::kReplyOne)
-      co_return value_answer(value, nil, stored);
+    if (written.ok() && written.reply == resp::kReplyOne) {
+      auto answer = value_answer(value, nil, stored);
+      answer.caching = std::move(caching);  // its tags: the local copy is purged with them
+      co_return answer;
+    }
     if (!written.ok() || written.reply != resp::kReplyZero) {
       // Redis refused or lost the write (OOM, READONLY ...): what we fetched is still the
       // origin's answer. The lock goes, so others need not wait for it to expire.
@@ -330,6 +365,55 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     if (state->delta.count() > 0) delta_ = state->delta;
     last_state_ = state;
     co_return state;
+  }
+
+  // Whether a tag of the shared copy was purged since it was written: its recorded count is
+  // below the tag key's current one.
+  awaitable<bool> tag_purged(const fleet::SharedState& state) {
+    if (!shared_->tags || state.tags.empty()) co_return false;
+    std::vector<std::string> names;
+    for (const auto& tag : state.tags) names.push_back(tag.tag);
+    const auto counts = co_await tag_counts(names);
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] > state.tags[i].count) co_return true;
+    }
+    co_return false;
+  }
+
+  // The current purge counts of `tags`: as this process knows them (kept current by the
+  // tracking invalidation every purge's INCR produces), else read from Redis once and kept.
+  awaitable<std::vector<std::uint64_t>> tag_counts(const std::vector<std::string>& tags) {
+    std::vector<std::uint64_t> counts(tags.size(), 0);
+    std::vector<std::size_t> unknown;
+    for (std::size_t i = 0; i < tags.size(); ++i) {
+      if (const auto known = shared_->tags->known_count(tags[i])) {
+        counts[i] = *known;
+      } else {
+        unknown.push_back(i);
+      }
+    }
+    if (unknown.empty()) co_return counts;
+    const auto since = shared_->tags->generation();
+    std::vector<std::string> keys;
+    for (const auto i : unknown) keys.push_back(tag_key(tags[i]));
+    std::vector<std::string_view> mget{"MGET"};
+    for (const auto& key : keys) mget.push_back(key);
+    const auto reply = co_await upstream::call(shared_->connection(), mget);
+    const auto decoded = reply.ok() ? resp::decode_reply(reply.reply) : std::nullopt;
+    if (!decoded || decoded->type != resp::Reply::Type::array ||
+        decoded->elements.size() != unknown.size()) {
+      co_return counts;  // unknown counts read as 0: a copy is not refused for Redis's failure
+    }
+    for (std::size_t j = 0; j < unknown.size(); ++j) {
+      const auto& element = decoded->elements[j];
+      std::uint64_t count = 0;
+      if (element.type == resp::Reply::Type::bulk) {
+        std::from_chars(element.text.data(), element.text.data() + element.text.size(), count);
+      }
+      counts[unknown[j]] = count;
+      shared_->tags->remember_count(tags[unknown[j]], count, since);
+    }
+    co_return counts;
   }
 
   awaitable<upstream::CallResult> lock(milliseconds fresher_than) {
@@ -372,8 +456,16 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   Answer answer(const fleet::SharedState& state, bool fetched) {
     delta_ = state.delta;
     origin::SharedLifetime lifetime{state.fresh_for, usable_for(state), state.delta, fetched};
-    return value_answer(state.value, state.nil, lifetime);
+    auto out = value_answer(state.value, state.nil, lifetime);
+    if (!state.tags.empty()) {
+      // The local copy carries the tags too, so a purge drops it from this process's memory.
+      out.caching.emplace();
+      for (const auto& tag : state.tags) out.caching->tags.push_back(tag.tag);
+    }
+    return out;
   }
+
+  milliseconds smoothed_delta() const { return duration_cast<milliseconds>(delta_); }
 
   Answer value_answer(std::string_view value, bool nil, const origin::SharedLifetime& lifetime) {
     std::string reply;
@@ -411,6 +503,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   std::int64_t seen_stored_ms_ = -1;
   std::string read_error_;
   std::optional<fleet::SharedState> last_state_;  // the shared copy as last read
+  std::uint64_t tag_generation_ = 0;  // TagEpochs::generation() before asking the origin
 };
 
 }  // namespace
@@ -418,10 +511,10 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
 FleetOrigin::FleetOrigin(const asio::any_io_executor& executor,
                          std::shared_ptr<origin::Origin> inner, upstream::Pool& pool, int database,
                          const config::PolicySettings& policy, std::shared_ptr<PolicyStats> stats,
-                         const cache::Clock& clock)
+                         const cache::Clock& clock, TagEpochs* tags)
     : inner_(std::move(inner)),
       shared_(std::make_shared<Shared>(
-          Shared{executor, pool, database, policy, std::move(stats), clock})) {}
+          Shared{executor, pool, database, policy, std::move(stats), clock, tags})) {}
 
 FleetOrigin::~FleetOrigin() = default;
 

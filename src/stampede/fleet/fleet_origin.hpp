@@ -19,6 +19,7 @@ class Pool;
 namespace corral::stampede {
 
 class PolicyStats;
+class TagEpochs;
 
 // One per policy per io thread; fetch()/refresh() on that thread only.
 //   fetch (a local miss): read the shared copy; fresh or in grace -> that is the answer (with the
@@ -27,11 +28,14 @@ class PolicyStats;
 //     refreshed already); the winner asks `inner`, writes value + shadow + metadata fenced by
 //     its token and releases; a loser polls the shared copy until the winner's write lands or
 //     the lock expires (then it takes over), bounded by twice the lock TTL.
+// With `tags`, a shared copy records the purge count of each of its tags and one whose tag was
+// purged since (CORRAL.INVALIDATE TAG INCRs the count) is refetched rather than served.
 class FleetOrigin final : public origin::Origin {
  public:
   FleetOrigin(const boost::asio::any_io_executor& executor, std::shared_ptr<origin::Origin> inner,
               upstream::Pool& pool, int database, const config::PolicySettings& policy,
-              std::shared_ptr<PolicyStats> stats, const cache::Clock& clock);
+              std::shared_ptr<PolicyStats> stats, const cache::Clock& clock,
+              TagEpochs* tags = nullptr);
   ~FleetOrigin() override;
 
   std::string_view name() const override { return inner_->name(); }

@@ -138,3 +138,19 @@ TEST_CASE("tag keys in Redis: the tag is the hash tag", "[tag_epochs]") {
     CHECK_FALSE(tag_of_key(other));
   }
 }
+
+TEST_CASE("purge counts read from Redis are kept until the tag's next purge", "[tag_epochs]") {
+  TagEpochs tags;
+  CHECK_FALSE(tags.known_count("red"));
+  tags.remember_count("red", 4, tags.generation());
+  CHECK(tags.known_count("red") == 4u);
+  tags.purge("red");  // the tracking invalidation of its INCR: the count changed
+  CHECK_FALSE(tags.known_count("red"));
+  // A read begun before that purge must not bring its older count back.
+  tags.remember_count("red", 4, tags.generation() - 1);
+  CHECK_FALSE(tags.known_count("red"));
+  tags.remember_count("red", 5, tags.generation());
+  CHECK(tags.known_count("red") == 5u);
+  tags.purge_all();
+  CHECK_FALSE(tags.known_count("red"));
+}
