@@ -137,6 +137,7 @@ bool Fetch::ask_conditionally(origin::Origin& origin, std::span<const std::strin
   if (!meta || meta->validators.empty()) return false;
   revalidated_value_ = copy->value;
   revalidated_tags_ = std::move(meta->tags);
+  revalidated_validators_ = meta->validators;
   const auto reason = !key.background ? origin::FetchReason::miss
                       : key.early     ? origin::FetchReason::early
                                       : origin::FetchReason::stale;
@@ -147,7 +148,8 @@ bool Fetch::ask_conditionally(origin::Origin& origin, std::span<const std::strin
 bool Fetch::resolve_not_modified(origin::FetchResult& result, origin::ResponseCaching& caching) {
   if (!revalidated_value_) return false;
   result.reply = *revalidated_value_;
-  // A 304 may leave out the tags; the copy it renews keeps its own.
+  // A 304 may leave out the validators and tags; the copy it renews keeps its own.
+  if (caching.validators.empty()) caching.validators = revalidated_validators_;
   if (caching.tags.empty()) caching.tags = revalidated_tags_;
   return true;
 }

@@ -112,6 +112,7 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   // The stored copy a conditional request asked about: what a 304 answers with.
   std::optional<std::string> revalidated_value_;
   std::vector<std::string> revalidated_tags_;
+  std::string revalidated_validators_;
 };
 
 }  // namespace corral::stampede

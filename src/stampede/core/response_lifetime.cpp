@@ -30,7 +30,8 @@ ResponseLifetime response_lifetime(const cache::Lifetime& policy,
   meta.validators = caching.validators;
   meta.tags = caching.tags;
   out.meta = meta.encode();
-  if (!caching.validators.empty())
+  // A "not found" is never revalidated (nor served on error): nothing to keep it for.
+  if (!caching.validators.empty() && !negative)
     out.lifetime.stale_if_error = std::max(out.lifetime.stale_if_error, keep_expired);
   return out;
 }

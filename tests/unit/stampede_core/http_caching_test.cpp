@@ -105,6 +105,8 @@ TEST_CASE(
   caching.tags = {"t"};
   const auto out = response_lifetime({60s, 0s, 0s}, caching, false, 7, 600s);
   CHECK(out.lifetime.stale_if_error == 600s);  // the store keeps it for max_ttl
+  CHECK(response_lifetime({60s, 0s, 0s}, caching, true, 7, 600s).lifetime.stale_if_error ==
+        0s);  // but not a "not found"
   const auto meta = EntryMeta::decode(out.meta);
   REQUIRE(meta);
   CHECK(meta->stale_if_error == 5s);
