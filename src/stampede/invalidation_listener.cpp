@@ -39,9 +39,20 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
     }
     tagged = tagged || policy.origin == config::OriginKind::http;
   }
-  // Tag purges of any process of the fleet (CORRAL.INVALIDATE TAG INCRs the tag's key).
-  if (tagged) prefixes.emplace_back(kTagKeyPrefix);
+  if (!tagged) return prefixes;
+  // Tag purges of any process of the fleet (CORRAL.INVALIDATE TAG INCRs the tag's key). Redis
+  // refuses overlapping BCAST prefixes: a policy prefix covering the tag keys ("corral:") already
+  // brings their invalidations, and one under it ("corral:tag:x") is covered by the tag prefix.
+  const auto covers_tags = [](const std::string& p) { return kTagKeyPrefix.starts_with(p); };
+  if (std::any_of(prefixes.begin(), prefixes.end(), covers_tags)) return prefixes;
+  std::erase_if(prefixes, [](const std::string& p) { return p.starts_with(kTagKeyPrefix); });
+  prefixes.emplace_back(kTagKeyPrefix);
   return prefixes;
+}
+
+bool tracks_tags(const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [](const std::string& p) { return kTagKeyPrefix.starts_with(p); });
 }
 
 // One connection per session, never reconnecting by itself: run() owns the backoff, and a new
@@ -181,21 +192,18 @@ void InvalidationListener::apply(std::string_view message,
     return;
   }
   for (const auto& key : keys.elements) {
-    if (const auto tag = tag_of_key(key.text)) {
-      runtime_.tags().purge(*tag);
-      continue;
-    }
+    // A tag key is a purge; it may also be cached under a policy whose prefix covers it.
+    if (const auto tag = tag_of_key(key.text)) runtime_.tags().purge(*tag);
     runtime_.invalidate_key(key.text, InvalidationSource::tracking);
     if (invalidated_) invalidated_(key.text);
   }
 }
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
+  // Purges announced while nobody tracked went unseen: every tagged entry goes.
+  if (tracks_tags(prefixes)) runtime_.tags().purge_all();
   for (const auto& prefix : prefixes) {
-    if (prefix == kTagKeyPrefix) {
-      runtime_.tags().purge_all();  // purges announced meanwhile went unseen
-      continue;
-    }
+    if (prefix == kTagKeyPrefix) continue;  // holds no cached key, only purge counts
     runtime_.invalidate_prefix(prefix, InvalidationSource::tracking);
   }
 }

@@ -41,6 +41,8 @@ class Fixture(OriginStack):
             _policy(origin, "cap:", "/cap/", {"max_ttl": "1s"}, ttl="1s"),
             _policy(origin, "ign:", "/ign/", {"cache_control": "ignore"}),
             _policy(origin, "sie:", "/sie/", stale_if_error="60s"),
+            # Its BCAST prefix covers the tag keys: tracking must not ask for an overlapping one.
+            {"prefix": "corral:", "ttl": "60s"},
         ])
 
     def raw_call(self, *args):
@@ -265,6 +267,22 @@ def invalidate_tag_purges_tagged_keys(fx):
     eq(c.get("hc:t1"), b"v2", "t1 (no green) still cached")
     is_err(fx.raw_call("CORRAL.INVALIDATE", "TAG", "a", "b"), "ERR syntax error",
            what="CORRAL.INVALIDATE with too many arguments")
+
+
+@suite.test(corral_only=True)
+def a_purge_by_another_process_arrives_through_tracking(fx):
+    redis = fx.stack.redis.client()
+    harness.wait_until(
+        lambda: "corral-tracking" in [c.get("name") for c in redis.client_list()], 5.0,
+        what="the tracking connection (its prefixes overlap no other)")
+    fx.origin.control({"/hc/far": rule("v{n}", headers={"Surrogate-Key": "far-away"})})
+    c = fx.stack.client()
+    eq(c.get("hc:far"), b"v1", "first GET")
+    eq(c.get("hc:far"), b"v1", "cached")
+    # What CORRAL.INVALIDATE TAG on another process of the fleet sends to Redis.
+    redis.incr("corral:tag:{far-away}")
+    harness.wait_until(lambda: c.get("hc:far") == b"v2", 5.0,
+                       what="the entry purged by the tag key's invalidation")
 
 
 if __name__ == "__main__":
