@@ -7,12 +7,16 @@
 #                   merges the rules (reset: forget rules and counters first; idle_timeout_ms:
 #                   new connections are closed after n ms without a request, 0: never)
 #   GET  /_stats    {"requests": {path: n}, "times": {path: [monotonic seconds of each request]},
-#                    "connections": n, "headers": {path: {name: value}}}
+#                    "connections": n, "headers": {path: {name: value}},
+#                    "not_modified": {path: n (304s sent)}, "full": {path: n (200s sent)}}
 # RULE: {"status": 200, "body": "text" ("{n}" becomes the path's request count),
 #        "body_size": n (n bytes of "x" instead of body),
 #        "delay_ms": n (before answering), "body_delay_ms": n (between the two halves of the body),
 #        "reset": true (close with RST, no answer), "close": true (Connection: close),
-#        "raw": "bytes" (sent as is instead of a response)}
+#        "raw": "bytes" (sent as is instead of a response),
+#        "headers": {name: value} (added to the response, e.g. Cache-Control, Surrogate-Key),
+#        "etag": "\"v1\"" (sent as ETag; a request whose If-None-Match lists it gets a 304),
+#        "last_modified": "HTTP-date" (sent as Last-Modified; an equal If-Modified-Since: 304)}
 # Without a rule a path answers 200 with the body "value of <path>". Paths are counted raw
 # (percent-encoded as received), so URL escaping is checked by the path a test configures.
 import json
@@ -29,6 +33,8 @@ _default = {}
 _requests = {}
 _times = {}
 _headers = {}
+_not_modified = {}
+_full = {}
 _connections = 0
 _idle_timeout = None
 
@@ -39,6 +45,8 @@ def _reset():
     _requests.clear()
     _times.clear()
     _headers.clear()
+    _not_modified.clear()
+    _full.clear()
     _default = {}
     _connections = 0
     _idle_timeout = None
@@ -66,8 +74,13 @@ class Handler(BaseHTTPRequestHandler):
         except (ConnectionError, BrokenPipeError, socket.timeout):
             pass
 
-    def _send(self, status, body, close=False, content_type="text/plain"):
-        self.send_response(status)
+    def _send(self, status, body, close=False, content_type="text/plain", headers=None):
+        # A rule's own Date replaces the current one (tests of Expires against Date need it).
+        self.send_response_only(status)
+        if "Date" not in (headers or {}):
+            self.send_header("Date", self.date_time_string())
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         if close:
@@ -97,7 +110,8 @@ class Handler(BaseHTTPRequestHandler):
             with _lock:
                 stats = {"requests": dict(_requests), "times": dict(_times),
                          "connections": _connections,
-                         "headers": dict(_headers)}
+                         "headers": dict(_headers),
+                         "not_modified": dict(_not_modified), "full": dict(_full)}
             return self._send(200, json.dumps(stats).encode(), content_type="application/json")
         with _lock:
             _requests[self.path] = _requests.get(self.path, 0) + 1
@@ -125,9 +139,17 @@ class Handler(BaseHTTPRequestHandler):
         else:
             body = rule.get("body", "value of " + self.path).replace("{n}", str(count)).encode()
         status = int(rule.get("status", 200))
+        headers = self._caching_headers(rule)
+        if status == 200 and self._not_modified(rule):
+            with _lock:
+                _not_modified[self.path] = _not_modified.get(self.path, 0) + 1
+            return self._send(304, b"", close=bool(rule.get("close")), headers=headers)
+        if status == 200:
+            with _lock:
+                _full[self.path] = _full.get(self.path, 0) + 1
         delay = rule.get("body_delay_ms", 0) / 1000.0
         if not delay:
-            return self._send(status, body, close=bool(rule.get("close")))
+            return self._send(status, body, close=bool(rule.get("close")), headers=headers)
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         if rule.get("close"):
@@ -139,6 +161,25 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         time.sleep(delay)
         self.wfile.write(body[half:])
+
+
+    @staticmethod
+    def _caching_headers(rule):
+        headers = dict(rule.get("headers") or {})
+        if "etag" in rule:
+            headers["ETag"] = rule["etag"]
+        if "last_modified" in rule:
+            headers["Last-Modified"] = rule["last_modified"]
+        return headers
+
+    def _not_modified(self, rule):
+        """RFC 9110 section 13.1: If-None-Match wins over If-Modified-Since when both are sent."""
+        if_none_match = self.headers.get("If-None-Match")
+        if if_none_match is not None:
+            tags = [t.strip() for t in if_none_match.split(",")]
+            return "etag" in rule and (rule["etag"] in tags or "*" in tags)
+        since = self.headers.get("If-Modified-Since")
+        return since is not None and since == rule.get("last_modified")
 
 
 class Server(ThreadingHTTPServer):

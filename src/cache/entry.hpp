@@ -47,6 +47,9 @@ struct Entry {
   Duration delta{};                  // smoothed recompute time, for XFetch
   std::uint32_t hits = 0;            // lookups that found it (saturates)
   bool negative = false;             // a cached "not found" reply
+  // Opaque to the store (the read-through engine's HTTP validators and tag epochs); empty for
+  // most entries, and then it costs nothing but this string's inline bytes.
+  std::string meta;
 
   static Entry make(std::string value, TimePoint now, const Lifetime& lifetime, Duration delta,
                     bool negative) {

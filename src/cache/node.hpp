@@ -1,6 +1,7 @@
 // Internal to the store: the memory layout of one stored entry, a 64-byte header followed in the
-// same allocation by the user key, the variant and the value (one malloc per entry, no
-// std::string objects), so the overhead per entry stays under 100 bytes.
+// same allocation by the user key, the variant, the value and, only when the entry has any, its
+// meta bytes after their 32-bit length (one malloc per entry, no std::string objects), so the
+// overhead per entry stays under 100 bytes.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,7 @@ std::uint32_t saturate_u32(Duration d) {
 struct Node {
   static constexpr std::uint8_t kVisited = 1;   // SIEVE: hit since the hand last passed
   static constexpr std::uint8_t kNegative = 2;  // a cached "not found"
+  static constexpr std::uint8_t kMeta = 4;      // meta bytes follow the value
   static constexpr std::size_t kMaxVariant = std::numeric_limits<std::uint16_t>::max();
 
   Node* chain_next;  // next node in the same hash bucket (all variants of a key share a bucket)
@@ -50,11 +52,14 @@ struct Node {
   static bool representable(CacheKey key, const Entry& entry) {
     constexpr std::size_t kMax32 = std::numeric_limits<std::uint32_t>::max();
     return key.variant.size() <= kMaxVariant && key.user_key.size() <= kMax32 &&
-           entry.value.size() <= kMax32;
+           entry.value.size() <= kMax32 && entry.meta.size() <= kMax32;
   }
   // Requires representable(key, entry).
   static Node* create(CacheKey key, const Entry& entry) {
-    const std::size_t payload = key.user_key.size() + key.variant.size() + entry.value.size();
+    const std::size_t meta_bytes =
+        entry.meta.empty() ? 0 : sizeof(std::uint32_t) + entry.meta.size();
+    const std::size_t payload =
+        key.user_key.size() + key.variant.size() + entry.value.size() + meta_bytes;
     void* memory = ::operator new(sizeof(Node) + payload);
     Node* node = new (memory) Node{};
     node->key_size = static_cast<std::uint32_t>(key.user_key.size());
@@ -67,7 +72,14 @@ struct Node {
     if (!key.variant.empty()) std::memcpy(bytes, key.variant.data(), key.variant.size());
     bytes += key.variant.size();
     if (!entry.value.empty()) std::memcpy(bytes, entry.value.data(), entry.value.size());
+    bytes += entry.value.size();
     node->set_metadata(entry);
+    if (!entry.meta.empty()) {
+      const auto meta_size = static_cast<std::uint32_t>(entry.meta.size());
+      std::memcpy(bytes, &meta_size, sizeof(meta_size));
+      std::memcpy(bytes + sizeof(meta_size), entry.meta.data(), entry.meta.size());
+      node->flags |= kMeta;
+    }
     return node;
   }
   static void destroy(Node* node) {
@@ -82,7 +94,9 @@ struct Node {
     stale_if_error_ms =
         saturate_u32<std::chrono::milliseconds>(entry.stale_if_error_until - entry.soft_expiry);
     delta_us = saturate_u32<std::chrono::microseconds>(entry.delta);
-    flags = static_cast<std::uint8_t>((flags & kVisited) | (entry.negative ? kNegative : 0));
+    // kMeta describes the allocation, not the entry's windows: it stays as create() set it.
+    flags =
+        static_cast<std::uint8_t>((flags & (kVisited | kMeta)) | (entry.negative ? kNegative : 0));
   }
   // Copies everything out; reuses out.value's capacity.
   void copy_to(Entry& out) const {
@@ -94,6 +108,7 @@ struct Node {
     out.delta = std::chrono::microseconds(delta_us);
     out.hits = hits;
     out.negative = (flags & kNegative) != 0;
+    out.meta.assign(meta());
   }
 
   char* bytes() { return reinterpret_cast<char*>(this + 1); }
@@ -101,8 +116,16 @@ struct Node {
   std::string_view user_key() const { return {bytes(), key_size}; }
   std::string_view variant() const { return {bytes() + key_size, variant_size}; }
   std::string_view value() const { return {bytes() + key_size + variant_size, value_size}; }
+  std::string_view meta() const {
+    if ((flags & kMeta) == 0) return {};
+    const char* at = bytes() + key_size + variant_size + value_size;
+    std::uint32_t size = 0;
+    std::memcpy(&size, at, sizeof(size));
+    return {at + sizeof(size), size};
+  }
   std::size_t payload_size() const {
-    return std::size_t{key_size} + variant_size + std::size_t{value_size};
+    const std::size_t meta_bytes = (flags & kMeta) ? sizeof(std::uint32_t) + meta().size() : 0;
+    return std::size_t{key_size} + variant_size + std::size_t{value_size} + meta_bytes;
   }
   CacheKey key() const { return {user_key(), variant()}; }
   bool matches(CacheKey key) const {

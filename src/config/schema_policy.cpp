@@ -25,6 +25,9 @@ constexpr std::array<Choice<OnInvalidate>, 2> kOnInvalidate{
 constexpr std::array<Choice<WritePolicy>, 2> kWrites{
     {{"refuse", WritePolicy::refuse}, {"passthrough", WritePolicy::passthrough}}};
 
+constexpr std::array<Choice<CacheControlMode>, 2> kCacheControl{
+    {{"honor", CacheControlMode::honor}, {"ignore", CacheControlMode::ignore}}};
+
 constexpr std::string_view kOriginExpected = "expected redis or { http: URL_TEMPLATE, ... }";
 
 std::optional<std::string> template_problem(const std::string& url) {
@@ -114,6 +117,8 @@ const Table<HttpOriginSettings>& http_table() {
       size("max_body", &S::max_body),
       integer("max_connections", &S::max_connections, 1, 4096),
       integer("retries", &S::retries, 0, 10),
+      choice("cache_control", &S::cache_control, kCacheControl),
+      duration("max_ttl", &S::max_ttl, Min::positive),
   };
   return table;
 }
@@ -161,6 +166,19 @@ YAML::Node show_versioned(const PolicySettings& s) {
   return s.versioned ? show_map(versioned_table(), *s.versioned) : omitted();
 }
 
+// Header freshness is capped by max_ttl, by default ten times the policy's ttl; a cap below the
+// ttl would make a response that states its freshness live shorter than one that does not.
+void check_max_ttl(Reader& r, const YAML::Node& map, const std::string& p, PolicySettings& s) {
+  const YAML::Node origin = map["origin"];
+  if (!origin.IsMap() || !has_key(origin, "max_ttl")) {
+    s.http.max_ttl = s.ttl * 10;
+    return;
+  }
+  if (s.http.max_ttl.count() > 0 && s.http.max_ttl < s.ttl)
+    r.error(locate(origin, "max_ttl"), child(child(p, "origin"), "max_ttl"),
+            "must be >= the policy's ttl (" + format_duration(s.ttl) + ")");
+}
+
 // Rules that involve more than one key of a policy, checked once all of its keys are read.
 void check_policy(Reader& r, const YAML::Node& map, const std::string& p, PolicySettings& s) {
   if (!has_key(map, "prefix")) r.error(map, p, "missing required key prefix");
@@ -183,6 +201,7 @@ void check_policy(Reader& r, const YAML::Node& map, const std::string& p, Policy
         r.error(locate(map, "commands"), child(p, "commands"),
                 c + " is not cached in fleet mode (shared: true caches GET and MGET)");
   if (s.origin != OriginKind::http) return;
+  check_max_ttl(r, map, p, s);
   for (const std::string& c : s.commands) {
     if (std::find(kStringCommands.begin(), kStringCommands.end(), c) == kStringCommands.end())
       r.error(locate(map, "commands"), child(p, "commands"),

@@ -72,6 +72,9 @@ struct CacheSettings {
   int shards = 64;
 };
 
+// Whether an http origin's Cache-Control and Expires headers set each response's freshness.
+enum class CacheControlMode { honor, ignore };
+
 struct HttpOriginSettings {
   std::string url_template;  // {key} and {suffix} are substituted, URL-escaped
   Duration timeout{1000};
@@ -80,6 +83,8 @@ struct HttpOriginSettings {
   std::uint64_t max_body = 8u * 1024 * 1024;
   int max_connections = 16;
   int retries = 1;
+  CacheControlMode cache_control = CacheControlMode::honor;
+  Duration max_ttl{0};  // cap on header freshness; 0 until loaded: then the policy's ttl x 10
 };
 
 struct VersionedSettings {

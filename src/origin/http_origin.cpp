@@ -17,6 +17,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/range/iterator_range.hpp>
 #include <cassert>
 #include <deque>
 #include <optional>
@@ -24,6 +25,7 @@
 
 #include "config/values.hpp"
 #include "origin/http_reply.hpp"
+#include "origin/response_caching.hpp"
 #include "origin/url_template.hpp"
 
 namespace corral::origin::http_detail {
@@ -50,6 +52,7 @@ struct Exchange {
 
   StringRequest request;  // its key view is cleared: argv dies with fetch()
   std::string target;
+  Validators validators;  // of the stored copy: sent as If-None-Match / If-Modified-Since
   FetchCallback done;
   cache::TimePoint started;
   asio::steady_timer deadline;  // the whole fetch: `timeout`
@@ -63,7 +66,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
   Pool(const asio::any_io_executor& executor, std::string prefix,
        const config::HttpOriginSettings& settings, const cache::Clock& clock);
 
-  void fetch(std::span<const std::string_view> argv, FetchCallback done);
+  void fetch(std::span<const std::string_view> argv, std::string_view validators,
+             FetchCallback done);
   void shutdown();
 
   // For the connections.
@@ -84,7 +88,10 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // A connection closed: its slot may serve the queue.
   void dropped(const Connection* connection);
   // Delivers the result (posted: never inside fetch(), never inside our own bookkeeping).
-  void finish(Exchange& exchange, Outcome outcome, std::string reply);
+  void finish(Exchange& exchange, Outcome outcome, std::string reply,
+              std::optional<ResponseCaching> caching = std::nullopt);
+  // What the response's headers say about keeping it (its freshness, validators, tags).
+  ResponseCaching caching_of(const http::response<http::string_body>& response) const;
 
  private:
   void on_deadline(const std::shared_ptr<Exchange>& exchange);
@@ -127,6 +134,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_header(const error_code& ec);
   void on_read(const error_code& ec);
   void complete();
+  void complete_not_modified(std::shared_ptr<Exchange> exchange, ResponseCaching caching);
   void fail(bool retriable, std::string text);
   void end();
   std::string read_error_text(const error_code& ec, bool no_byte) const;
@@ -221,6 +229,10 @@ void Connection::send() {
   request_.set(http::field::host, pool_->url_template().authority());
   request_.set(http::field::user_agent, "corral");
   for (const auto& [name, value] : settings.headers) request_.set(name, value);
+  const auto& validators = exchange_->validators;
+  if (!validators.etag.empty()) request_.set(http::field::if_none_match, validators.etag);
+  if (!validators.last_modified.empty())
+    request_.set(http::field::if_modified_since, validators.last_modified);
   parser_.emplace();
   parser_->body_limit(settings.max_body);
   parser_->header_limit(kHeaderLimit);
@@ -282,6 +294,8 @@ void Connection::complete() {
   auto& response = parser_->get();
   const unsigned status = response.result_int();
   std::string body = std::move(response.body());
+  // Read before the connection is released: the next fetch on it reuses the parser.
+  auto caching = pool_->caching_of(response);
   // Left-over bytes would be an unasked-for response: such a connection is not reused.
   const bool keep = response.keep_alive() && buffer_.size() == 0 && status >= 200;
   auto exchange = std::move(exchange_);
@@ -294,12 +308,26 @@ void Connection::complete() {
     end();
   }
   if (status == 200)
-    return pool_->finish(*exchange, Outcome::value, found_reply(exchange->request, body));
+    return pool_->finish(*exchange, Outcome::value, found_reply(exchange->request, body),
+                         std::move(caching));
   if (status == 404)
-    return pool_->finish(*exchange, Outcome::nil, std::string(not_found_reply(exchange->request)));
+    return pool_->finish(*exchange, Outcome::nil, std::string(not_found_reply(exchange->request)),
+                         std::move(caching));
+  if (status == 304 && !exchange->validators.empty())
+    return complete_not_modified(std::move(exchange), std::move(caching));
   pool_->finish(
       *exchange, Outcome::failure,
       "ERR corral: origin " + pool_->url(*exchange) + " answered HTTP " + std::to_string(status));
+}
+
+void Connection::complete_not_modified(std::shared_ptr<Exchange> exchange,
+                                       ResponseCaching caching) {
+  caching.not_modified = true;
+  // A 304 need not repeat the validators (RFC 9110 section 15.4.5): the ones we sent stand.
+  if (caching.validators.empty())
+    caching.validators =
+        encode_validators(exchange->validators.etag, exchange->validators.last_modified);
+  pool_->finish(*exchange, Outcome::value, std::string(), std::move(caching));
 }
 
 void Connection::fail(bool retriable, std::string text) {
@@ -367,7 +395,8 @@ Pool::Pool(const asio::any_io_executor& executor, std::string prefix,
   if (url_.ok() && !ec) endpoints_.emplace_back(address, url_.port());
 }
 
-void Pool::fetch(std::span<const std::string_view> argv, FetchCallback done) {
+void Pool::fetch(std::span<const std::string_view> argv, std::string_view validators,
+                 FetchCallback done) {
   const cache::TimePoint started = clock_.now();
   std::string error;
   const auto request = parse_string_request(argv, error);
@@ -376,6 +405,7 @@ void Pool::fetch(std::span<const std::string_view> argv, FetchCallback done) {
     exchange = std::make_shared<Exchange>(executor_, *request, url_.target(request->key, prefix_),
                                           std::move(done), started);
     exchange->request.key = {};
+    exchange->validators = decode_validators(validators);
   } else {
     exchange = std::make_shared<Exchange>(executor_, StringRequest{}, std::string(),
                                           std::move(done), started);
@@ -464,20 +494,51 @@ void Pool::on_deadline(const std::shared_ptr<Exchange>& exchange) {
          "ERR corral: origin timed out after " + config::format_duration(settings_.timeout));
 }
 
-void Pool::finish(Exchange& exchange, Outcome outcome, std::string reply) {
+ResponseCaching Pool::caching_of(const http::response<http::string_body>& response) const {
+  // Several field lines of one list field are one list (RFC 9110 section 5.3).
+  std::string cache_control;
+  const auto [first, last] = response.equal_range(http::field::cache_control);
+  for (const auto& field : boost::make_iterator_range(first, last)) {
+    if (!cache_control.empty()) cache_control += ", ";
+    cache_control.append(field.value().data(), field.value().size());
+  }
+  const auto view = [&response](auto name) {
+    const auto value = response[name];
+    return std::string_view(value.data(), value.size());
+  };
+  ResponseHeaders headers;
+  headers.cache_control = cache_control;
+  headers.expires = view(http::field::expires);
+  headers.date = view(http::field::date);
+  headers.age = view(http::field::age);
+  headers.etag = view(http::field::etag);
+  headers.last_modified = view(http::field::last_modified);
+  headers.surrogate_key = view("Surrogate-Key");
+  headers.cache_tag = view("Cache-Tag");
+  const auto freshness = settings_.cache_control == config::CacheControlMode::honor
+                             ? FreshnessHeaders::honor
+                             : FreshnessHeaders::ignore;
+  const auto wall_now =
+      std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  return evaluate_response(headers, freshness, wall_now, settings_.max_ttl);
+}
+
+void Pool::finish(Exchange& exchange, Outcome outcome, std::string reply,
+                  std::optional<ResponseCaching> caching) {
   if (exchange.finished) return;
   exchange.finished = true;
   exchange.deadline.cancel();
   const auto duration = clock_.now() - exchange.started;
-  asio::post(executor_,
-             [done = std::move(exchange.done), outcome, reply = std::move(reply), duration] {
-               if (!done) return;
-               FetchResult result;
-               result.outcome = outcome;
-               result.reply = reply;
-               result.duration = duration;
-               done(result);
-             });
+  asio::post(executor_, [done = std::move(exchange.done), outcome, reply = std::move(reply),
+                         duration, caching = std::move(caching)]() mutable {
+    if (!done) return;
+    FetchResult result;
+    result.outcome = outcome;
+    result.reply = reply;
+    result.duration = duration;
+    result.caching = std::move(caching);
+    done(result);
+  });
 }
 
 void Pool::shutdown() {
@@ -501,7 +562,12 @@ HttpOrigin::HttpOrigin(const boost::asio::any_io_executor& executor, std::string
 HttpOrigin::~HttpOrigin() { pool_->shutdown(); }
 
 void HttpOrigin::fetch(std::span<const std::string_view> argv, FetchCallback done) {
-  pool_->fetch(argv, std::move(done));
+  pool_->fetch(argv, {}, std::move(done));
+}
+
+void HttpOrigin::revalidate(std::span<const std::string_view> argv, FetchReason /*reason*/,
+                            std::string_view validators, FetchCallback done) {
+  pool_->fetch(argv, validators, std::move(done));
 }
 
 }  // namespace corral::origin

@@ -1,5 +1,6 @@
 // The `http` origin: a miss or a refresh is one HTTP/1.1 GET to a URL built from the key, over a
-// keep-alive connection pool; 200 is the value, 404 is nil, anything else is a failure.
+// keep-alive connection pool; 200 is the value, 404 is nil, 304 (to a conditional GET) keeps the
+// stored value, anything else is a failure. Responses carry their HTTP caching (response_caching).
 #pragma once
 
 #include <memory>
@@ -34,6 +35,9 @@ class HttpOrigin final : public Origin {
 
   std::string_view name() const override { return "http"; }
   void fetch(std::span<const std::string_view> argv, FetchCallback done) override;
+  // A conditional GET (If-None-Match / If-Modified-Since); a 304 answers not_modified.
+  void revalidate(std::span<const std::string_view> argv, FetchReason reason,
+                  std::string_view validators, FetchCallback done) override;
 
  private:
   // Shared with the connections and timers, so it outlives the origin until they finish.

@@ -7,8 +7,10 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace corral::origin {
 
@@ -31,6 +33,19 @@ struct SharedLifetime {
 // Why the engine asks: a cold miss, or a background refresh of a copy it still serves.
 enum class FetchReason : std::uint8_t { miss, stale, early };
 
+// What an origin that speaks HTTP caching (Cache-Control, validators, tags) said about keeping
+// its answer. Absent: the policy alone decides.
+struct ResponseCaching {
+  bool store = true;  // false: no-store / private: answered (and coalesced), never kept
+  std::optional<std::chrono::milliseconds> fresh_for;       // replaces the policy's (jittered) ttl
+  std::optional<std::chrono::milliseconds> grace;           // stale-while-revalidate: at least this
+  std::optional<std::chrono::milliseconds> stale_if_error;  // stale-if-error: at least this
+  bool revalidate_always = false;  // no-cache: no grace whatever the policy says
+  bool not_modified = false;       // a 304 to revalidate(): the stored value stands, no reply bytes
+  std::string validators;          // opaque to the engine; handed back to revalidate() later
+  std::vector<std::string> tags;   // Surrogate-Key / Cache-Tag: purged by CORRAL.INVALIDATE TAG
+};
+
 struct FetchResult {
   FetchResult() = default;
   FetchResult(Outcome what, std::string_view bytes, std::chrono::nanoseconds took,
@@ -44,6 +59,7 @@ struct FetchResult {
   std::string_view reply;
   std::chrono::nanoseconds duration{0};    // from fetch() to the answer, by the origin's clock
   std::optional<SharedLifetime> lifetime;  // set: overrides the policy's ttl, grace and delta
+  std::optional<ResponseCaching> caching;  // set by origins that honour HTTP caching headers
 };
 
 using FetchCallback = std::function<void(const FetchResult&)>;
@@ -62,6 +78,14 @@ class Origin {
   virtual void refresh(std::span<const std::string_view> argv, FetchReason /*reason*/,
                        FetchCallback done) {
     fetch(argv, std::move(done));
+  }
+  // A fetch of a key whose stored copy carries `validators` (ResponseCaching::validators of an
+  // earlier answer): an origin that understands them may answer caching->not_modified with no
+  // reply bytes, meaning that copy is still current. The rest fetch or refresh as usual.
+  virtual void revalidate(std::span<const std::string_view> argv, FetchReason reason,
+                          std::string_view /*validators*/, FetchCallback done) {
+    if (reason == FetchReason::miss) return fetch(argv, std::move(done));
+    refresh(argv, reason, std::move(done));
   }
 };
 

@@ -1,10 +1,15 @@
-// CORRAL.INFO key, CORRAL.INVALIDATE key|prefix*, CORRAL.STATS: answered from the cache runtime.
+// CORRAL.INFO key, CORRAL.INVALIDATE key|prefix*|TAG name, CORRAL.STATS: answered from the cache
+// runtime.
 #include "proxy/admin_commands.hpp"
 
 #include <chrono>
 
+#include "proxy/resp3.hpp"
+#include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/cache_runtime.hpp"
+#include "upstream/link.hpp"
+#include "upstream/reply_target.hpp"
 
 namespace corral::proxy {
 
@@ -33,6 +38,52 @@ void pair(std::string& out, std::string_view name, std::int64_t value) {
   resp::append_bulk(out, name);
   resp::append_integer(out, value);
 }
+// Answers a tag purge once Redis has counted it: every process tracking the tag keys (the whole
+// fleet) purges the tag when the INCR's invalidation reaches it.
+class TagPurgeTarget final : public upstream::ReplyTarget {
+ public:
+  TagPurgeTarget(std::shared_ptr<upstream::ReplyTarget> client, std::string tag)
+      : client_(std::move(client)), tag_(std::move(tag)) {}
+
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    if (!reply.empty() && reply.front() == ':') return client_->on_reply(tag, "+OK\r\n");
+    fail(tag, reply.substr(0, reply.find('\r')));
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override { fail(tag, error); }
+
+ private:
+  void fail(std::uint64_t tag, std::string_view why) {
+    std::string reply;
+    resp::append_error(reply, "ERR corral: tag '" + tag_ +
+                                  "' was purged on this process only; the fleet was not told (" +
+                                  std::string(why) + ")");
+    client_->on_reply(tag, reply);
+  }
+  std::shared_ptr<upstream::ReplyTarget> client_;
+  std::string tag_;
+};
+
+// CORRAL.INVALIDATE TAG name: O(1), no entry is visited; each tagged entry is found purged when
+// next read. Here at once, then fleet-wide through an INCR of the tag's key in Redis.
+Action invalidate_tag(LocalCall& call, std::string_view tag) {
+  call.cache->tags().purge(tag);
+  if (call.links == nullptr || call.target == nullptr) {
+    resp::append_simple(call.reply, "OK");
+    return Action::done;
+  }
+  const std::string key = stampede::tag_key(tag);
+  const std::string_view incr[] = {"INCR", key};
+  std::string command;
+  resp::append_command(command, incr);
+  call.deferred = true;
+  auto target = std::make_shared<TagPurgeTarget>(*call.target, std::string(tag));
+  if (!call.links->send_shared(call.cache->database(), call.client.id, command, target, call.tag,
+                               kResp2)) {
+    target->on_failure(call.tag, "upstream unavailable");
+  }
+  return Action::done;
+}
+
 }  // namespace
 
 // A flat array of field/value pairs, like HGETALL: policy, state, age_ms, ttl_ms, grace_ms,
@@ -73,10 +124,17 @@ Action corral_info(LocalCall& call) {
   return Action::done;
 }
 
-// CORRAL.INVALIDATE key drops every cached reply of the key; "prefix*" drops all keys under it.
+// CORRAL.INVALIDATE key drops every cached reply of the key; "prefix*" drops all keys under it;
+// TAG name purges every entry whose origin response carried the tag (Surrogate-Key / Cache-Tag).
 Action corral_invalidate(LocalCall& call) {
   if (refused(call)) return Action::done;
   auto& runtime = *call.cache;
+  if (call.argv.size() == 3 && resp::iequals(call.argv[1], "TAG"))
+    return invalidate_tag(call, call.argv[2]);
+  if (call.argv.size() != 2) {
+    resp::append_error(call.reply, "ERR syntax error: CORRAL.INVALIDATE key | prefix* | TAG name");
+    return Action::done;
+  }
   const auto target = call.argv[1];
   std::size_t dropped = 0;
   if (!target.empty() && target.back() == '*') {

@@ -101,7 +101,7 @@ constexpr CommandSpec kCommands[] = {
     {"config|set", -4, kAdmin | kDangerous | kLoading | kStale, 0, 0, 0},
     {"copy", -3, kWrite, 1, 2, 1},
     {"corral.info", 2, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
-    {"corral.invalidate", 2, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
+    {"corral.invalidate", -2, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
     {"corral.purge", 3, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
     {"corral.rollover", -3, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
     {"corral.stats", 1, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},

@@ -75,6 +75,11 @@ struct Families {
              MetricType::Histogram);
   MetricFamily origin_in_flight =
       family("corral_origin_requests_in_flight", "Origin requests in flight.", MetricType::Gauge);
+  MetricFamily revalidations =
+      family("corral_origin_revalidations_total",
+             "Conditional requests to an HTTP origin (If-None-Match / If-Modified-Since) by "
+             "result: not_modified (a 304 renewed the stored copy) or modified (a new body).",
+             MetricType::Counter);
   MetricFamily blocked =
       family("corral_stampede_blocked_total",
              "Requests that did not reach the origin because a fetch of the key was in flight.",
@@ -143,6 +148,15 @@ struct Families {
     origin_errors.metric.push_back(
         sample(by_origin, counter, static_cast<double>(snapshot.origin_errors)));
     origin_seconds.metric.push_back(histogram(by_origin, stats.origin_durations()));
+    if (settings.origin == config::OriginKind::http) {
+      const auto counts = stats.revalidations();
+      for (std::size_t i = 0; i < kRevalidationResults; ++i) {
+        auto labels = by_origin;
+        labels.push_back({"result", std::string(to_string(static_cast<RevalidationResult>(i)))});
+        revalidations.metric.push_back(
+            sample(std::move(labels), counter, static_cast<double>(counts[i])));
+      }
+    }
     by_policy(origin_in_flight, gauge, static_cast<std::uint64_t>(runtime.fetches_in_flight()));
     by_policy(blocked, counter, snapshot.stampede_blocked);
     by_policy(overflowed, counter, snapshot.waiters_overflowed);
@@ -178,10 +192,26 @@ struct Families {
   }
 
   void move_into(std::vector<MetricFamily>& out) {
-    for (MetricFamily* f :
-         {&lookups, &early, &background, &background_seconds, &origin_requests, &origin_errors,
-          &origin_seconds, &origin_in_flight, &blocked, &overflowed, &timed_out, &breaker, &locks,
-          &fenced, &fallbacks, &stale_serves, &version_reads, &ttl, &invalidations}) {
+    for (MetricFamily* f : {&lookups,
+                            &early,
+                            &background,
+                            &background_seconds,
+                            &origin_requests,
+                            &origin_errors,
+                            &origin_seconds,
+                            &revalidations,
+                            &origin_in_flight,
+                            &blocked,
+                            &overflowed,
+                            &timed_out,
+                            &breaker,
+                            &locks,
+                            &fenced,
+                            &fallbacks,
+                            &stale_serves,
+                            &version_reads,
+                            &ttl,
+                            &invalidations}) {
       // An empty family would print HELP and TYPE lines without samples.
       if (!f->metric.empty()) out.push_back(std::move(*f));
     }

@@ -15,6 +15,7 @@
 #include "cache/store.hpp"
 #include "config/settings.hpp"
 #include "stampede/core/policy_match.hpp"
+#include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy_stats.hpp"
 
@@ -59,6 +60,9 @@ class CacheRuntime {
   cache::Store& store() { return store_; }
   const cache::Store& store() const { return store_; }
   const cache::Clock& clock() const { return clock_; }
+  // Tag purges (CORRAL.INVALIDATE TAG) and the generation entries of tagged responses record.
+  TagEpochs& tags() { return tags_; }
+  const TagEpochs& tags() const { return tags_; }
   // The database the cache holds (the upstream's configured one); others pass through.
   int database() const { return database_; }
   // Bumped by every reload; io threads compare it (a plain atomic load) with the snapshot they
@@ -96,6 +100,7 @@ class CacheRuntime {
   std::shared_ptr<const PolicySet> make_policy_set(
       const std::vector<config::PolicySettings>& policies, const PolicySet* previous) const;
   cache::Store store_;
+  TagEpochs tags_;
   const cache::Clock& clock_;
   std::shared_ptr<prometheus::Registry> registry_;
   mutable std::mutex reload_mutex_;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "resp/encoder.hpp"
+#include "stampede/core/entry_meta.hpp"
 #include "stampede/core/refresh_timing.hpp"
 #include "stampede/invalidating_target.hpp"
 #include "stampede/versioned/version_key.hpp"
@@ -167,7 +168,12 @@ bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
                        std::span<const std::string_view> argv, std::uint64_t tag,
                        const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto now = runtime_.clock().now();
-  const bool found = runtime_.store().lookup(key, now, entry_);
+  bool found = runtime_.store().lookup(key, now, entry_);
+  if (found && !entry_.meta.empty() && tags_purged(entry_, runtime_.tags())) {
+    // CORRAL.INVALIDATE TAG reached this entry: it goes now, on its first read since.
+    runtime_.store().erase(key);
+    found = false;
+  }
   const auto state = found ? entry_.state(now) : cache::EntryState::dead;
   if (state == cache::EntryState::fresh || state == cache::EntryState::stale) {
     policy.stats().lookup(state == cache::EntryState::stale ? LookupOutcome::stale
@@ -255,7 +261,7 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
   auto& stats = policy.stats();
   const auto now = runtime_.clock().now();
   std::string flight_key = cache::encode_cache_key(key);
-  const bool usable = copy && !copy->negative && now < copy->stale_if_error_until;
+  const bool usable = copy && !copy->negative && now < serve_on_error_until(*copy);
   // Backing off after failures: a key with a stale-if-error copy serves it without asking the
   // origin. Without one it is fetched anyway (coalesced, and the breaker still guards the
   // origin): failing a client whose key might be fine would be worse.

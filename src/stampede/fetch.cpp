@@ -10,8 +10,10 @@
 #include <boost/asio/post.hpp>
 
 #include "resp/array_elements.hpp"
+#include "stampede/core/entry_meta.hpp"
 #include "stampede/core/ewma.hpp"
 #include "stampede/core/jitter.hpp"
+#include "stampede/core/response_lifetime.hpp"
 #include "stampede/engine.hpp"
 
 namespace corral::stampede {
@@ -26,6 +28,8 @@ bool same_policy(const PolicyRef& a, const PolicyRef& b) { return &a.runtime() =
 
 void Fetch::start(std::span<const std::string_view> argv) {
   const auto now = runtime_.clock().now();
+  // Before the request: a tag purged from here on also purges what this fetch brings back.
+  tag_generation_ = runtime_.tags().generation();
   // max_origin_concurrency counts origin requests: a batch counts once per policy it serves.
   for (auto& key : leaders) {
     if (!key.active) continue;
@@ -98,7 +102,7 @@ void Fetch::send(std::span<const std::string_view> argv) {
 }
 
 void Fetch::ask_origin(std::span<const std::string_view> argv) {
-  auto done = [self = shared_from_this()](const origin::FetchResult& result) {
+  origin::FetchCallback done = [self = shared_from_this()](const origin::FetchResult& result) {
     self->on_result(result);
   };
   const auto origin = origin_.lock();
@@ -110,6 +114,7 @@ void Fetch::ask_origin(std::span<const std::string_view> argv) {
     return;
   }
   const KeyFetch* single = elements.empty() && !leaders.empty() ? &leaders.front() : nullptr;
+  if (single && ask_conditionally(*origin, argv, done)) return;
   if (single && single->background) {
     const auto reason = single->early ? origin::FetchReason::early : origin::FetchReason::stale;
     origin->refresh(argv, reason, std::move(done));
@@ -118,10 +123,53 @@ void Fetch::ask_origin(std::span<const std::string_view> argv) {
   origin->fetch(argv, std::move(done));
 }
 
+bool Fetch::ask_conditionally(origin::Origin& origin, std::span<const std::string_view> argv,
+                              origin::FetchCallback& done) {
+  const KeyFetch& key = leaders.front();
+  // Fleet mode revalidates the shared copy itself, with the validators kept in Redis.
+  if (key.policy.settings().origin != config::OriginKind::http || key.policy.settings().shared)
+    return false;
+  const auto now = runtime_.clock().now();
+  const auto copy = runtime_.store().peek(key.key(), now);
+  if (!copy || copy->negative || copy->meta.empty() || tags_purged(*copy, runtime_.tags()))
+    return false;
+  auto meta = EntryMeta::decode(copy->meta);
+  if (!meta || meta->validators.empty()) return false;
+  revalidated_value_ = copy->value;
+  revalidated_tags_ = std::move(meta->tags);
+  revalidated_validators_ = meta->validators;
+  const auto reason = !key.background ? origin::FetchReason::miss
+                      : key.early     ? origin::FetchReason::early
+                                      : origin::FetchReason::stale;
+  origin.revalidate(argv, reason, meta->validators, std::move(done));
+  return true;
+}
+
+bool Fetch::resolve_not_modified(origin::FetchResult& result, origin::ResponseCaching& caching) {
+  if (!revalidated_value_) return false;
+  result.reply = *revalidated_value_;
+  // A 304 may leave out the validators and tags; the copy it renews keeps its own.
+  if (caching.validators.empty()) caching.validators = revalidated_validators_;
+  if (caching.tags.empty()) caching.tags = revalidated_tags_;
+  return true;
+}
+
 void Fetch::on_result(const origin::FetchResult& reply) {
   // The simulated delay is part of what a fetch costs (XFetch's delta must see it).
   origin::FetchResult result = reply;
   result.duration += delay_;
+  if (result.caching && result.caching->not_modified) {
+    if (!resolve_not_modified(result, *result.caching)) {
+      result.outcome = origin::Outcome::failure;
+      result.reply = "ERR corral: origin answered 304 Not Modified to an unconditional request";
+      result.caching.reset();
+    }
+  }
+  if (revalidated_value_ && result.outcome != origin::Outcome::failure && !leaders.empty()) {
+    const bool same = result.caching && result.caching->not_modified;
+    leaders.front().policy.stats().revalidation(same ? RevalidationResult::not_modified
+                                                     : RevalidationResult::modified);
+  }
   const bool failed = result.outcome == origin::Outcome::failure;
   // A value read from the fleet's shared copy cost the origin nothing.
   const bool asked_origin = !result.lifetime || result.lifetime->fetched;
@@ -131,7 +179,8 @@ void Fetch::on_result(const origin::FetchResult& reply) {
   }
   counted_.clear();
   if (elements.empty()) {
-    complete_key(leaders.front(), result.outcome, result.reply, result.duration, result.lifetime);
+    complete_key(leaders.front(), result.outcome, result.reply, result.duration, result.lifetime,
+                 result.caching ? &*result.caching : nullptr);
     return;
   }
   if (result.outcome != origin::Outcome::value) {
@@ -180,7 +229,8 @@ void Fetch::refetch_after_invalidation(const KeyFetch& key) {
 
 void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
                          std::chrono::nanoseconds duration,
-                         const std::optional<origin::SharedLifetime>& shared) {
+                         const std::optional<origin::SharedLifetime>& shared,
+                         const origin::ResponseCaching* caching) {
   if (!key.active) return;
   const auto now = runtime_.clock().now();
   const auto& settings = key.policy.settings();
@@ -196,32 +246,64 @@ void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_vie
     key.breaker->record_success(key.admission);
     policy_runtime.backoff().record_success(key.flight_key);
     const bool negative = outcome == origin::Outcome::nil;
-    if (outcome == origin::Outcome::value || (negative && settings.negative_ttl.count() > 0)) {
-      auto lifetime = entry_lifetime(settings, negative, random());
-      auto delta = ewma(key.previous_delta, duration);
-      if (shared) {
-        // The shared store's clock decides, so every process of a fleet expires it together.
-        lifetime.ttl = shared->fresh_for;
-        lifetime.grace = shared->usable_for - shared->fresh_for;
-        delta = shared->delta;
-      }
-      // The ticket refuses the value if a write invalidated the key since the flight began.
-      const auto stored = runtime_.store().store(
-          key.key(), cache::Entry::make(result.bytes, now, lifetime, delta, negative),
-          key.flight->ticket);
-      if (stored == cache::StoreResult::superseded) refetch_after_invalidation(key);
-      if (shared && shared->fresh_for.count() == 0 && !key.background) {
-        // After finish_key: a refresh started before the flight ends would see it in flight.
-        if (auto engine = refresh_again.lock()) {
-          boost::asio::post(executor_, [engine, user_key = std::string(key.user_key)] {
-            engine->refresh_shared_copy(user_key);
-          });
-        }
-      }
+    if (caching && !caching->store) {
+      // no-store / private: this answer is delivered (to every waiter) but kept by no one, and
+      // a copy stored before it is outdated by it.
+      runtime_.store().erase(key.key());
+    } else if (outcome == origin::Outcome::value ||
+               (negative && settings.negative_ttl.count() > 0)) {
+      store_key(key, result.bytes, negative, duration, shared, caching);
     }
   }
   if (key.background) key.policy.stats().background_refresh_done(duration);
   finish_key(key, std::move(result));
+}
+
+void Fetch::store_key(KeyFetch& key, std::string_view reply, bool negative,
+                      std::chrono::nanoseconds duration,
+                      const std::optional<origin::SharedLifetime>& shared,
+                      const origin::ResponseCaching* caching) {
+  const auto now = runtime_.clock().now();
+  const auto& settings = key.policy.settings();
+  auto lifetime = entry_lifetime(settings, negative, random());
+  auto delta = ewma(key.previous_delta, duration);
+  std::string meta;
+  if (shared) {
+    // The shared store's clock decides, so every process of a fleet expires it together.
+    lifetime.ttl = shared->fresh_for;
+    lifetime.grace = shared->usable_for - shared->fresh_for;
+    delta = shared->delta;
+    if (caching && !caching->tags.empty()) {
+      // The fleet layer checked the shared copy's tags; this process's copy follows purges too.
+      if (runtime_.tags().purged_after(caching->tags, tag_generation_)) return;
+      EntryMeta tagged;
+      tagged.tag_generation = tag_generation_;
+      tagged.stale_if_error =
+          std::chrono::duration_cast<std::chrono::milliseconds>(lifetime.stale_if_error);
+      tagged.tags = caching->tags;
+      meta = tagged.encode();
+    }
+  } else if (caching) {
+    // A tag purged while the request was out: the answer may predate the purge.
+    if (runtime_.tags().purged_after(caching->tags, tag_generation_)) return;
+    auto http =
+        response_lifetime(lifetime, *caching, negative, tag_generation_, settings.http.max_ttl);
+    lifetime = http.lifetime;
+    meta = std::move(http.meta);
+  }
+  auto entry = cache::Entry::make(std::string(reply), now, lifetime, delta, negative);
+  entry.meta = std::move(meta);
+  // The ticket refuses the value if a write invalidated the key since the flight began.
+  const auto stored = runtime_.store().store(key.key(), entry, key.flight->ticket);
+  if (stored == cache::StoreResult::superseded) refetch_after_invalidation(key);
+  if (shared && shared->fresh_for.count() == 0 && !key.background) {
+    // After finish_key: a refresh started before the flight ends would see it in flight.
+    if (auto engine = refresh_again.lock()) {
+      boost::asio::post(executor_, [engine, user_key = std::string(key.user_key)] {
+        engine->refresh_shared_copy(user_key);
+      });
+    }
+  }
 }
 
 void Fetch::finish_key(KeyFetch& key, FlightResult result) {
@@ -236,7 +318,8 @@ FlightResult Fetch::stale_or_failure(const KeyFetch& key, std::string_view error
   // Read now, not when the flight began: a write meanwhile must not bring the old value back.
   const auto now = runtime_.clock().now();
   const auto entry = runtime_.store().peek(key.key(), now);
-  if (entry && !entry->negative && now < entry->stale_if_error_until) {
+  if (entry && !entry->negative && now < serve_on_error_until(*entry) &&
+      !tags_purged(*entry, runtime_.tags())) {
     FlightResult stale{FlightResult::Kind::reply, entry->value};
     stale.stale = true;
     return stale;

@@ -73,7 +73,18 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   void on_result(const origin::FetchResult& result);
   void complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
                     std::chrono::nanoseconds duration,
-                    const std::optional<origin::SharedLifetime>& shared = std::nullopt);
+                    const std::optional<origin::SharedLifetime>& shared = std::nullopt,
+                    const origin::ResponseCaching* caching = nullptr);
+  // Stores the answer of a key under its policy's windows (and the response's HTTP caching).
+  void store_key(KeyFetch& key, std::string_view reply, bool negative,
+                 std::chrono::nanoseconds duration,
+                 const std::optional<origin::SharedLifetime>& shared,
+                 const origin::ResponseCaching* caching);
+  // A single-key fetch whose stored copy has validators asks the origin conditionally.
+  bool ask_conditionally(origin::Origin& origin, std::span<const std::string_view> argv,
+                         origin::FetchCallback& done);
+  // A 304 stands for the copy revalidate() was asked about; false when none was.
+  bool resolve_not_modified(origin::FetchResult& result, origin::ResponseCaching& caching);
   // Ends the key's flight (after anything to store was stored) and wakes its waiters.
   void finish_key(KeyFetch& key, FlightResult result);
   void refetch_after_invalidation(const KeyFetch& key);
@@ -97,6 +108,11 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   std::chrono::nanoseconds delay_{0};
   std::vector<std::string> delayed_argv_;
   std::optional<boost::asio::steady_timer> delay_timer_;
+  std::uint64_t tag_generation_ = 0;  // TagEpochs::generation() when the fetch began
+  // The stored copy a conditional request asked about: what a 304 answers with.
+  std::optional<std::string> revalidated_value_;
+  std::vector<std::string> revalidated_tags_;
+  std::string revalidated_validators_;
 };
 
 }  // namespace corral::stampede

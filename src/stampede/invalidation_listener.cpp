@@ -31,13 +31,28 @@ constexpr std::string_view kConnectionName = "corral-tracking";
 
 std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   std::vector<std::string> prefixes;
+  bool tagged = false;
   for (const auto& policy : policies.settings) {
     // Fleet mode keeps http values in Redis too: a refresh by another process lands there.
     if (policy.origin == config::OriginKind::redis || policy.shared) {
       prefixes.push_back(policy.prefix);
     }
+    tagged = tagged || policy.origin == config::OriginKind::http;
   }
+  if (!tagged) return prefixes;
+  // Tag purges of any process of the fleet (CORRAL.INVALIDATE TAG INCRs the tag's key). Redis
+  // refuses overlapping BCAST prefixes: a policy prefix covering the tag keys ("corral:") already
+  // brings their invalidations, and one under it ("corral:tag:x") is covered by the tag prefix.
+  const auto covers_tags = [](const std::string& p) { return kTagKeyPrefix.starts_with(p); };
+  if (std::any_of(prefixes.begin(), prefixes.end(), covers_tags)) return prefixes;
+  std::erase_if(prefixes, [](const std::string& p) { return p.starts_with(kTagKeyPrefix); });
+  prefixes.emplace_back(kTagKeyPrefix);
   return prefixes;
+}
+
+bool tracks_tags(const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [](const std::string& p) { return kTagKeyPrefix.starts_with(p); });
 }
 
 // One connection per session, never reconnecting by itself: run() owns the backoff, and a new
@@ -182,6 +197,8 @@ void InvalidationListener::apply(std::string_view message,
     return;
   }
   for (const auto& key : keys.elements) {
+    // A tag key is a purge; it may also be cached under a policy whose prefix covers it.
+    if (const auto tag = tag_of_key(key.text)) runtime_.tags().purge(*tag);
     runtime_.invalidate_key(key.text, InvalidationSource::tracking);
     runtime_.fleet_wakeups().notify(key.text);
     if (invalidated_) invalidated_(key.text);
@@ -189,7 +206,10 @@ void InvalidationListener::apply(std::string_view message,
 }
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
+  // Purges announced while nobody tracked went unseen: every tagged entry goes.
+  if (tracks_tags(prefixes)) runtime_.tags().purge_all();
   for (const auto& prefix : prefixes) {
+    if (prefix == kTagKeyPrefix) continue;  // holds no cached key, only purge counts
     runtime_.invalidate_prefix(prefix, InvalidationSource::tracking);
   }
 }

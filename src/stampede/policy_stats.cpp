@@ -82,6 +82,16 @@ DurationHistogram::Snapshot DurationHistogram::snapshot() const {
   return out;
 }
 
+std::string_view to_string(RevalidationResult result) {
+  return result == RevalidationResult::not_modified ? "not_modified" : "modified";
+}
+
+std::array<std::uint64_t, kRevalidationResults> PolicyStats::revalidations() const {
+  std::array<std::uint64_t, kRevalidationResults> out{};
+  for (std::size_t i = 0; i < kRevalidationResults; ++i) out[i] = load(revalidations_[i]);
+  return out;
+}
+
 void PolicyStats::origin_request(std::chrono::nanoseconds d, bool failed) {
   add(origin_requests_);
   if (failed) add(origin_errors_);

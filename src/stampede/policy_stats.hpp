@@ -28,6 +28,12 @@ enum class StaleReason : std::uint8_t { grace, stale_if_error };
 inline constexpr std::size_t kStaleReasons = 2;
 std::string_view to_string(StaleReason reason);
 
+// A conditional request to an HTTP origin (the stored copy had an ETag or Last-Modified): 304
+// renewed the copy, or the origin sent a new body.
+enum class RevalidationResult : std::uint8_t { not_modified, modified };
+inline constexpr std::size_t kRevalidationResults = 2;
+std::string_view to_string(RevalidationResult result);
+
 // Reads of a versioned policy by the version they were resolved to, in a few slots (version
 // modulo kVersionSlots) so the label set stays bounded: the current version and the ones just
 // before it. A slot taken over by a newer version starts again from zero.
@@ -106,6 +112,10 @@ class PolicyStats {
   void version_fallback() { add(version_fallbacks_); }
   void stale_serve(StaleReason reason) { stale_serves_.add(static_cast<std::size_t>(reason)); }
   void version_read(std::uint64_t version);
+  void revalidation(RevalidationResult result) {
+    add(revalidations_[static_cast<std::size_t>(result)]);
+  }
+  std::array<std::uint64_t, kRevalidationResults> revalidations() const;
   void invalidation(InvalidationSource source, std::uint64_t n = 1) {
     add(invalidations_[static_cast<std::size_t>(source)], n);
   }
@@ -139,6 +149,7 @@ class PolicyStats {
   std::atomic<std::uint64_t> version_fallbacks_{0};
   std::array<std::atomic<std::uint64_t>, kInvalidationSources> invalidations_{};
   ThreadCounters<kStaleReasons> stale_serves_;
+  std::array<std::atomic<std::uint64_t>, kRevalidationResults> revalidations_{};
   struct VersionSlot {
     std::atomic<std::uint64_t> version{0};
     std::atomic<std::uint64_t> reads{0};

@@ -66,6 +66,14 @@ class OriginServer(Proc):
     def headers(self, path):
         return self.stats()["headers"].get(path, {})
 
+    def not_modified(self, path):
+        """304s sent for `path` (conditional requests whose validator matched)."""
+        return self.stats()["not_modified"].get(path, 0)
+
+    def full(self, path):
+        """200s with a body sent for `path`."""
+        return self.stats()["full"].get(path, 0)
+
 
 class OriginStack:
     """An HTTP origin, then redis-server + corral whose policies (built by `policies(origin)`) may

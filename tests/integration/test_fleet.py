@@ -2,7 +2,9 @@
 # Fleet mode (`shared: true`): three Corral processes on one redis-server and one HTTP origin.
 # One origin fetch per expiry across the fleet under 300 concurrent clients, takeover after a
 # refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
-# shared negative answer and the shared XFetch metadata.
+# shared negative answer and the shared XFetch metadata; a tag purge sent to one process reaches
+# the local caches of all three; the shared copy takes Cache-Control freshness and keeps the
+# validators, so another process revalidates it (304); a tag purge reaches the shared copy too.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
 import json
 import os
@@ -32,6 +34,12 @@ def fleet_config(origin_port):
                        "timeout": "5s", "retries": 0},
             "ttl": "%dms" % int(TTL_S * 1000), "grace": "30s", "beta": 0, "jitter": 0,
             "negative_ttl": "30s", "shared": True, "lock_ttl": LOCK_TTL, "wait_timeout": "8s",
+        }, {
+            # Each process caches these on its own (no shared copy): tag purges must still
+            # reach every process.
+            "prefix": "tagged:",
+            "origin": {"http": "http://127.0.0.1:%d/tagged/{suffix}" % origin_port},
+            "ttl": "60s", "beta": 0, "jitter": 0,
         }],
         "upstream": {"command_timeout": "5s"},
     }
@@ -358,6 +366,90 @@ def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     reply = get(fleet.corrals[0], "feat:down")
     harness.is_err(reply, "ERR", "a 503 without a stale copy")
     eq(fleet.direct().exists("{feat:down}:corral:lock"), 0, "the lock is released at once")
+
+
+@suite.test(corral_only=True)
+def the_shared_copy_takes_max_age_from_the_origin(fleet):
+    path = "/features/ma"
+    fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Cache-Control": "max-age=5"}}})
+    eq(get(fleet.corrals[0], "feat:ma"), b"v1", "first GET")
+    time.sleep(TTL_S + 0.3)  # past the policy's 1s ttl, well within max-age=5
+    for corral in fleet.corrals:
+        eq(get(corral, "feat:ma"), b"v1", "GET on %s" % corral.name)
+    time.sleep(0.3)  # a background refresh, if one had started, would have reached the origin
+    eq(origin_count(fleet, path), 1, "no refresh: the shared copy is fresh for max-age")
+    pttl = fleet.direct().pttl("feat:ma")
+    check(2500 < pttl <= 5000, "the plain key lives for max-age (PTTL %d ms)" % pttl)
+
+
+@suite.test(corral_only=True)
+def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
+    path = "/features/et"
+    fleet.origin.control(paths={path: {"body": "same", "etag": '"e7"'}})
+    eq(get(fleet.corrals[0], "feat:et"), b"same", "first GET, on corral0")
+    eq(fleet.direct().hget("{feat:et}:corral:shadow", "val"), b'"e7"\n', "validators in the shadow")
+    time.sleep(TTL_S + 0.3)  # stale: corral1 has never fetched it, yet knows its ETag from Redis
+    eq(get(fleet.corrals[1], "feat:et"), b"same", "GET on corral1 in grace")
+    harness.wait_until(lambda: fleet.origin.not_modified(path) == 1, 5.0,
+                       what="corral1's conditional refresh answered 304")
+    eq(fleet.origin.full(path), 1, "one full download in all")
+    eq(fleet.origin.headers(path).get("if-none-match"), '"e7"', "If-None-Match sent")
+    harness.wait_until(lambda: fleet.direct().pttl("feat:et") > 500, 5.0,
+                       what="the 304 renewed the shared copy's freshness")
+    check(metric_total(fleet, "corral_origin_revalidations_total", policy="feat:",
+                       result="not_modified") == 1, "revalidations{result=not_modified} = 1")
+
+
+@suite.test(corral_only=True)
+def a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
+    path = "/features/tg"
+    fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Surrogate-Key": "grp"}}})
+    for corral in fleet.corrals:
+        eq(get(corral, "feat:tg"), b"v1", "GET on %s" % corral.name)
+    eq(origin_count(fleet, path), 1, "one fetch for the fleet")
+    eq(fleet.direct().hget("{feat:tg}:corral:shadow", "tags"), b"grp 0\n",
+       "the shared copy records its tag and the tag's purge count")
+    r = Raw(fleet.corrals[2].port)
+    try:
+        eq(r.call("CORRAL.INVALIDATE", "TAG", "grp"), b"OK", "CORRAL.INVALIDATE TAG on corral2")
+    finally:
+        r.close()
+    for corral in fleet.corrals:
+        harness.wait_until(lambda: get(corral, "feat:tg") == b"v2", 5.0,
+                           what="%s serving the refetched value" % corral.name)
+    eq(origin_count(fleet, path), 2, "one refetch for the whole fleet")
+
+
+@suite.test(corral_only=True)
+def a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
+    fleet.origin.control(paths={
+        "/tagged/a": {"body": "a{n}", "headers": {"Surrogate-Key": "team-red"}},
+        "/tagged/b": {"body": "b{n}", "headers": {"Surrogate-Key": "team-blue"}}})
+    for corral in fleet.corrals:
+        eq(get(corral, "tagged:a"), b"a%d" % (fleet.corrals.index(corral) + 1), "first GET")
+        get(corral, "tagged:b")
+    eq(origin_count(fleet, "/tagged/a"), 3, "one fetch per process")
+    for corral in fleet.corrals:
+        check(get(corral, "tagged:a").startswith(b"a"), "cached")
+    eq(origin_count(fleet, "/tagged/a"), 3, "the second round was served from the caches")
+
+    r = Raw(fleet.corrals[0].port)
+    try:
+        eq(r.call("CORRAL.INVALIDATE", "TAG", "team-red"), b"OK", "CORRAL.INVALIDATE TAG")
+    finally:
+        r.close()
+    eq(get(fleet.corrals[0], "tagged:a"), b"a4", "the purging process refetches at once")
+
+    def all_refetched():
+        for corral in fleet.corrals[1:]:
+            get(corral, "tagged:a")
+        return origin_count(fleet, "/tagged/a") == 6
+    harness.wait_until(all_refetched, 5.0, what="the other two processes refetching tagged:a")
+    eq(origin_count(fleet, "/tagged/b"), 3, "the other tag's entries stayed cached")
+    for corral in fleet.corrals:
+        get(corral, "tagged:b")
+    eq(origin_count(fleet, "/tagged/b"), 3, "still cached after the purge")
+    eq(fleet.direct().get("corral:tag:{team-red}"), b"1", "the tag's epoch key in Redis")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -21,6 +22,7 @@
 #include "resp/reply_constants.hpp"
 #include "stampede/core/ewma.hpp"
 #include "stampede/core/jitter.hpp"
+#include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_scripts.hpp"
 #include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy_stats.hpp"
@@ -66,6 +68,7 @@ struct FleetOrigin::Shared {
   std::shared_ptr<PolicyStats> stats;
   const cache::Clock& clock;
   FleetWakeups& wakeups;
+  TagEpochs* tags;  // null: tags are not kept with shared copies
   std::string token_prefix = random_token_prefix();
   std::uint64_t tokens = 0;
 
@@ -92,6 +95,7 @@ struct Answer {
   std::string reply;
   std::chrono::nanoseconds duration{0};
   std::optional<origin::SharedLifetime> lifetime;
+  std::optional<origin::ResponseCaching> caching;  // what an http origin's headers said
 };
 
 // One fetch or refresh of one key, as one coroutine; the coroutine owns it.
@@ -113,7 +117,11 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         [self = shared_from_this()]() -> awaitable<void> {
           const Answer answer = co_await self->fetch_or_refresh();
           const auto done = std::move(self->done_);
-          if (done) done({answer.outcome, answer.reply, answer.duration, answer.lifetime});
+          if (!done) co_return;
+          origin::FetchResult result{answer.outcome, answer.reply, answer.duration,
+                                     answer.lifetime};
+          result.caching = answer.caching;
+          done(result);
         },
         asio::detached);
   }
@@ -124,7 +132,12 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     if (mode_ == Mode::miss) {
       const auto state = co_await read();
       if (!state) co_return fail(read_error_);
-      if (state->fresh() || in_grace(*state)) co_return answer(*state, false);
+      if (state->fresh() || in_grace(*state)) {
+        const bool purged = co_await tag_purged(*state);
+        // A purged copy is refetched even though it looks fresh: no freshness check.
+        if (!purged) co_return answer(*state, false);
+        fresher_than = kNoCheck;
+      }
     } else if (mode_ == Mode::early) {
       // XFetch refreshes within the last half of a TTL at most: more left means refreshed.
       fresher_than = shared_->policy.ttl / 2;
@@ -144,7 +157,9 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       if (locked.reply == ":2\r\n") {  // refreshed by another process since our copy went stale
         const auto state = co_await read();
         if (!state) co_return fail(read_error_);
-        if (state->has_value) co_return answer(*state, false);
+        bool purged = false;
+        if (state->has_value) purged = co_await tag_purged(*state);
+        if (state->has_value && !purged) co_return answer(*state, false);
         fresher_than = kNoCheck;
         continue;
       }
@@ -235,14 +250,53 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       release();
       co_return fail("ERR corral: the policy's origin was replaced by a reload");
     }
-    const Answer fetched = co_await fetch_from(*inner);
+    // The shadow's validators, whichever process stored them: a 304 renews the shared copy.
+    if (!last_state_) {
+      const auto state = co_await read();
+      if (!state) {
+        release();
+        co_return fail(read_error_);
+      }
+    }
+    const bool conditional = last_state_->has_value && !last_state_->nil && !last_state_->deleted &&
+                             !last_state_->validators.empty();
+    // Named, not temporaries: g++ 12 miscompiles temporaries inside co_await operands.
+    const std::string validators = conditional ? last_state_->validators : std::string();
+    if (shared_->tags) tag_generation_ = shared_->tags->generation();
+    Answer fetched = co_await fetch_from(*inner, validators);
     origin_duration_ = fetched.duration;
     if (fetched.outcome == origin::Outcome::failure ||
         fetched.outcome == origin::Outcome::error_reply) {
       release();
-      co_return Answer{fetched.outcome, fetched.reply, elapsed(), std::nullopt};
+      co_return Answer{fetched.outcome, fetched.reply, elapsed(), std::nullopt, std::nullopt};
     }
     const bool nil = fetched.outcome == origin::Outcome::nil;
+    auto& caching = fetched.caching;
+    if (caching && caching->not_modified && caching->tags.empty()) {
+      // A 304 may leave out the tags: the copy it renews keeps its own.
+      for (const auto& tag : last_state_->tags) caching->tags.push_back(tag.tag);
+    }
+    if (conditional) {
+      const bool same = caching && caching->not_modified;
+      shared_->stats->revalidation(same ? RevalidationResult::not_modified
+                                        : RevalidationResult::modified);
+    }
+    if (caching && caching->not_modified) {
+      // Answered here: the engine above gets the renewed value like any other.
+      caching->not_modified = false;
+      std::string renewed = last_state_->value;
+      Answer written = co_await write(std::move(renewed), false, std::move(caching));
+      co_return written;
+    }
+    if (caching && !caching->store) {
+      // no-store / private: answered, never written (the engine keeps no local copy either).
+      release();
+      auto answer = value_answer(
+          text_of(fetched.reply), nil,
+          {milliseconds(0), milliseconds(0), duration_cast<milliseconds>(delta_), true});
+      answer.caching = std::move(caching);
+      co_return answer;
+    }
     std::string value;
     if (!nil) {
       const auto decoded = resp::decode_reply(fetched.reply);
@@ -252,10 +306,18 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       }
       value = decoded->text;
     }
-    co_return co_await write(std::move(value), nil);
+    Answer written = co_await write(std::move(value), nil, std::move(caching));
+    co_return written;
   }
 
-  awaitable<Answer> fetch_from(origin::Origin& inner) {
+  // The bytes of a bulk reply (what the shared copy stores), or the reply itself.
+  static std::string text_of(std::string_view reply) {
+    const auto decoded = resp::decode_reply(reply);
+    if (decoded && decoded->type == resp::Reply::Type::bulk) return decoded->text;
+    return std::string(reply);
+  }
+
+  awaitable<Answer> fetch_from(origin::Origin& inner, const std::string& validators) {
     // Shared with the callback: an origin may call back late, or never (shutdown).
     struct Pending {
       explicit Pending(const asio::any_io_executor& executor) : answered(executor) {}
@@ -264,19 +326,46 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     };
     const auto pending = std::make_shared<Pending>(shared_->executor);
     const auto argv = view();
-    inner.fetch(argv, [pending](const origin::FetchResult& result) {
+    auto answered = [pending](const origin::FetchResult& result) {
       pending->fetched = {result.outcome, std::string(result.reply), result.duration,
-                          result.lifetime};
+                          result.lifetime, result.caching};
       pending->answered.notify();
-    });
+    };
+    if (validators.empty()) {
+      inner.fetch(argv, std::move(answered));
+    } else {
+      inner.revalidate(argv, origin::FetchReason::miss, validators, std::move(answered));
+    }
     co_await pending->answered.wait();
     co_return std::move(pending->fetched);
   }
 
   // The fenced write of value + shadow + metadata; answers with what the client should get.
-  awaitable<Answer> write(std::string value, bool nil) {
+  // The shared copy takes the response's freshness (Cache-Control / Expires) and validators;
+  // grace and stale_if_error stay the policy's, which every process's reads assume.
+  awaitable<Answer> write(std::string value, bool nil,
+                          std::optional<origin::ResponseCaching> caching) {
     const auto& p = shared_->policy;
-    const auto lifetime = entry_lifetime(p, nil, cache::thread_random());
+    auto lifetime = entry_lifetime(p, nil, cache::thread_random());
+    if (caching && caching->fresh_for) lifetime.ttl = *caching->fresh_for;
+    const std::string validators = caching ? caching->validators : std::string();
+    std::string tags;
+    if (caching && !caching->tags.empty() && shared_->tags) {
+      if (shared_->tags->purged_after(caching->tags, tag_generation_)) {
+        // Purged while the origin answered: the answer may predate the purge; not written.
+        release();
+        const origin::SharedLifetime unstored{milliseconds(0), milliseconds(0), smoothed_delta(),
+                                              true};
+        auto answer = value_answer(value, nil, unstored);
+        answer.caching = std::move(caching);
+        co_return answer;
+      }
+      const auto counts = co_await tag_counts(caching->tags);
+      std::vector<fleet::TagCount> recorded;
+      for (std::size_t i = 0; i < counts.size(); ++i)
+        recorded.push_back({caching->tags[i], counts[i]});
+      tags = fleet::encode_tags(recorded);
+    }
     const auto fresh = std::max(milliseconds(1), duration_cast<milliseconds>(lifetime.ttl));
     const auto keep = nil ? fresh : fresh + std::max(p.grace, p.stale_if_error);
     const auto delta = duration_cast<milliseconds>(
@@ -284,14 +373,18 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     const std::string fresh_ms = std::to_string(fresh.count());
     const std::string keep_ms = std::to_string(keep.count());
     const std::string delta_ms = std::to_string(delta.count());
-    const std::string_view args[] = {token_, value, fresh_ms, keep_ms, delta_ms, nil ? "1" : "0"};
+    const std::string_view args[] = {token_,   value,           fresh_ms,   keep_ms,
+                                     delta_ms, nil ? "1" : "0", validators, tags};
     const auto key_list = keys();
     const auto written =
         co_await upstream::call(shared_->connection(), fleet::write_script(), key_list, args);
     const auto grace = nil ? milliseconds(0) : p.grace;
     const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
-    if (written.ok() && written.reply == resp::kReplyOne)
-      co_return value_answer(value, nil, stored);
+    if (written.ok() && written.reply == resp::kReplyOne) {
+      auto answer = value_answer(value, nil, stored);
+      answer.caching = std::move(caching);  // its tags: the local copy is purged with them
+      co_return answer;
+    }
     if (!written.ok() || written.reply != resp::kReplyZero) {
       // Redis refused or lost the write (OOM, READONLY ...): what we fetched is still the
       // origin's answer. The lock goes, so others need not wait for it to expire.
@@ -322,7 +415,57 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       co_return std::nullopt;
     }
     if (state->delta.count() > 0) delta_ = state->delta;
+    last_state_ = state;
     co_return state;
+  }
+
+  // Whether a tag of the shared copy was purged since it was written: its recorded count is
+  // below the tag key's current one.
+  awaitable<bool> tag_purged(const fleet::SharedState& state) {
+    if (!shared_->tags || state.tags.empty()) co_return false;
+    std::vector<std::string> names;
+    for (const auto& tag : state.tags) names.push_back(tag.tag);
+    const auto counts = co_await tag_counts(names);
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] > state.tags[i].count) co_return true;
+    }
+    co_return false;
+  }
+
+  // The current purge counts of `tags`: as this process knows them (kept current by the
+  // tracking invalidation every purge's INCR produces), else read from Redis once and kept.
+  awaitable<std::vector<std::uint64_t>> tag_counts(const std::vector<std::string>& tags) {
+    std::vector<std::uint64_t> counts(tags.size(), 0);
+    std::vector<std::size_t> unknown;
+    for (std::size_t i = 0; i < tags.size(); ++i) {
+      if (const auto known = shared_->tags->known_count(tags[i])) {
+        counts[i] = *known;
+      } else {
+        unknown.push_back(i);
+      }
+    }
+    if (unknown.empty()) co_return counts;
+    const auto since = shared_->tags->generation();
+    std::vector<std::string> keys;
+    for (const auto i : unknown) keys.push_back(tag_key(tags[i]));
+    std::vector<std::string_view> mget{"MGET"};
+    for (const auto& key : keys) mget.push_back(key);
+    const auto reply = co_await upstream::call(shared_->connection(), mget);
+    const auto decoded = reply.ok() ? resp::decode_reply(reply.reply) : std::nullopt;
+    if (!decoded || decoded->type != resp::Reply::Type::array ||
+        decoded->elements.size() != unknown.size()) {
+      co_return counts;  // unknown counts read as 0: a copy is not refused for Redis's failure
+    }
+    for (std::size_t j = 0; j < unknown.size(); ++j) {
+      const auto& element = decoded->elements[j];
+      std::uint64_t count = 0;
+      if (element.type == resp::Reply::Type::bulk) {
+        std::from_chars(element.text.data(), element.text.data() + element.text.size(), count);
+      }
+      counts[unknown[j]] = count;
+      shared_->tags->remember_count(tags[unknown[j]], count, since);
+    }
+    co_return counts;
   }
 
   awaitable<upstream::CallResult> lock(milliseconds fresher_than) {
@@ -365,8 +508,16 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   Answer answer(const fleet::SharedState& state, bool fetched) {
     delta_ = state.delta;
     origin::SharedLifetime lifetime{state.fresh_for, usable_for(state), state.delta, fetched};
-    return value_answer(state.value, state.nil, lifetime);
+    auto out = value_answer(state.value, state.nil, lifetime);
+    if (!state.tags.empty()) {
+      // The local copy carries the tags too, so a purge drops it from this process's memory.
+      out.caching.emplace();
+      for (const auto& tag : state.tags) out.caching->tags.push_back(tag.tag);
+    }
+    return out;
   }
+
+  milliseconds smoothed_delta() const { return duration_cast<milliseconds>(delta_); }
 
   Answer value_answer(std::string_view value, bool nil, const origin::SharedLifetime& lifetime) {
     std::string reply;
@@ -376,11 +527,11 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       resp::append_bulk(reply, value);
     }
     return {nil ? origin::Outcome::nil : origin::Outcome::value, std::move(reply), elapsed(),
-            lifetime};
+            lifetime, std::nullopt};
   }
 
   Answer fail(std::string_view error) {
-    return {origin::Outcome::failure, std::string(error), elapsed(), std::nullopt};
+    return {origin::Outcome::failure, std::string(error), elapsed(), std::nullopt, std::nullopt};
   }
 
   std::chrono::nanoseconds elapsed() const {
@@ -405,6 +556,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   std::string read_error_;
   asio::steady_timer* wake_timer_ = nullptr;  // set while wait_for_holder runs
   bool woken_ = false;
+  std::optional<fleet::SharedState> last_state_;  // the shared copy as last read
+  std::uint64_t tag_generation_ = 0;  // TagEpochs::generation() before asking the origin
 };
 
 }  // namespace
@@ -412,10 +565,10 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
 FleetOrigin::FleetOrigin(const asio::any_io_executor& executor,
                          std::shared_ptr<origin::Origin> inner, upstream::Pool& pool, int database,
                          const config::PolicySettings& policy, std::shared_ptr<PolicyStats> stats,
-                         const cache::Clock& clock, FleetWakeups& wakeups)
+                         const cache::Clock& clock, FleetWakeups& wakeups, TagEpochs* tags)
     : inner_(std::move(inner)),
       shared_(std::make_shared<Shared>(
-          Shared{executor, pool, database, policy, std::move(stats), clock, wakeups})) {}
+          Shared{executor, pool, database, policy, std::move(stats), clock, wakeups, tags})) {}
 
 FleetOrigin::~FleetOrigin() = default;
 

@@ -20,6 +20,7 @@ namespace corral::stampede {
 
 class PolicyStats;
 class FleetWakeups;
+class TagEpochs;
 
 // One per policy per io thread; fetch()/refresh() on that thread only.
 //   fetch (a local miss): read the shared copy; fresh or in grace -> that is the answer (with the
@@ -29,11 +30,14 @@ class FleetWakeups;
 //     its token and releases; a loser waits until the winner's write lands (woken by its tracking
 //     invalidation through `wakeups`, with a slow poll of the shared copy as the fallback) or the
 //     lock goes (then it takes over), bounded by twice the lock TTL.
+// With `tags`, a shared copy records the purge count of each of its tags and one whose tag was
+// purged since (CORRAL.INVALIDATE TAG INCRs the count) is refetched rather than served.
 class FleetOrigin final : public origin::Origin {
  public:
   FleetOrigin(const boost::asio::any_io_executor& executor, std::shared_ptr<origin::Origin> inner,
               upstream::Pool& pool, int database, const config::PolicySettings& policy,
-              std::shared_ptr<PolicyStats> stats, const cache::Clock& clock, FleetWakeups& wakeups);
+              std::shared_ptr<PolicyStats> stats, const cache::Clock& clock, FleetWakeups& wakeups,
+              TagEpochs* tags = nullptr);
   ~FleetOrigin() override;
 
   std::string_view name() const override { return inner_->name(); }

@@ -17,9 +17,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // A value is fresh while its soft expiry is ahead and the plain key still holds it.
 constexpr std::string_view kRead = R"(
-local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil')
+local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil', 'val', 'tags')
 return {now, s[1], s[2], s[3], s[4], s[5], redis.call('PTTL', KEYS[2]),
-        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3])})";
+        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3]), s[6], s[7]})";
 
 constexpr std::string_view kLock = R"(
 local min_left = tonumber(ARGV[3])
@@ -44,7 +44,7 @@ else
 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'v', ARGV[2], 'stored', now, 'delta', ARGV[5],
-           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6])
+           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6], 'val', ARGV[7], 'tags', ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('DEL', KEYS[3])
 return 1)";
@@ -72,6 +72,34 @@ std::int64_t number(const resp::Reply& reply) {
 
 }  // namespace
 
+std::string encode_tags(const std::vector<TagCount>& tags) {
+  std::string out;
+  for (const auto& [tag, count] : tags) {
+    out += tag;
+    out += ' ';
+    out += std::to_string(count);
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<TagCount> decode_tags(std::string_view text) {
+  std::vector<TagCount> out;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const auto line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    const auto space = line.rfind(' ');
+    if (space == std::string_view::npos) continue;
+    std::uint64_t count = 0;
+    const auto digits = line.substr(space + 1);
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+    if (ec != std::errc() || ptr != digits.data() + digits.size()) continue;
+    out.push_back({std::string(line.substr(0, space)), count});
+  }
+  return out;
+}
+
 FleetKeys::FleetKeys(std::string_view user_key)
     : plain(user_key),
       shadow(upstream::companion_key(user_key, "corral:shadow")),
@@ -96,7 +124,9 @@ const upstream::Script& release_script() {
 
 std::optional<SharedState> parse_state(std::string_view bytes) {
   const auto reply = resp::decode_reply(bytes);
-  if (!reply || reply->type != resp::Reply::Type::array || reply->elements.size() != 9) {
+  // Nine or ten elements: the reply of an older read script (no 'val' or 'tags' field read).
+  if (!reply || reply->type != resp::Reply::Type::array || reply->elements.size() < 9 ||
+      reply->elements.size() > 11) {
     return std::nullopt;
   }
   const auto& e = reply->elements;
@@ -111,6 +141,8 @@ std::optional<SharedState> parse_state(std::string_view bytes) {
   state.shadow_for = milliseconds(std::max<std::int64_t>(0, number(e[6])));
   const bool plain_exists = number(e[7]) == 1;
   state.lock_for = milliseconds(std::max<std::int64_t>(0, number(e[8])));
+  if (e.size() >= 10 && e[9].type == resp::Reply::Type::bulk) state.validators = e[9].text;
+  if (e.size() == 11 && e[10].type == resp::Reply::Type::bulk) state.tags = decode_tags(e[10].text);
   const std::int64_t soft = number(e[4]);
   if (state.has_value && (plain_exists || state.nil) && soft > now) {
     state.fresh_for = milliseconds(soft - now);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "upstream/script.hpp"
 
@@ -21,17 +22,28 @@ struct FleetKeys {
 };
 
 // KEYS plain shadow lock -> {now_ms, value, stored_ms, delta_ms, soft_ms, nil, shadow_pttl,
-// plain_exists, lock_pttl}
+// plain_exists, lock_pttl, validators, tags}
 const upstream::Script& read_script();
 // KEYS plain shadow lock, ARGV token lock_ttl_ms min_left_ms -> 1 won, 0 held, 2 already fresh:
 // the shared copy has more than min_left_ms of freshness left, so someone refreshed since the
 // caller's copy went stale (min_left 0) or was refreshed early (min_left ttl/2). -1: no check.
 const upstream::Script& lock_script();
-// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil -> 1 written (and the
-// lock released), 0 fenced: the lock is no longer this token's, nothing written.
+// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil validators tags -> 1
+// written (and the lock released), 0 fenced: the lock is no longer this token's, nothing written.
+// `validators` (an http origin's ETag / Last-Modified, may be empty) let any process revalidate;
+// `tags` (encode_tags) record the purge count of each of the value's tags when it was fetched.
 const upstream::Script& write_script();
 // KEYS lock, ARGV token -> 1 released, 0 not ours (compare-and-delete).
 const upstream::Script& release_script();
+
+// A tag of a shared copy and its key's value in Redis (its purge count) when the copy was fetched:
+// a larger count now means the copy was purged.
+struct TagCount {
+  std::string tag;
+  std::uint64_t count = 0;
+};
+std::string encode_tags(const std::vector<TagCount>& tags);  // "tag count\n" per tag
+std::vector<TagCount> decode_tags(std::string_view text);    // skips malformed lines
 
 // A decoded read_script reply.
 struct SharedState {
@@ -44,6 +56,8 @@ struct SharedState {
   bool nil = false;                       // the origin said "not found"
   bool deleted = false;                   // the plain key was deleted before its expiry
   std::string value;                      // the raw value (not RESP encoded)
+  std::string validators;                 // origin::ResponseCaching::validators of the value
+  std::vector<TagCount> tags;             // the value's tags with their purge counts
 
   bool fresh() const { return has_value && fresh_for.count() > 0; }
 };

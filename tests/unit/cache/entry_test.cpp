@@ -80,7 +80,8 @@ TEST_CASE("state names", "[entry]") {
 TEST_CASE("per-entry overhead stays under 100 bytes", "[entry]") {
   STATIC_REQUIRE(sizeof(detail::Node) == 64);
   STATIC_REQUIRE(kEntryOverhead < 100);
-  // Reported for the record (the Entry snapshot is what lookups copy out, not what is stored).
+  // Reported for the record (the Entry snapshot is what lookups copy out, not what is stored:
+  // its meta string costs the stored node nothing unless an entry has meta bytes).
   INFO("sizeof(Entry) = " << sizeof(Entry));
-  CHECK(sizeof(Entry) <= 96);
+  CHECK(sizeof(Entry) <= 128);
 }

@@ -269,3 +269,26 @@ TEST_CASE("variants and empty parts are distinct keys", "[store]") {
   CHECK(store.invalidate("") == 1);
   CHECK(store.lookup({"GET", ""}, clock.now()));
 }
+
+TEST_CASE("an entry's meta bytes are stored, charged and replaced with it", "[store]") {
+  ManualClock clock;
+  Store store = make_store();
+  const CacheKey key{"page:1", "GET"};
+  Entry entry = make_entry(clock, "$2\r\nhi\r\n");
+  REQUIRE(store.store(key, entry) == StoreResult::stored);
+  const auto bytes_without = store.bytes();
+  CHECK(store.lookup(key, clock.now())->meta.empty());
+
+  entry.meta = std::string("0 0 3\nabc", 9) + "tag\n";
+  REQUIRE(store.store(key, entry) == StoreResult::stored);
+  const auto found = store.lookup(key, clock.now());
+  REQUIRE(found);
+  CHECK(found->meta == entry.meta);
+  CHECK(found->value == "$2\r\nhi\r\n");
+  CHECK(store.bytes() == bytes_without + 4 + entry.meta.size());  // its length field and bytes
+
+  entry.meta.clear();
+  REQUIRE(store.store(key, entry) == StoreResult::stored);
+  CHECK(store.lookup(key, clock.now())->meta.empty());
+  CHECK(store.bytes() == bytes_without);
+}

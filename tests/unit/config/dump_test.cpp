@@ -40,6 +40,8 @@ policies:
   CHECK(contains(text, "max_memory: 256mb"));
   CHECK(contains(text, "writes: refuse"));
   CHECK(contains(text, "X-Client: corral"));
+  CHECK(contains(text, "cache_control: honor"));
+  CHECK(contains(text, "max_ttl: 50m"));  // the default: ten times the policy's ttl
   CHECK(contains(text, "commands: [GET, MGET]"));
   for (const char* secret : {"hunter2", "clientpw", "tok", ": k\n"}) {
     INFO(secret);

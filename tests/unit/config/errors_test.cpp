@@ -159,6 +159,14 @@ TEST_CASE("origin and versioned errors", "[config][errors]") {
        "t.yaml:5: policies[0].origin.timeout: must be > 0"},
       {"\npolicies:\n  - prefix: a\n    origin:\n      http: http://h/{key}\n      retries: 11",
        "t.yaml:5: policies[0].origin.retries: must be <= 10"},
+      {"\npolicies:\n  - prefix: a\n    origin:\n      http: http://h/{key}\n"
+       "      cache_control: obey",
+       "t.yaml:5: policies[0].origin.cache_control: expected one of: honor, ignore"},
+      {"\npolicies:\n  - prefix: a\n    ttl: 10s\n    origin:\n      http: http://h/{key}\n"
+       "      max_ttl: 5s",
+       "t.yaml:6: policies[0].origin.max_ttl: must be >= the policy's ttl (10s)"},
+      {"\npolicies:\n  - prefix: a\n    origin:\n      http: http://h/{key}\n      max_ttl: 0",
+       "t.yaml:5: policies[0].origin.max_ttl: must be > 0"},
       {"\npolicies:\n  - prefix: a\n    origin:\n      http: http://h/{key}\n      max_body: big",
        "t.yaml:5: policies[0].origin.max_body: expected a size like 64kb, 512mb, 1gb"},
       {"\npolicies:\n  - prefix: a\n    origin:\n      http: http://h/{key}\n      headers: [a]",

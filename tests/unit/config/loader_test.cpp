@@ -203,6 +203,23 @@ policies:
   CHECK(s.policies[1].writes == WritePolicy::passthrough);
   CHECK(s.policies[2].origin == OriginKind::redis);
   CHECK(s.policies[2].writes == WritePolicy::passthrough);
+}
+
+TEST_CASE("http caching: honored by default, max_ttl ten times the ttl", "[config][loader]") {
+  const Settings s = must_load(yaml(R"(
+policies:
+  - prefix: "a:"
+    ttl: 30s
+    origin: { http: "http://h/{key}" }
+  - prefix: "b:"
+    ttl: 30s
+    origin: { http: "http://h/{key}", cache_control: ignore, max_ttl: 1h }
+)"));
+  REQUIRE(s.policies.size() == 2);
+  CHECK(s.policies[0].http.cache_control == CacheControlMode::honor);
+  CHECK(s.policies[0].http.max_ttl == std::chrono::seconds(300));
+  CHECK(s.policies[1].http.cache_control == CacheControlMode::ignore);
+  CHECK(s.policies[1].http.max_ttl == std::chrono::hours(1));
   CHECK_FALSE(s.policies[2].versioned);
 }
 

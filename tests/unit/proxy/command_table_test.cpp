@@ -379,7 +379,7 @@ TEST_CASE("CORRAL.* admin commands", "[command_table]") {
     std::string_view name;
     int arity;
   };
-  for (Row r : {Row{"CORRAL.INFO", 2}, Row{"CORRAL.INVALIDATE", 2}, Row{"CORRAL.STATS", 1},
+  for (Row r : {Row{"CORRAL.INFO", 2}, Row{"CORRAL.INVALIDATE", -2}, Row{"CORRAL.STATS", 1},
                 Row{"CORRAL.ROLLOVER", -3}, Row{"CORRAL.PURGE", 3}}) {
     INFO(r.name);
     const CommandSpec& spec = must_find(r.name);

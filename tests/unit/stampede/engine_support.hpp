@@ -45,12 +45,40 @@ class ManualOrigin final : public origin::Origin {
   std::string_view name() const override { return "redis"; }
   void fetch(std::span<const std::string_view> argv, origin::FetchCallback done) override {
     std::lock_guard lock(mutex_);
-    calls_.push_back({{argv.begin(), argv.end()}, std::move(done)});
+    calls_.push_back({{argv.begin(), argv.end()}, std::move(done), {}});
+  }
+
+  // A conditional fetch: recorded like any other, with the validators it carried.
+  void revalidate(std::span<const std::string_view> argv, origin::FetchReason,
+                  std::string_view validators, origin::FetchCallback done) override {
+    std::lock_guard lock(mutex_);
+    calls_.push_back({{argv.begin(), argv.end()}, std::move(done), std::string(validators)});
   }
 
   std::size_t calls() const {
     std::lock_guard lock(mutex_);
     return calls_.size();
+  }
+  // The validators fetch number `call` carried (empty: an unconditional fetch).
+  std::string validators(std::size_t call) const {
+    std::lock_guard lock(mutex_);
+    return calls_.at(call).validators;
+  }
+  // Answers fetch number `call` with what an HTTP origin's headers said about it.
+  void answer_caching(std::size_t call, origin::Outcome outcome, std::string reply,
+                      origin::ResponseCaching caching) {
+    origin::FetchCallback done;
+    {
+      std::lock_guard lock(mutex_);
+      done = std::move(calls_.at(call).done);
+    }
+    REQUIRE(done);
+    asio::post(executor_, [done = std::move(done), outcome, reply = std::move(reply),
+                           caching = std::move(caching)] {
+      origin::FetchResult result{outcome, reply, std::chrono::milliseconds(100)};
+      result.caching = caching;
+      done(result);
+    });
   }
   std::vector<std::string> argv(std::size_t call) const {
     std::lock_guard lock(mutex_);
@@ -80,6 +108,7 @@ class ManualOrigin final : public origin::Origin {
   struct Call {
     std::vector<std::string> argv;
     origin::FetchCallback done;
+    std::string validators;
   };
   asio::any_io_executor executor_;
   mutable std::mutex mutex_;

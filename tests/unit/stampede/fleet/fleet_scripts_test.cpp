@@ -99,3 +99,40 @@ TEST_CASE("garbage instead of the shared state is refused", "[fleet]") {
   CHECK_FALSE(parse_state("*9\r\n:1\r\n"));
   CHECK_FALSE(parse_state(""));
 }
+
+TEST_CASE("the shared state carries the validators of the value when there are any", "[fleet]") {
+  using stampede::fleet::parse_state;
+  const auto without = state_reply("hello", 100700, 30700, 1, -2);
+  std::string with = "*10" + without.substr(2) + "$5\r\n\"e1\"\n\r\n";
+  const auto state = parse_state(with);
+  REQUIRE(state);
+  CHECK(state->validators == "\"e1\"\n");
+  CHECK(state->value == "hello");
+  std::string none = "*10" + without.substr(2) + "$-1\r\n";  // a shadow stored without any
+  REQUIRE(parse_state(none));
+  CHECK(parse_state(none)->validators.empty());
+  CHECK(parse_state(without)->validators.empty());  // nine elements: no validators read
+}
+
+TEST_CASE("a shared copy's tags and their purge counts round-trip", "[fleet]") {
+  using stampede::fleet::decode_tags;
+  using stampede::fleet::encode_tags;
+  const auto text = encode_tags({{"team-red", 3}, {"a:b", 0}});
+  CHECK(text == "team-red 3\na:b 0\n");
+  const auto back = decode_tags(text);
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].tag == "team-red");
+  CHECK(back[0].count == 3);
+  CHECK(back[1].tag == "a:b");
+  CHECK(back[1].count == 0);
+  CHECK(decode_tags("no-count\nx y\nok 7").size() == 1);  // malformed lines are skipped
+  CHECK(decode_tags("").empty());
+
+  const auto without = state_reply("hello", 100700, 30700, 1, -2);
+  const std::string with = "*11" + without.substr(2) + "$-1\r\n$5\r\nred 2\r\n";
+  const auto state = stampede::fleet::parse_state(with);
+  REQUIRE(state);
+  REQUIRE(state->tags.size() == 1);
+  CHECK(state->tags[0].tag == "red");
+  CHECK(state->tags[0].count == 2);
+}
