@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: a short libFuzzer run of the RESP parsers,
-# then unit and integration tests with ctest (FUZZ_SECONDS sets the fuzz time per target).
+# then unit and integration tests with ctest, two at a time (suites that measure timing run alone;
+# see tests/integration/CMakeLists.txt). FUZZ_SECONDS sets the fuzz time per target.
 #   --asan   also build with AddressSanitizer + UBSan and run the unit and integration tests there
 # The last lines are ctest's summary of the release build.
 set -euo pipefail
@@ -25,7 +26,7 @@ if [ "$asan" -eq 1 ]; then
   build_preset asan-ubsan
   echo "== asan-ubsan tests"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -LE fuzz || status=1
+    ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -j2 -LE fuzz || status=1
 fi
 if command -v clang++ >/dev/null 2>&1; then
   echo "== fuzz smoke (${FUZZ_SECONDS:-15}s per target)"
@@ -34,5 +35,5 @@ fi
 echo "== release build"
 build_preset release
 echo "== tests"
-ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure || status=1
+ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure -j2 || status=1
 exit $status
