@@ -80,5 +80,5 @@ policies:
   CHECK(back.upstream.max_redirects == 2);
   CHECK(back.client.allow_commands == std::vector<std::string>{"FLUSHDB"});
   CHECK(back.policies[0].prefix == "has ${braces}: and # hash");
-  CHECK(back.policies[0].versioned);
+  CHECK(back.policies[0].origin == OriginKind::http);
 }
