@@ -11,12 +11,15 @@
 #include <boost/asio/post.hpp>
 
 #include "cache/clock.hpp"
+#include "cluster_metrics.hpp"
+#include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
 #include "stampede/read_through.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
+#include "upstream/cluster_pool.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/ready_probe.hpp"
 
@@ -36,6 +39,15 @@ struct App::ThreadParts {
             io.get_executor(), pool, settings.upstream.database, kProbeInterval,
             probe_deadline(settings), info.stalled_upstreams)) {}
 
+  // On a cluster, the dispatcher routes through the thread's node connections by slot.
+  void use_cluster(asio::io_context& io, const config::Settings& settings,
+                   std::shared_ptr<upstream::Topology> topology, metrics::ThreadStats& stats) {
+    cluster_pool = std::make_unique<upstream::ClusterPool>(io.get_executor(), settings.upstream,
+                                                           std::move(topology), &stats);
+    router = std::make_unique<proxy::ClusterRouter>(*cluster_pool, settings.upstream);
+    dispatcher.set_cluster(router.get());
+  }
+
   // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
   // deadline, rarely enough to cost nothing next to client traffic.
   static constexpr std::chrono::milliseconds kProbeInterval{250};
@@ -49,6 +61,8 @@ struct App::ThreadParts {
   stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
   std::shared_ptr<upstream::ReadyProbe> probe;
+  std::unique_ptr<upstream::ClusterPool> cluster_pool;
+  std::unique_ptr<proxy::ClusterRouter> router;
 };
 
 // Process state for alerts, read at scrape time: upstream readiness (what /readyz answers) and
@@ -105,9 +119,17 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
                                                     metrics.registry());
   metrics.add_collectable(cache_->collectable());
+  if (settings_.upstream.cluster) {
+    topology_ =
+        std::make_shared<upstream::Topology>(server_.io(0).get_executor(), settings_.upstream);
+    cluster_metrics_ = make_cluster_metrics(topology_);
+    metrics.add_collectable(cluster_metrics_);
+  }
   for (int i = 0; i < server_.threads(); ++i) {
     threads_.push_back(
         std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i), info_, *cache_));
+    if (topology_)
+      threads_.back()->use_cluster(server_.io(i), settings_, topology_, metrics.thread(i));
     server_.set_handler(i, threads_.back()->dispatcher);
   }
   // The listener lives on the first io thread (started by run()); on_invalidate: refresh
@@ -123,12 +145,7 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
 App::~App() = default;
 
 void App::run() {
-  if (settings_.upstream.cluster) {
-    spdlog::warn(
-        "upstream cluster: slot routing is not implemented yet; every command goes to "
-        "the first seed, {}:{}, as to a standalone Redis",
-        settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
-  }
+  if (topology_) asio::post(server_.io(0), [topology = topology_] { topology->start(); });
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
   asio::post(first_io, [listener = listener_] { listener->start(); });
@@ -149,8 +166,9 @@ void App::run() {
     cache_->reload(fresh.policies);
     asio::post(first_io, [listener = listener_] { listener->restart(); });
   });
-  spdlog::info("upstream {}:{}", settings_.upstream.servers.front().host,
-               settings_.upstream.servers.front().port);
+  spdlog::info("upstream {} {}:{}{}", topology_ ? "cluster, seed" : "",
+               settings_.upstream.servers.front().host, settings_.upstream.servers.front().port,
+               topology_ ? fmt::format(" and {} more", settings_.upstream.servers.size() - 1) : "");
   server_.run();
 }
 

@@ -205,6 +205,8 @@ Action select(LocalCall& call) {
     resp::append_error(call.reply, "ERR value is not an integer or out of range");
   } else if (index < 0 || index >= kDatabases) {
     resp::append_error(call.reply, "ERR DB index is out of range");
+  } else if (call.settings.upstream.cluster && index != 0) {
+    resp::append_error(call.reply, "ERR SELECT is not allowed in cluster mode");  // Redis's words
   } else {
     call.client.database = static_cast<int>(index);
     resp::append_simple(call.reply, "OK");

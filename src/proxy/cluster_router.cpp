@@ -1,0 +1,189 @@
+// Cluster routing of shared-connection requests: the slot from the key specs, then one of the
+// routes of cluster_routes.hpp.
+#include "proxy/cluster_router.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "proxy/cluster_command.hpp"
+#include "proxy/cluster_merge.hpp"
+#include "proxy/cluster_scan.hpp"
+#include "resp/encoder.hpp"
+#include "upstream/key_slot.hpp"
+
+namespace corral::proxy {
+
+namespace {
+// The key step of a split command: 2 for MSET's key value pairs, else 1.
+std::size_t argument_group(const CommandSpec& row) {
+  return row.key_step > 1 ? static_cast<std::size_t>(row.key_step) : 1;
+}
+}  // namespace
+
+ClusterRouter::ClusterRouter(upstream::ClusterLinks& links,
+                             const config::UpstreamSettings& settings)
+    : links_(links), settings_(settings) {}
+
+int ClusterRouter::slot_of(const CommandSpec& row, std::span<const std::string_view> argv) {
+  key_indices(row, argv, keys_);
+  if (keys_.empty()) return -1;
+  const int slot = upstream::key_slot(argv[keys_.front()]);
+  for (std::size_t i = 1; i < keys_.size(); ++i) {
+    if (upstream::key_slot(argv[keys_[i]]) != slot) return -2;
+  }
+  return slot;
+}
+
+void ClusterRouter::send(const ClientState& client, const CommandSpec& row,
+                         std::span<const std::string_view> argv, std::string_view bytes,
+                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+  const int slot = slot_of(row, argv);
+  if (slot >= 0) return send_keyed(client, row, bytes, slot, tag, target);
+  const ClusterRouteRow* route = find_cluster_route(row.name);
+  if (slot == -2) {
+    if (route && route->route == ClusterRoute::split_by_slot)
+      return split(client, row, *route, argv, tag, target);
+    links_.counters().crossslot_refused.fetch_add(1, std::memory_order_relaxed);
+    std::string error;
+    resp::append_error(error, kErrCrossSlot);
+    return target->on_reply(tag, error);
+  }
+  const auto& primaries = links_.routes().primaries;
+  if (primaries.empty()) {
+    links_.request_refresh(upstream::RefreshReason::clusterdown);
+    return target->on_failure(tag, kErrSlotUnserved);
+  }
+  const ClusterRoute kind = route ? route->route : ClusterRoute::any_primary;
+  switch (kind) {
+    case ClusterRoute::all_primaries:
+      return fan_out(client, *route, bytes, tag, target);
+    case ClusterRoute::scan:
+      return scan(client, argv, tag, target);
+    case ClusterRoute::random_primary:
+      random_ = random_ * 6364136223846793005ull + 1442695040888963407ull;
+      return to_node(client, primaries[(random_ >> 33) % primaries.size()], bytes, tag, target);
+    default:
+      return to_node(client, primaries[client.id % primaries.size()], bytes, tag, target);
+  }
+}
+
+void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row,
+                               std::string_view bytes, int slot, std::uint64_t tag,
+                               const std::shared_ptr<upstream::ReplyTarget>& target) {
+  ClusterCommandOptions options;
+  options.slot = slot;
+  options.read_only = (row.flags & kReadOnly) != 0;
+  options.affinity = client.id;
+  options.protocol = client.protocol;
+  options.max_redirects = settings_.max_redirects;
+  options.read_from = settings_.read_from;
+  std::make_shared<ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
+}
+
+void ClusterRouter::to_node(const ClientState& client, int node, std::string_view bytes,
+                            std::uint64_t tag,
+                            const std::shared_ptr<upstream::ReplyTarget>& target) {
+  ClusterCommandOptions options;
+  options.node = node;
+  options.affinity = client.id;
+  options.protocol = client.protocol;
+  std::make_shared<ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
+}
+
+// One sub-command per slot, in the order each slot first appears; each keeps its keys' order.
+void ClusterRouter::split(const ClientState& client, const CommandSpec& row,
+                          const ClusterRouteRow& route, std::span<const std::string_view> argv,
+                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+  const std::size_t group = argument_group(row);
+  std::vector<int> slots;
+  std::vector<std::vector<std::size_t>> members;  // per part: indices into keys_
+  for (std::size_t k = 0; k < keys_.size(); ++k) {
+    const int slot = upstream::key_slot(argv[keys_[k]]);
+    const auto it = std::find(slots.begin(), slots.end(), slot);
+    if (it == slots.end()) {
+      slots.push_back(slot);
+      members.push_back({k});
+    } else {
+      members[it - slots.begin()].push_back(k);
+    }
+  }
+  auto merge =
+      std::make_shared<ClusterMergeTarget>(route.merge, slots.size(), members, target, tag);
+  std::vector<std::string_view> sub;
+  for (std::size_t part = 0; part < slots.size(); ++part) {
+    sub.assign(1, argv[0]);
+    for (const std::size_t k : members[part]) {
+      for (std::size_t i = 0; i < group; ++i) sub.push_back(argv[keys_[k] + i]);
+    }
+    std::string command;
+    resp::append_command(command, sub);
+    ClusterCommandOptions options;
+    options.slot = slots[part];
+    options.read_only = (row.flags & kReadOnly) != 0;
+    options.affinity = client.id;
+    options.protocol = client.protocol;
+    options.max_redirects = settings_.max_redirects;
+    options.read_from = settings_.read_from;
+    std::make_shared<ClusterCommand>(links_, std::move(command), options, merge, part)->start();
+  }
+}
+
+void ClusterRouter::fan_out(const ClientState& client, const ClusterRouteRow& route,
+                            std::string_view bytes, std::uint64_t tag,
+                            const std::shared_ptr<upstream::ReplyTarget>& target) {
+  const std::vector<int> primaries = links_.routes().primaries;
+  auto merge = std::make_shared<ClusterMergeTarget>(
+      route.merge, primaries.size(), std::vector<std::vector<std::size_t>>{}, target, tag);
+  for (std::size_t part = 0; part < primaries.size(); ++part) {
+    ClusterCommandOptions options;
+    options.node = primaries[part];
+    options.affinity = client.id;
+    options.protocol = client.protocol;
+    std::make_shared<ClusterCommand>(links_, std::string(bytes), options, merge, part)->start();
+  }
+}
+
+std::uint16_t ClusterRouter::fingerprint() {
+  const auto& routes = links_.routes();
+  std::vector<config::Endpoint> endpoints;
+  for (int p : routes.primaries) endpoints.push_back(routes.nodes[p].endpoint);
+  return primaries_fingerprint(endpoints);
+}
+
+void ClusterRouter::scan(const ClientState& client, std::span<const std::string_view> argv,
+                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+  auto cursor = ClusterScanCursor::decode(argv[1]);
+  if (!cursor) return target->on_failure(tag, "ERR invalid cursor");
+  const auto& primaries = links_.routes().primaries;
+  const std::uint16_t current = fingerprint();
+  if (argv[1] == "0") {
+    cursor->fingerprint = current;
+  } else if (cursor->fingerprint != current || cursor->node >= primaries.size()) {
+    return target->on_failure(tag, kErrScanTopologyChanged);
+  }
+  const std::string node_cursor = std::to_string(cursor->node_cursor);
+  std::vector<std::string_view> sub(argv.begin(), argv.end());
+  sub[1] = node_cursor;
+  std::string command;
+  resp::append_command(command, sub);
+  auto rewrite = std::make_shared<ClusterScanTarget>(*cursor, primaries.size(), target);
+  to_node(client, primaries[cursor->node], command, tag, rewrite);
+}
+
+std::shared_ptr<upstream::Link> ClusterRouter::dedicated_for_slot(int slot, std::size_t affinity,
+                                                                  int protocol) {
+  auto& routes = links_.routes();
+  int node = -1;
+  if (slot >= 0) {
+    node = routes.owner[slot];
+  } else if (!routes.primaries.empty()) {
+    node = routes.primaries[affinity % routes.primaries.size()];
+  }
+  if (node < 0) {
+    links_.request_refresh(upstream::RefreshReason::clusterdown);
+    return nullptr;
+  }
+  return links_.dedicated_node_link(node, protocol);
+}
+
+}  // namespace corral::proxy
