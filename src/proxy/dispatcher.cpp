@@ -10,6 +10,7 @@
 #include "proxy/ascii.hpp"
 #include "proxy/client_session.hpp"
 #include "proxy/cluster_router.hpp"
+#include "proxy/cluster_transaction.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/out_of_band.hpp"
@@ -244,6 +245,17 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     target->on_reply(tag, scratch_);
     return Action::done;
   }
+  // On a cluster a dedicated connection serves one node: once it holds no state, the next
+  // command (maybe for another slot) goes without it, after the client's earlier replies.
+  if (cluster_ != nullptr && client.dedicated && !client.mode.holds_connection()) {
+    if (awaiting > 0) return Action::drain_then_retry;
+    if (client.dedicated->in_flight() == 0) release_dedicated(client);
+  }
+  if (cluster_ != nullptr &&
+      cluster_transaction_step(*cluster_, client, row, wire_bytes(request), request.argv, tag,
+                               target) == ClusterStep::answered) {
+    return Action::done;
+  }
   if (!acquire_dedicated(client, path, awaiting, row, request.argv))
     return Action::drain_then_retry;
   if (path != Path::shared && !client.dedicated) {  // on a cluster: keys in several slots, or
@@ -302,8 +314,9 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   // Blocking commands and WATCH go to their keys' node; a keyless one (SUBSCRIBE, MULTI) to
   // a primary (classic pub/sub reaches every node of a cluster).
   const int slot = cluster_->slot_of(row, argv);
-  if (slot == -2) return true;  // answered by the CROSSSLOT check in send()
+  if (slot == -2) return true;  // answered by the CROSSSLOT check in forward()
   client.dedicated = cluster_->dedicated_for_slot(slot, client.id, client.protocol);
+  client.cluster_slot = slot;
   return true;
 }
 

@@ -276,3 +276,92 @@ TEST_CASE("SELECT other than 0 is refused; blocking commands get their slot's no
 }
 
 }  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("MULTI is held until its first key, then bound to that slot's node", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MULTI"});
+  CHECK(client.reply() == "+OK\r\n");
+  client.send({"PING"});
+  CHECK(client.reply() == "+QUEUED\r\n");
+  CHECK(c.links.dedicated.empty());
+  client.send({"SET", "foo", "1"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].first == 7001);
+  auto& link = *c.links.dedicated[0].second;
+  CHECK(link.bytes() ==
+        std::vector<std::string>{wire({"MULTI"}), wire({"PING"}), wire({"SET", "foo", "1"})});
+  link.answer("+OK\r\n");
+  link.answer("+QUEUED\r\n");
+  link.answer("+QUEUED\r\n");
+  CHECK(client.reply() == "+QUEUED\r\n");
+  client.send({"INCR", "{foo}n"});  // same slot: joins
+  CHECK(link.sent.size() == 4);
+  client.send({"GET", "bar"});  // another slot: refused, and EXEC aborts
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  CHECK(link.sent.size() == 4);
+  client.send({"EXEC"});
+  CHECK(link.sent.back().bytes == wire({"DISCARD"}));
+  link.answer("+QUEUED\r\n");
+  link.answer("+OK\r\n");
+  CHECK(client.reply() == "-EXECABORT Transaction discarded because of previous errors.\r\n");
+}
+
+TEST_CASE("a held MULTI: DISCARD and a keyless EXEC need no key", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MULTI"});
+  client.send({"DISCARD"});
+  CHECK(client.reply() == "+OK\r\n");
+  CHECK(c.links.dedicated.empty());
+  client.send({"MULTI"});
+  client.send({"MGET", "foo", "bar"});  // keys in two slots inside MULTI
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  client.send({"EXEC"});
+  CHECK(client.reply() == "-EXECABORT Transaction discarded because of previous errors.\r\n");
+  client.send({"MULTI"});
+  client.send({"DBSIZE"});
+  client.send({"EXEC"});  // bound to a primary at EXEC
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].second->bytes() ==
+        std::vector<std::string>{wire({"MULTI"}), wire({"DBSIZE"}), wire({"EXEC"})});
+}
+
+TEST_CASE("WATCH binds the connection to its key's slot", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"WATCH", "foo"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].first == 7001);
+  c.links.dedicated[0].second->answer("+OK\r\n");
+  client.send({"MULTI"});
+  CHECK(c.links.dedicated[0].second->sent.back().bytes == wire({"MULTI"}));
+  c.links.dedicated[0].second->answer("+OK\r\n");
+  client.send({"SET", "bar", "1"});
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("after a blocking command, a command of another slot leaves its connection",
+          "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"BLPOP", "foo", "1"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(client.send({"BLPOP", "bar", "1"}, 1) == session::Action::drain_then_retry);
+  c.links.dedicated[0].second->answer("*-1\r\n");
+  client.retry({"BLPOP", "bar", "1"});
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[1].first == 7000);
+  CHECK(c.links.dedicated[0].second->closes == 1);
+  c.links.dedicated[1].second->answer("*-1\r\n");
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7001).sent.size() == 1);
+}
+
+}  // namespace corral::proxy::test
