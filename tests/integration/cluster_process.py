@@ -296,6 +296,72 @@ class ClusterNodes:
         return "\n".join(out)
 
 
+# -- checks against the nodes themselves (the ground truth for the tests) --------------------------
+
+def tagged_keys(prefix):
+    """One key per slot, in slot order: `{tag}prefix` where tag hashes to that slot."""
+    return ["{%s}%s" % (t, prefix) for t in slot_tags()]
+
+
+def _by_owner(cluster, keys):
+    owners = cluster.slot_map()
+    groups = {}
+    for k in keys:
+        groups.setdefault(owners[key_slot(k)], []).append(k)
+    return groups
+
+
+def nodes_get(cluster, keys):
+    """{key: value or None} read with GET from each key's owning primary."""
+    out = {}
+    for port, group in _by_owner(cluster, keys).items():
+        pipe = cluster.node(port).pipeline(transaction=False)
+        for k in group:
+            pipe.get(k)
+        out.update(zip(group, pipe.execute()))
+    return out
+
+
+def write_direct(cluster, mapping):
+    """SETs straight on each key's owning primary (bypassing Corral)."""
+    for port, group in _by_owner(cluster, list(mapping)).items():
+        pipe = cluster.node(port).pipeline(transaction=False)
+        for k in group:
+            pipe.set(k, mapping[k])
+        pipe.execute()
+
+
+def nodes_keys(cluster, pattern="*"):
+    """Every key on every primary (as str)."""
+    keys = set()
+    for port in cluster.primaries():
+        keys.update(k.decode() for k in cluster.node(port).scan_iter(match=pattern, count=1000))
+    return keys
+
+
+def commandstat_calls(cluster, names):
+    """{name: calls + rejected_calls + failed_calls summed over every node} from INFO
+    commandstats: proof of whether any node saw a command at all."""
+    totals = {n: 0 for n in names}
+    for port in cluster.ports:
+        if port in cluster.down or port in cluster.paused:
+            continue
+        stats = cluster.node(port).info("commandstats")
+        for n in names:
+            entry = stats.get("cmdstat_" + n, {})
+            totals[n] += sum(int(entry.get(f, 0)) for f in ("calls", "rejected_calls",
+                                                              "failed_calls"))
+    return totals
+
+
+def each_primary_key(cluster, prefix):
+    """{primary port: a key it owns}, keys named `{tag}prefix`."""
+    out, owners = {}, cluster.slot_map()
+    for slot, tag in enumerate(slot_tags()):
+        out.setdefault(owners[slot], "{%s}%s" % (tag, prefix))
+    return out
+
+
 def corral_overrides(seeds, extra=None):
     """Corral settings for `upstream: cluster: seeds` instead of a single address."""
     base = {"upstream": {"address": None, "cluster": list(seeds)}}
