@@ -20,6 +20,7 @@ class Topology;
 }
 namespace corral::stampede {
 class CacheRuntime;
+class ClusterInvalidation;
 class InvalidationListener;
 }  // namespace corral::stampede
 
@@ -45,6 +46,7 @@ class App {
   std::shared_ptr<stampede::InvalidationListener> listener_;
   std::shared_ptr<StatusCollector> status_;
   std::shared_ptr<upstream::Topology> topology_;  // Redis Cluster only
+  std::shared_ptr<stampede::ClusterInvalidation> cluster_tracking_;  // Redis Cluster only
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
 };
 

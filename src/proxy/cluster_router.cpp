@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <string>
 
-#include "proxy/cluster_command.hpp"
-#include "proxy/cluster_merge.hpp"
+#include "upstream/cluster_command.hpp"
+#include "upstream/cluster_merge.hpp"
+#include "upstream/cluster_split.hpp"
 #include "proxy/cluster_scan.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/key_slot.hpp"
@@ -51,7 +52,7 @@ void ClusterRouter::send(const ClientState& client, const CommandSpec& row,
   const auto& primaries = links_.routes().primaries;
   if (primaries.empty()) {
     links_.request_refresh(upstream::RefreshReason::clusterdown);
-    return target->on_failure(tag, kErrSlotUnserved);
+    return target->on_failure(tag, upstream::kErrSlotUnserved);
   }
   const ClusterRoute kind = route ? route->route : ClusterRoute::any_primary;
   switch (kind) {
@@ -70,76 +71,52 @@ void ClusterRouter::send(const ClientState& client, const CommandSpec& row,
 void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row,
                                std::string_view bytes, int slot, std::uint64_t tag,
                                const std::shared_ptr<upstream::ReplyTarget>& target) {
-  ClusterCommandOptions options;
+  upstream::ClusterCommandOptions options;
   options.slot = slot;
   options.read_only = (row.flags & kReadOnly) != 0;
   options.affinity = client.id;
   options.protocol = client.protocol;
   options.max_redirects = settings_.max_redirects;
   options.read_from = settings_.read_from;
-  std::make_shared<ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
+  std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
 }
 
 void ClusterRouter::to_node(const ClientState& client, int node, std::string_view bytes,
                             std::uint64_t tag,
                             const std::shared_ptr<upstream::ReplyTarget>& target) {
-  ClusterCommandOptions options;
+  upstream::ClusterCommandOptions options;
   options.node = node;
   options.affinity = client.id;
   options.protocol = client.protocol;
-  std::make_shared<ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
+  std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
 }
 
-// One sub-command per slot, in the order each slot first appears; each keeps its keys' order.
 void ClusterRouter::split(const ClientState& client, const CommandSpec& row,
                           const ClusterRouteRow& route, std::span<const std::string_view> argv,
-                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
-  const std::size_t group = argument_group(row);
-  std::vector<int> slots;
-  std::vector<std::vector<std::size_t>> members;  // per part: indices into keys_
-  for (std::size_t k = 0; k < keys_.size(); ++k) {
-    const int slot = upstream::key_slot(argv[keys_[k]]);
-    const auto it = std::find(slots.begin(), slots.end(), slot);
-    if (it == slots.end()) {
-      slots.push_back(slot);
-      members.push_back({k});
-    } else {
-      members[it - slots.begin()].push_back(k);
-    }
-  }
-  auto merge =
-      std::make_shared<ClusterMergeTarget>(route.merge, slots.size(), members, target, tag);
-  std::vector<std::string_view> sub;
-  for (std::size_t part = 0; part < slots.size(); ++part) {
-    sub.assign(1, argv[0]);
-    for (const std::size_t k : members[part]) {
-      for (std::size_t i = 0; i < group; ++i) sub.push_back(argv[keys_[k] + i]);
-    }
-    std::string command;
-    resp::append_command(command, sub);
-    ClusterCommandOptions options;
-    options.slot = slots[part];
-    options.read_only = (row.flags & kReadOnly) != 0;
-    options.affinity = client.id;
-    options.protocol = client.protocol;
-    options.max_redirects = settings_.max_redirects;
-    options.read_from = settings_.read_from;
-    std::make_shared<ClusterCommand>(links_, std::move(command), options, merge, part)->start();
-  }
+                          std::uint64_t tag,
+                          const std::shared_ptr<upstream::ReplyTarget>& target) {
+  upstream::ClusterCommandOptions options;
+  options.read_only = (row.flags & kReadOnly) != 0;
+  options.affinity = client.id;
+  options.protocol = client.protocol;
+  options.max_redirects = settings_.max_redirects;
+  options.read_from = settings_.read_from;
+  upstream::send_split_by_slot(links_, argv, keys_, argument_group(row), route.merge, options,
+                               target, tag);
 }
 
 void ClusterRouter::fan_out(const ClientState& client, const ClusterRouteRow& route,
                             std::string_view bytes, std::uint64_t tag,
                             const std::shared_ptr<upstream::ReplyTarget>& target) {
   const std::vector<int> primaries = links_.routes().primaries;
-  auto merge = std::make_shared<ClusterMergeTarget>(
+  auto merge = std::make_shared<upstream::ClusterMergeTarget>(
       route.merge, primaries.size(), std::vector<std::vector<std::size_t>>{}, target, tag);
   for (std::size_t part = 0; part < primaries.size(); ++part) {
-    ClusterCommandOptions options;
+    upstream::ClusterCommandOptions options;
     options.node = primaries[part];
     options.affinity = client.id;
     options.protocol = client.protocol;
-    std::make_shared<ClusterCommand>(links_, std::string(bytes), options, merge, part)->start();
+    std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, merge, part)->start();
   }
 }
 

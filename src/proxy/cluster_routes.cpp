@@ -6,7 +6,7 @@ namespace corral::proxy {
 namespace {
 
 using enum ClusterRoute;
-using enum ClusterMerge;
+using enum upstream::ClusterMerge;
 
 constexpr ClusterRouteRow kClusterRoutes[] = {
     {"mget", split_by_slot, values_in_key_order},

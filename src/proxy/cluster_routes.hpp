@@ -5,7 +5,11 @@
 #include <cstdint>
 #include <string_view>
 
+#include "upstream/cluster_merge.hpp"
+
 namespace corral::proxy {
+
+using upstream::ClusterMerge;
 
 enum class ClusterRoute : std::uint8_t {
   by_slot,         // one slot's primary (the default for keyed commands)
@@ -14,16 +18,6 @@ enum class ClusterRoute : std::uint8_t {
   random_primary,  // keyless: a random primary (RANDOMKEY)
   all_primaries,   // keyless: every primary, replies merged (see ClusterMerge)
   scan,            // SCAN: walks the primaries one after the other
-};
-
-// How the replies of a split or fanned-out command become the client's one reply.
-enum class ClusterMerge : std::uint8_t {
-  none,
-  values_in_key_order,  // MGET: arrays, reassembled in the request's key order
-  sum,                  // DEL UNLINK EXISTS TOUCH DBSIZE: integers added up
-  all_ok,               // MSET FLUSHALL SCRIPT FLUSH: +OK when every part said OK
-  concat,               // KEYS: arrays joined
-  agree,                // SCRIPT LOAD/EXISTS, FUNCTION LOAD: every primary must answer alike
 };
 
 struct ClusterRouteRow {

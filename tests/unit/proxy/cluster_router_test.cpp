@@ -3,7 +3,7 @@
 // SCAN cursors, failing fast without a primary, and dedicated connections by slot.
 #include <catch2/catch.hpp>
 
-#include "proxy/cluster_command.hpp"
+#include "upstream/cluster_command.hpp"
 #include "proxy/cluster_scan.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
@@ -211,15 +211,15 @@ TEST_CASE("no primary for the slot: fail fast and ask for a refresh", "[cluster]
   Client client(c.proxy);
   c.links.map.owner[key_slot("foo")] = -1;
   client.send({"GET", "foo"});
-  CHECK(client.failure() == kErrSlotUnserved);
+  CHECK(client.failure() == upstream::kErrSlotUnserved);
   CHECK(c.links.refreshes == std::vector<RefreshReason>{RefreshReason::clusterdown});
   c.links.map.nodes[0].healthy = false;  // the cluster says the primary is failing
   client.send({"GET", "bar"});
-  CHECK(client.failure() == kErrPrimaryFailing);
+  CHECK(client.failure() == upstream::kErrPrimaryFailing);
   CHECK_FALSE(c.links.used(7000));
   c.links.map = upstream::SlotMap();  // no map yet at all
   client.send({"DBSIZE"});
-  CHECK(client.failure() == kErrSlotUnserved);
+  CHECK(client.failure() == upstream::kErrSlotUnserved);
 }
 
 TEST_CASE("a node that cannot take the command, or loses it, triggers a refresh", "[cluster]") {

@@ -1,6 +1,6 @@
 // Redirect handling of one cluster command. Redirect replies are recognised by their first word,
 // as Redis Cluster clients do ("-MOVED 3999 127.0.0.1:6381").
-#include "proxy/cluster_command.hpp"
+#include "upstream/cluster_command.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include "upstream/errors.hpp"
 #include "upstream/key_slot.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 namespace {
 
@@ -17,7 +17,7 @@ constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 constexpr std::chrono::milliseconds kTryAgainBackoff{20};
 
 // ASKING's +OK is nobody's reply.
-class Discard final : public upstream::ReplyTarget {
+class Discard final : public ReplyTarget {
  public:
   void on_reply(std::uint64_t, std::string_view) override {}
   void on_failure(std::uint64_t, std::string_view) override {}
@@ -43,7 +43,7 @@ std::optional<Redirect> parse_redirect(std::string_view rest) {
           std::errc() ||
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec !=
           std::errc() ||
-      out.slot < 0 || out.slot >= static_cast<int>(upstream::kSlotCount) || port == 0 ||
+      out.slot < 0 || out.slot >= static_cast<int>(kSlotCount) || port == 0 ||
       port > 65535) {
     return std::nullopt;
   }
@@ -55,9 +55,9 @@ std::optional<Redirect> parse_redirect(std::string_view rest) {
 
 }  // namespace
 
-ClusterCommand::ClusterCommand(upstream::ClusterLinks& links, std::string command,
+ClusterCommand::ClusterCommand(ClusterLinks& links, std::string command,
                                ClusterCommandOptions options,
-                               std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag)
+                               std::shared_ptr<ReplyTarget> target, std::uint64_t tag)
     : links_(links),
       command_(std::move(command)),
       options_(options),
@@ -67,7 +67,7 @@ ClusterCommand::ClusterCommand(upstream::ClusterLinks& links, std::string comman
 void ClusterCommand::start() {
   const int node = pick_node();
   if (node == -1) {
-    links_.request_refresh(upstream::RefreshReason::clusterdown);
+    links_.request_refresh(RefreshReason::clusterdown);
     target_->on_failure(tag_, kErrSlotUnserved);
     return;
   }
@@ -99,14 +99,14 @@ int ClusterCommand::pick_node() {
 void ClusterCommand::send_to(int node, bool asking) {
   auto& link = links_.node_link(node, options_.affinity, options_.protocol);
   if (asking && !link.send(kAsking, std::make_shared<Discard>(), 0)) {
-    links_.request_refresh(upstream::RefreshReason::connection);
-    target_->on_failure(tag_, upstream::kErrUnavailable);
+    links_.request_refresh(RefreshReason::connection);
+    target_->on_failure(tag_, kErrUnavailable);
     return;
   }
   if (!link.send(command_, shared_from_this(), tag_)) {
     // The node's connection is backing off (refused, dead): the map may be stale.
-    links_.request_refresh(upstream::RefreshReason::connection);
-    target_->on_failure(tag_, upstream::kErrUnavailable);
+    links_.request_refresh(RefreshReason::connection);
+    target_->on_failure(tag_, kErrUnavailable);
   }
 }
 
@@ -119,7 +119,7 @@ bool ClusterCommand::follow_redirect(std::string_view reply) {
   ++hops_;
   if (try_again) {
     // Keys of one multi-key command are mid-migration: wait a little, then ask the owner again.
-    links_.counters().redirected(upstream::RedirectKind::tryagain);
+    links_.counters().redirected(RedirectKind::tryagain);
     links_.run_after(kTryAgainBackoff * hops_, [self = shared_from_this()] { self->start(); });
     return true;
   }
@@ -128,11 +128,11 @@ bool ClusterCommand::follow_redirect(std::string_view reply) {
   auto& routes = links_.routes();
   const int node = routes.find_or_add(redirect->to);
   if (moved) {
-    links_.counters().redirected(upstream::RedirectKind::moved);
+    links_.counters().redirected(RedirectKind::moved);
     routes.owner[redirect->slot] = static_cast<std::int16_t>(node);
-    links_.request_refresh(upstream::RefreshReason::moved);
+    links_.request_refresh(RefreshReason::moved);
   } else {
-    links_.counters().redirected(upstream::RedirectKind::ask);
+    links_.counters().redirected(RedirectKind::ask);
   }
   send_to(node, ask);
   return true;
@@ -142,7 +142,7 @@ void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
   if (!reply.empty() && reply.front() == '-') {
     if (follow_redirect(reply)) return;
     if (reply.starts_with("-CLUSTERDOWN")) {
-      links_.request_refresh(upstream::RefreshReason::clusterdown);
+      links_.request_refresh(RefreshReason::clusterdown);
     } else if (reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
                reply.starts_with("-TRYAGAIN")) {
       // Out of hops (or a fan-out part): say so instead of leaking a redirect to the client.
@@ -158,8 +158,8 @@ void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
 
 void ClusterCommand::on_failure(std::uint64_t, std::string_view error) {
   // A lost or timed-out connection: the node may have died; the map must say who took over.
-  links_.request_refresh(upstream::RefreshReason::connection);
+  links_.request_refresh(RefreshReason::connection);
   target_->on_failure(tag_, error);
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

@@ -1,13 +1,13 @@
 // Merging of split and fanned-out replies. The parts' bytes are only split into elements
 // (resp::array_elements), never decoded, so RESP3 values pass through as they came.
-#include "proxy/cluster_merge.hpp"
+#include "upstream/cluster_merge.hpp"
 
 #include <charconv>
 
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 namespace {
 
@@ -27,7 +27,7 @@ constexpr std::string_view kOk = "+OK\r\n";
 
 ClusterMergeTarget::ClusterMergeTarget(ClusterMerge merge, std::size_t parts,
                                        std::vector<std::vector<std::size_t>> positions,
-                                       std::shared_ptr<upstream::ReplyTarget> client,
+                                       std::shared_ptr<ReplyTarget> client,
                                        std::uint64_t tag)
     : merge_(merge),
       positions_(std::move(positions)),
@@ -120,4 +120,4 @@ std::optional<std::string> ClusterMergeTarget::merge(
   return std::nullopt;
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

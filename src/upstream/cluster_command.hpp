@@ -12,7 +12,7 @@
 #include "upstream/cluster_links.hpp"
 #include "upstream/reply_target.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 struct ClusterCommandOptions {
   int slot = -1;           // the slot whose owner answers; -1 with `node` set: a fixed node
@@ -30,11 +30,11 @@ inline constexpr std::string_view kErrSlotUnserved =
 inline constexpr std::string_view kErrPrimaryFailing =
     "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
 
-class ClusterCommand final : public upstream::ReplyTarget,
+class ClusterCommand final : public ReplyTarget,
                              public std::enable_shared_from_this<ClusterCommand> {
  public:
-  ClusterCommand(upstream::ClusterLinks& links, std::string command, ClusterCommandOptions options,
-                 std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag);
+  ClusterCommand(ClusterLinks& links, std::string command, ClusterCommandOptions options,
+                 std::shared_ptr<ReplyTarget> target, std::uint64_t tag);
 
   // Sends the command; its outcome reaches target->on_*(tag) exactly once, later or at once.
   void start();
@@ -48,12 +48,12 @@ class ClusterCommand final : public upstream::ReplyTarget,
   // True when `reply` was a redirect this command follows (it has been re-sent).
   bool follow_redirect(std::string_view reply);
 
-  upstream::ClusterLinks& links_;
+  ClusterLinks& links_;
   std::string command_;
   ClusterCommandOptions options_;
-  std::shared_ptr<upstream::ReplyTarget> target_;
+  std::shared_ptr<ReplyTarget> target_;
   std::uint64_t tag_;
   int hops_ = 0;
 };
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream
