@@ -169,7 +169,8 @@ void App::run() {
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
   if (listener_) asio::post(first_io, [listener = listener_] { listener->start(); });
-  if (cluster_tracking_) asio::post(first_io, [tracking = cluster_tracking_] { tracking->start(); });
+  if (cluster_tracking_)
+    asio::post(first_io, [tracking = cluster_tracking_] { tracking->start(); });
   // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
   const auto pointer_watch =
       std::make_shared<stampede::PointerWatch>(first_io.get_executor(), first.pool, *cache_);

@@ -10,8 +10,8 @@
 
 #include "resp/encoder.hpp"
 #include "upstream/cluster_split.hpp"
-#include "upstream/key_slot.hpp"
 #include "upstream/errors.hpp"
+#include "upstream/key_slot.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -84,7 +84,8 @@ void RedisOrigin::fetch_on_cluster(std::span<const std::string_view> argv,
     return;
   }
   options.slot = argv.size() > 1 ? upstream::key_slot(argv[1]) : 0;
-  auto command = std::make_shared<upstream::ClusterCommand>(*cluster_, command_, options, target, 0);
+  auto command =
+      std::make_shared<upstream::ClusterCommand>(*cluster_, command_, options, target, 0);
   boost::asio::post(executor_, [command] { command->start(); });
 }
 

@@ -14,7 +14,7 @@ namespace corral::upstream {
 class Pool;
 class ClusterLinks;
 class ReplyTarget;
-}
+}  // namespace corral::upstream
 
 namespace corral::origin {
 

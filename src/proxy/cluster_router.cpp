@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <string>
 
+#include "proxy/cluster_scan.hpp"
+#include "resp/encoder.hpp"
 #include "upstream/cluster_command.hpp"
 #include "upstream/cluster_merge.hpp"
 #include "upstream/cluster_split.hpp"
-#include "proxy/cluster_scan.hpp"
-#include "resp/encoder.hpp"
 #include "upstream/key_slot.hpp"
 
 namespace corral::proxy {
@@ -78,7 +78,8 @@ void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row
   options.protocol = client.protocol;
   options.max_redirects = settings_.max_redirects;
   options.read_from = settings_.read_from;
-  std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
+  std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)
+      ->start();
 }
 
 void ClusterRouter::to_node(const ClientState& client, int node, std::string_view bytes,
@@ -88,13 +89,13 @@ void ClusterRouter::to_node(const ClientState& client, int node, std::string_vie
   options.node = node;
   options.affinity = client.id;
   options.protocol = client.protocol;
-  std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)->start();
+  std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)
+      ->start();
 }
 
 void ClusterRouter::split(const ClientState& client, const CommandSpec& row,
                           const ClusterRouteRow& route, std::span<const std::string_view> argv,
-                          std::uint64_t tag,
-                          const std::shared_ptr<upstream::ReplyTarget>& target) {
+                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
   upstream::ClusterCommandOptions options;
   options.read_only = (row.flags & kReadOnly) != 0;
   options.affinity = client.id;
@@ -116,7 +117,8 @@ void ClusterRouter::fan_out(const ClientState& client, const ClusterRouteRow& ro
     options.node = primaries[part];
     options.affinity = client.id;
     options.protocol = client.protocol;
-    std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, merge, part)->start();
+    std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, merge, part)
+        ->start();
   }
 }
 

@@ -179,6 +179,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
   call.links = &links_;
+  call.cluster = cluster_;
   call.tag = tag;
   call.target = &target;
   const Action action = local(call);

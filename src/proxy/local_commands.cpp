@@ -9,6 +9,7 @@
 #include "proxy/admin_commands.hpp"
 #include "proxy/ascii.hpp"
 #include "proxy/client_commands.hpp"
+#include "proxy/cluster_admin.hpp"
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
 #include "resp/encoder.hpp"
@@ -283,6 +284,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"corral.info", corral_info},
     {"corral.invalidate", corral_invalidate},
     {"corral.stats", corral_stats},
+    {"corral.cluster", corral_cluster},
 };
 }  // namespace
 

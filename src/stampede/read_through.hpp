@@ -20,7 +20,7 @@
 namespace corral::upstream {
 class Pool;
 class ClusterLinks;
-}
+}  // namespace corral::upstream
 namespace corral::origin {
 class Origin;
 }

@@ -43,8 +43,7 @@ std::optional<Redirect> parse_redirect(std::string_view rest) {
           std::errc() ||
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec !=
           std::errc() ||
-      out.slot < 0 || out.slot >= static_cast<int>(kSlotCount) || port == 0 ||
-      port > 65535) {
+      out.slot < 0 || out.slot >= static_cast<int>(kSlotCount) || port == 0 || port > 65535) {
     return std::nullopt;
   }
   out.to.host = std::string(rest.substr(space + 1, colon - space - 1));
@@ -56,8 +55,8 @@ std::optional<Redirect> parse_redirect(std::string_view rest) {
 }  // namespace
 
 ClusterCommand::ClusterCommand(ClusterLinks& links, std::string command,
-                               ClusterCommandOptions options,
-                               std::shared_ptr<ReplyTarget> target, std::uint64_t tag)
+                               ClusterCommandOptions options, std::shared_ptr<ReplyTarget> target,
+                               std::uint64_t tag)
     : links_(links),
       command_(std::move(command)),
       options_(options),

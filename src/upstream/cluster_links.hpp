@@ -29,6 +29,8 @@ class ClusterLinks {
   // Runs `fn` on this io thread after `delay` (TRYAGAIN's backoff).
   virtual void run_after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
   virtual ClusterCounters& counters() = 0;
+  // Connections this thread has open to the node (shared ones), for CORRAL.CLUSTER and INFO.
+  virtual std::size_t node_connections(int node) = 0;
 };
 
 }  // namespace corral::upstream

@@ -27,8 +27,7 @@ constexpr std::string_view kOk = "+OK\r\n";
 
 ClusterMergeTarget::ClusterMergeTarget(ClusterMerge merge, std::size_t parts,
                                        std::vector<std::vector<std::size_t>> positions,
-                                       std::shared_ptr<ReplyTarget> client,
-                                       std::uint64_t tag)
+                                       std::shared_ptr<ReplyTarget> client, std::uint64_t tag)
     : merge_(merge),
       positions_(std::move(positions)),
       client_(std::move(client)),

@@ -23,7 +23,6 @@ enum class ClusterMerge : std::uint8_t {
   agree,                // SCRIPT LOAD/EXISTS, FUNCTION LOAD: every primary must answer alike
 };
 
-
 // Contract: each part p in [0, parts) reports once through on_reply/on_failure(p); the client's
 // slot is answered when the last one has. If a part fails, the client gets the first failing
 // part's error (in part order), as Redis would have given one error for the whole command.

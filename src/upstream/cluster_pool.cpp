@@ -95,12 +95,10 @@ void ClusterPool::run_after(std::chrono::milliseconds delay, std::function<void(
   timer->async_wait([timer, fn = std::move(fn)](boost::system::error_code) { fn(); });
 }
 
-std::map<std::string, std::size_t> ClusterPool::connection_counts() const {
-  std::map<std::string, std::size_t> out;
-  for (const auto& [key, node] : connections_) {
-    out[key] = node.by_protocol[0].size() + node.by_protocol[1].size();
-  }
-  return out;
+std::size_t ClusterPool::node_connections(int node) {
+  const auto it = connections_.find(endpoint_key(routes_.nodes[node].endpoint));
+  if (it == connections_.end()) return 0;
+  return it->second.by_protocol[0].size() + it->second.by_protocol[1].size();
 }
 
 }  // namespace corral::upstream

@@ -33,8 +33,7 @@ class ClusterPool final : public ClusterLinks {
   void run_after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   ClusterCounters& counters() override { return topology_->counters(); }
 
-  // Shared connections open, per node endpoint ("host:port"), for CORRAL.CLUSTER.
-  std::map<std::string, std::size_t> connection_counts() const;
+  std::size_t node_connections(int node) override;
 
  private:
   struct NodeConnections {

@@ -12,8 +12,8 @@ namespace corral::upstream {
 
 void send_split_by_slot(ClusterLinks& links, std::span<const std::string_view> argv,
                         std::span<const std::size_t> keys, std::size_t group, ClusterMerge merge,
-                        ClusterCommandOptions options,
-                        const std::shared_ptr<ReplyTarget>& target, std::uint64_t tag) {
+                        ClusterCommandOptions options, const std::shared_ptr<ReplyTarget>& target,
+                        std::uint64_t tag) {
   std::vector<int> slots;
   std::vector<std::vector<std::size_t>> members;  // per part: indices into keys
   for (std::size_t k = 0; k < keys.size(); ++k) {

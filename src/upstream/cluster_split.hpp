@@ -16,7 +16,7 @@ namespace corral::upstream {
 // value: 2). `options.slot` is set per part. The merged outcome reaches target->on_*(tag) once.
 void send_split_by_slot(ClusterLinks& links, std::span<const std::string_view> argv,
                         std::span<const std::size_t> keys, std::size_t group, ClusterMerge merge,
-                        ClusterCommandOptions options,
-                        const std::shared_ptr<ReplyTarget>& target, std::uint64_t tag);
+                        ClusterCommandOptions options, const std::shared_ptr<ReplyTarget>& target,
+                        std::uint64_t tag);
 
 }  // namespace corral::upstream

@@ -112,6 +112,7 @@ awaitable<void> Topology::refresh_loop() {
     wanted_ = false;
     last_start_ = std::chrono::steady_clock::now();
     refreshes_[static_cast<std::size_t>(wanted_reason_)].fetch_add(1, std::memory_order_relaxed);
+    counters_.refreshes.fetch_add(1, std::memory_order_relaxed);
     if (!co_await refresh_once()) {
       counters_.refresh_failures.fetch_add(1, std::memory_order_relaxed);
       // Until some node answers, keep trying at the pace above: commands fail fast meanwhile.

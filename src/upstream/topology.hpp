@@ -35,6 +35,7 @@ struct ClusterCounters {
   std::array<std::atomic<std::uint64_t>, kRedirectKinds> redirects{};
   std::atomic<std::uint64_t> crossslot_refused{0};
   std::atomic<std::uint64_t> refresh_failures{0};
+  std::atomic<std::uint64_t> refreshes{0};  // every reason
 
   void redirected(RedirectKind kind) {
     redirects[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);

@@ -3,10 +3,10 @@
 // SCAN cursors, failing fast without a primary, and dedicated connections by slot.
 #include <catch2/catch.hpp>
 
-#include "upstream/cluster_command.hpp"
 #include "proxy/cluster_scan.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
+#include "upstream/cluster_command.hpp"
 #include "upstream/key_slot.hpp"
 
 namespace corral::proxy::test {
@@ -362,6 +362,33 @@ TEST_CASE("after a blocking command, a command of another slot leaves its connec
   c.links.dedicated[1].second->answer("*-1\r\n");
   client.send({"GET", "foo"});
   CHECK(c.links.at(7001).sent.size() == 1);
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("CORRAL.CLUSTER shows the slot map and INFO a per-node summary", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"CORRAL.CLUSTER"});
+  const auto reply = resp::decode_reply(client.reply());
+  REQUIRE(reply);
+  REQUIRE(reply->elements.size() == 14);
+  CHECK(reply->elements[0].text == "slots_served");
+  CHECK(reply->elements[1].integer == 16384);
+  const auto& nodes = reply->elements[13].elements;
+  REQUIRE(nodes.size() == 4);
+  CHECK(nodes[0].elements[1].text == "127.0.0.1:7000");
+  CHECK(nodes[0].elements[5].text == "primary");
+  CHECK(nodes[0].elements[9].text == "0-8191");
+  CHECK(nodes[3].elements[5].text == "replica");
+  client.send({"INFO"});  // no upstream INFO answer needed: the recording Links has none
+  const auto& info_link = c.proxy.links.shared_of(0);
+  REQUIRE(info_link.pending.size() == 1);
+  c.proxy.links.shared_of(0).answer("$21\r\n# Server\r\nredis:7.0\r\n\r\n");
+  CHECK(client.reply().find("node1:address=127.0.0.1:7001,role=primary,health=online,"
+                            "slots=8192-16383") != std::string::npos);
 }
 
 }  // namespace corral::proxy::test

@@ -48,6 +48,9 @@ class RecordingClusterLinks final : public upstream::ClusterLinks {
     later.push_back(std::move(fn));
   }
   upstream::ClusterCounters& counters() override { return counters_; }
+  std::size_t node_connections(int node) override {
+    return shared.count(map.nodes[node].endpoint.port);
+  }
 
   // The shared link of the node on `port` (which must have been used).
   RecordingLink& at(std::uint16_t port) {
