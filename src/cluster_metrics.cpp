@@ -81,15 +81,14 @@ class ClusterMetrics final : public prometheus::Collectable {
     double replicas = 0;
     double failing = 0;
     if (map) {
-      primaries = static_cast<double>(map->primaries.size());
       for (const auto& node : map->nodes) {
-        if (!node.primary) replicas += 1;
-        if (!node.healthy) failing += 1;
+        double& role = !node.healthy ? failing : node.primary ? primaries : replicas;
+        role += 1;
       }
     }
     auto nodes = family("corral_cluster_nodes",
-                        "Nodes in the slot map Corral routes by: primaries owning slots, "
-                        "replicas, and nodes the cluster reports failing.",
+                        "Nodes in the slot map Corral routes by, by role: healthy primaries, "
+                        "healthy replicas, and nodes the cluster reports failed (either role).",
                         MetricType::Gauge);
     add(nodes, primaries, "role", "primary");
     add(nodes, replicas, "role", "replica");

@@ -106,7 +106,10 @@ std::optional<ShardNode> shard_node(const Reply& r, std::string_view asked_host,
   out.node.endpoint = {std::string(host), static_cast<std::uint16_t>(*port_number)};
   out.is_primary = text_of(*role) == "master";
   const Reply* health = field(r, "health");
-  out.node.healthy = health == nullptr || text_of(*health) == "online";
+  // "online", "loading" or "fail" (7.0; the docs say "failed"): only a failed node is skipped,
+  // a loading one answers soon.
+  const auto state = health ? text_of(*health) : std::string_view("online");
+  out.node.healthy = state != "fail" && state != "failed";
   return out;
 }
 

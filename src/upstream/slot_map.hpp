@@ -16,7 +16,7 @@ struct ClusterNode {
   std::string id;  // the node's cluster id ("" when a MOVED named a node no map listed yet)
   config::Endpoint endpoint;
   bool primary = false;
-  bool healthy = true;     // CLUSTER SHARDS' health is "online" (SLOTS cannot tell)
+  bool healthy = true;     // CLUSTER SHARDS' health is not "failed" (SLOTS cannot tell)
   int primary_index = -1;  // replicas: index of their primary in SlotMap::nodes
 };
 

@@ -3,6 +3,7 @@
 // the refusals of replies that are not maps.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -66,6 +67,11 @@ TEST_CASE("CLUSTER SHARDS after a failover: the promoted replica owns the slots"
   CHECK(owner_of(*after.map, 0).healthy);
   CHECK(owner_of(*after.map, 5461).endpoint.port == 16289);
   CHECK(after.map->primaries.size() == 3);
+  // The dead primary is still listed, as a failed master of a shard without slots.
+  const auto dead = std::find_if(after.map->nodes.begin(), after.map->nodes.end(),
+                                 [](const ClusterNode& n) { return n.endpoint.port == 10034; });
+  REQUIRE(dead != after.map->nodes.end());
+  CHECK_FALSE(dead->healthy);
   CHECK_FALSE(before.map->same_owners(*after.map));
   CHECK(before.map->same_owners(*before.map));
 }
