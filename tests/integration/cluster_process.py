@@ -299,8 +299,9 @@ class ClusterNodes:
 # -- checks against the nodes themselves (the ground truth for the tests) --------------------------
 
 def tagged_keys(prefix):
-    """One key per slot, in slot order: `{tag}prefix` where tag hashes to that slot."""
-    return ["{%s}%s" % (t, prefix) for t in slot_tags()]
+    """One key per slot, in slot order: `prefix{tag}` where tag hashes to that slot (the prefix
+    first, so that cache policies, which match key prefixes, apply to them)."""
+    return ["%s{%s}" % (prefix, t) for t in slot_tags()]
 
 
 def _by_owner(cluster, keys):
@@ -355,10 +356,10 @@ def commandstat_calls(cluster, names):
 
 
 def each_primary_key(cluster, prefix):
-    """{primary port: a key it owns}, keys named `{tag}prefix`."""
+    """{primary port: a key it owns}, keys named `prefix{tag}` (policies match the prefix)."""
     out, owners = {}, cluster.slot_map()
     for slot, tag in enumerate(slot_tags()):
-        out.setdefault(owners[slot], "{%s}%s" % (tag, prefix))
+        out.setdefault(owners[slot], "%s{%s}" % (prefix, tag))
     return out
 
 
