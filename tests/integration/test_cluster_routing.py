@@ -135,7 +135,7 @@ def dbsize_keys_randomkey_sum_over_primaries(stack):
     keys = all_slot_keys("ks")
     write_direct(stack.cluster, {k: "1" for k in keys})
     eq(client.dbsize(), len(keys), "DBSIZE: the sum over primaries")
-    eq(set(client.keys("ks:*")) | set(client.keys("{*")), {k.encode() for k in keys},
+    eq(set(client.keys("ks*")), {k.encode() for k in keys},
        "KEYS merged from every primary")
     eq(len(client.keys("ks:plain:1*")), len([k for k in keys if k.startswith("ks:plain:1")]),
        "KEYS with a pattern")
