@@ -92,7 +92,7 @@ class ClusterMetrics final : public prometheus::Collectable {
                         MetricType::Gauge);
     add(nodes, primaries, "role", "primary");
     add(nodes, replicas, "role", "replica");
-    add(nodes, failing, "role", "failing");
+    add(nodes, failing, "role", "failed");
     out.push_back(std::move(nodes));
     auto slots = family("corral_cluster_slots_served",
                         "Hash slots (of 16384) that have a primary in Corral's slot map.",

@@ -35,9 +35,47 @@ int ClusterRouter::slot_of(const CommandSpec& row, std::span<const std::string_v
   return slot;
 }
 
+int ClusterRouter::clusterdown_retries() const {
+  return static_cast<int>(std::max<std::int64_t>(1, settings_.command_timeout.count() / 100));
+}
+
+// Before the first slot map (start-up, or every node unreachable so far) a request waits for one,
+// a little longer than one refresh attempt on a hanging seed takes, instead of failing at once.
+void ClusterRouter::send_when_mapped(const ClientState& client, const CommandSpec& row,
+                                     std::span<const std::string_view> argv, std::string_view bytes,
+                                     std::uint64_t tag,
+                                     const std::shared_ptr<upstream::ReplyTarget>& target,
+                                     int waited) {
+  constexpr std::chrono::milliseconds kPoll{50};
+  const auto limit = settings_.connect_timeout + 2 * settings_.command_timeout;
+  if (waited * kPoll >= limit) {
+    links_.request_refresh(upstream::RefreshReason::clusterdown);
+    return target->on_failure(tag, upstream::kErrSlotUnserved);
+  }
+  struct Held {
+    std::vector<std::string> words;
+    std::string bytes;
+  };
+  auto held = std::make_shared<Held>(Held{{argv.begin(), argv.end()}, std::string(bytes)});
+  links_.run_after(
+      kPoll, [this, held, &row, tag, target, waited, id = client.id, protocol = client.protocol] {
+        ClientState again;
+        again.id = id;
+        again.protocol = protocol;
+        const std::vector<std::string_view> view(held->words.begin(), held->words.end());
+        if (links_.routes().primaries.empty()) {
+          return send_when_mapped(again, row, view, held->bytes, tag, target, waited + 1);
+        }
+        send(again, row, view, held->bytes, tag, target);
+      });
+}
+
 void ClusterRouter::send(const ClientState& client, const CommandSpec& row,
                          std::span<const std::string_view> argv, std::string_view bytes,
                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (links_.routes().primaries.empty()) {
+    return send_when_mapped(client, row, argv, bytes, tag, target, 0);
+  }
   const int slot = slot_of(row, argv);
   if (slot >= 0) return send_keyed(client, row, bytes, slot, tag, target);
   const ClusterRouteRow* route = find_cluster_route(row.name);
@@ -77,6 +115,7 @@ void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row
   options.affinity = client.id;
   options.protocol = client.protocol;
   options.max_redirects = settings_.max_redirects;
+  options.clusterdown_retries = clusterdown_retries();
   options.read_from = settings_.read_from;
   std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)
       ->start();
@@ -101,6 +140,7 @@ void ClusterRouter::split(const ClientState& client, const CommandSpec& row,
   options.affinity = client.id;
   options.protocol = client.protocol;
   options.max_redirects = settings_.max_redirects;
+  options.clusterdown_retries = clusterdown_retries();
   options.read_from = settings_.read_from;
   upstream::send_split_by_slot(links_, argv, keys_, argument_group(row), route.merge, options,
                                target, tag);

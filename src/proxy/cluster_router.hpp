@@ -55,6 +55,11 @@ class ClusterRouter {
   void to_node(const ClientState& client, int node, std::string_view bytes, std::uint64_t tag,
                const std::shared_ptr<upstream::ReplyTarget>& target);
   std::uint16_t fingerprint();
+  int clusterdown_retries() const;
+  void send_when_mapped(const ClientState& client, const CommandSpec& row,
+                        std::span<const std::string_view> argv, std::string_view bytes,
+                        std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                        int waited);
 
   upstream::ClusterLinks& links_;
   const config::UpstreamSettings& settings_;

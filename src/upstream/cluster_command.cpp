@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 constexpr std::chrono::milliseconds kTryAgainBackoff{20};
+constexpr std::chrono::milliseconds kClusterDownBackoff{100};
 
 // ASKING's +OK is nobody's reply.
 class Discard final : public ReplyTarget {
@@ -142,6 +143,11 @@ void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
     if (follow_redirect(reply)) return;
     if (reply.starts_with("-CLUSTERDOWN")) {
       links_.request_refresh(RefreshReason::clusterdown);
+      if (options_.slot >= 0 && clusterdown_retries_ < options_.clusterdown_retries) {
+        ++clusterdown_retries_;
+        links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
+        return;
+      }
     } else if (reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
                reply.starts_with("-TRYAGAIN")) {
       // Out of hops (or a fan-out part): say so instead of leaking a redirect to the client.

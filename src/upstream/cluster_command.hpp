@@ -21,6 +21,9 @@ struct ClusterCommandOptions {
   std::size_t affinity = 0;
   int protocol = 2;
   int max_redirects = 5;
+  // CLUSTERDOWN (no command ran) is retried this many times, 100 ms apart: a failover's window
+  // where the cluster reports itself down passes without client errors when it is short.
+  int clusterdown_retries = 0;
   config::ReadFrom read_from = config::ReadFrom::primary;
 };
 
@@ -54,6 +57,7 @@ class ClusterCommand final : public ReplyTarget,
   std::shared_ptr<ReplyTarget> target_;
   std::uint64_t tag_;
   int hops_ = 0;
+  int clusterdown_retries_ = 0;
 };
 
 }  // namespace corral::upstream

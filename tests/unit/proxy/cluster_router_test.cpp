@@ -217,9 +217,30 @@ TEST_CASE("no primary for the slot: fail fast and ask for a refresh", "[cluster]
   client.send({"GET", "bar"});
   CHECK(client.failure() == upstream::kErrPrimaryFailing);
   CHECK_FALSE(c.links.used(7000));
+}
+
+TEST_CASE("before the first slot map a request waits for one, for a bounded time", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  const auto map = c.links.map;
   c.links.map = upstream::SlotMap();  // no map yet at all
+  client.send({"GET", "foo"});
+  CHECK(client.failure().empty());
+  c.links.run_later();
+  c.links.run_later();
+  CHECK(c.links.shared.empty());
+  c.links.map = map;  // the first refresh answered
+  c.links.run_later();
+  CHECK(c.links.at(7001).bytes() == std::vector<std::string>{wire({"GET", "foo"})});
+
+  c.links.map = upstream::SlotMap();
   client.send({"DBSIZE"});
+  // connect_timeout + 2 x command_timeout (1 s + 4 s by default), polled every 50 ms.
+  for (int i = 0; i < 99; ++i) c.links.run_later();
+  CHECK(client.failure().empty());
+  c.links.run_later();
   CHECK(client.failure() == upstream::kErrSlotUnserved);
+  CHECK(c.links.later.empty());
 }
 
 TEST_CASE("a node that cannot take the command, or loses it, triggers a refresh", "[cluster]") {
@@ -237,10 +258,27 @@ TEST_CASE("a node that cannot take the command, or loses it, triggers a refresh"
   pending.target->on_failure(pending.tag, "ERR upstream connection lost");
   CHECK(client.failure() == "ERR upstream connection lost");
   CHECK(c.links.refreshes.size() == 2);
+}
+
+TEST_CASE("CLUSTERDOWN is retried for up to command_timeout, then answered", "[cluster]") {
+  auto settings = ClusterProxy::cluster_settings();
+  settings.upstream.command_timeout = std::chrono::milliseconds(200);  // two retries
+  ClusterProxy c(settings);
+  Client client(c.proxy);
   client.send({"GET", "foo"});
   c.links.at(7001).answer("-CLUSTERDOWN The cluster is down\r\n");
-  CHECK(client.reply() == "-CLUSTERDOWN The cluster is down\r\n");
+  CHECK(client.reply().empty());
   CHECK(c.links.refreshes.back() == RefreshReason::clusterdown);
+  c.links.run_later();
+  c.links.at(7001).answer("$2\r\nok\r\n");  // the failover completed meanwhile
+  CHECK(client.reply() == "$2\r\nok\r\n");
+  client.send({"GET", "foo"});
+  for (int i = 0; i < 3; ++i) {
+    c.links.at(7001).answer("-CLUSTERDOWN The cluster is down\r\n");
+    c.links.run_later();
+  }
+  CHECK(client.reply() == "-CLUSTERDOWN The cluster is down\r\n");
+  CHECK(c.links.at(7001).sent.size() == 5);  // 2 for the first GET, 1 + 2 retries
 }
 
 TEST_CASE("read_from: replica sends reads to a replica and writes to the primary", "[cluster]") {
