@@ -19,6 +19,9 @@ namespace corral::origin {
 
 namespace {
 
+// 100 ms apart: 8 s, longer than a failover with the usual cluster-node-timeout of a few seconds.
+constexpr int kFailoverRetries = 80;
+
 // The connection holds this until it delivers the reply: the fetch is owned by the upstream
 // FIFO, not by whoever asked for it.
 class FetchTarget final : public upstream::ReplyTarget {
@@ -68,6 +71,9 @@ void RedisOrigin::fetch_on_cluster(std::span<const std::string_view> argv,
   upstream::ClusterCommandOptions options;
   options.read_only = true;
   options.max_redirects = max_redirects_;
+  // A fetch waits out a failover (its clients are served stale meanwhile, when grace allows).
+  options.unreachable_retries = kFailoverRetries;
+  options.clusterdown_retries = kFailoverRetries;
   const bool mget = argv.size() > 2 && argv[0].size() == 4 &&
                     std::equal(argv[0].begin(), argv[0].end(), "mget", [](char a, char b) {
                       return std::tolower(static_cast<unsigned char>(a)) == b;

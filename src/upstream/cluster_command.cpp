@@ -68,13 +68,9 @@ void ClusterCommand::start() {
   const int node = pick_node();
   if (node == -1) {
     links_.request_refresh(RefreshReason::clusterdown);
-    target_->on_failure(tag_, kErrSlotUnserved);
-    return;
+    return fail_or_retry(kErrSlotUnserved);
   }
-  if (node == -2) {
-    target_->on_failure(tag_, kErrPrimaryFailing);
-    return;
-  }
+  if (node == -2) return fail_or_retry(kErrPrimaryFailing);
   send_to(node, false);
 }
 
@@ -100,14 +96,22 @@ void ClusterCommand::send_to(int node, bool asking) {
   auto& link = links_.node_link(node, options_.affinity, options_.protocol);
   if (asking && !link.send(kAsking, std::make_shared<Discard>(), 0)) {
     links_.request_refresh(RefreshReason::connection);
-    target_->on_failure(tag_, kErrUnavailable);
-    return;
+    return fail_or_retry(kErrUnavailable);
   }
   if (!link.send(command_, shared_from_this(), tag_)) {
     // The node's connection is backing off (refused, dead): the map may be stale.
     links_.request_refresh(RefreshReason::connection);
-    target_->on_failure(tag_, kErrUnavailable);
+    fail_or_retry(kErrUnavailable);
   }
+}
+
+void ClusterCommand::fail_or_retry(std::string_view error) {
+  if (unreachable_retries_ >= options_.unreachable_retries) {
+    target_->on_failure(tag_, error);
+    return;
+  }
+  ++unreachable_retries_;
+  links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
 }
 
 bool ClusterCommand::follow_redirect(std::string_view reply) {
@@ -164,7 +168,7 @@ void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
 void ClusterCommand::on_failure(std::uint64_t, std::string_view error) {
   // A lost or timed-out connection: the node may have died; the map must say who took over.
   links_.request_refresh(RefreshReason::connection);
-  target_->on_failure(tag_, error);
+  fail_or_retry(error);
 }
 
 }  // namespace corral::upstream

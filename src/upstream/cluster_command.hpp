@@ -24,6 +24,10 @@ struct ClusterCommandOptions {
   // CLUSTERDOWN (no command ran) is retried this many times, 100 ms apart: a failover's window
   // where the cluster reports itself down passes without client errors when it is short.
   int clusterdown_retries = 0;
+  // Idempotent reads of Corral's own (cache fetches): an unreachable node, a lost connection or a
+  // slot without a primary is retried this many times, 100 ms apart, with a refresh each time,
+  // so a failover delays a fetch instead of failing it (and tripping the policy's breaker).
+  int unreachable_retries = 0;
   config::ReadFrom read_from = config::ReadFrom::primary;
 };
 
@@ -50,6 +54,8 @@ class ClusterCommand final : public ReplyTarget,
   void send_to(int node, bool asking);
   // True when `reply` was a redirect this command follows (it has been re-sent).
   bool follow_redirect(std::string_view reply);
+  // Fails the command with `error`, unless unreachable_retries allow another try later.
+  void fail_or_retry(std::string_view error);
 
   ClusterLinks& links_;
   std::string command_;
@@ -58,6 +64,7 @@ class ClusterCommand final : public ReplyTarget,
   std::uint64_t tag_;
   int hops_ = 0;
   int clusterdown_retries_ = 0;
+  int unreachable_retries_ = 0;
 };
 
 }  // namespace corral::upstream

@@ -430,3 +430,39 @@ TEST_CASE("CORRAL.CLUSTER shows the slot map and INFO a per-node summary", "[clu
 }
 
 }  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("a cache fetch waits out a failover: unreachable nodes are retried on the new map",
+          "[cluster]") {
+  RecordingClusterLinks links;
+  auto replies = std::make_shared<Replies>();
+  upstream::ClusterCommandOptions options;
+  options.slot = key_slot("foo");
+  options.read_only = true;
+  options.unreachable_retries = 3;
+  auto fetch =
+      std::make_shared<upstream::ClusterCommand>(links, wire({"GET", "foo"}), options, replies, 7);
+  fetch->start();
+  auto pending = links.at(7001).pending.front();
+  links.at(7001).pending.clear();
+  pending.target->on_failure(pending.tag, "ERR upstream connection lost");  // the primary died
+  CHECK(replies->failures.empty());
+  CHECK(links.refreshes.back() == RefreshReason::connection);
+  links.at(7001).refuse = true;  // still down: retried again
+  links.run_later();
+  CHECK(replies->failures.empty());
+  for (std::size_t slot = 8192; slot < upstream::kSlotCount; ++slot) links.map.owner[slot] = 3;
+  links.run_later();  // the map now names the promoted replica
+  links.at(7101).answer("$1\r\nv\r\n");
+  CHECK(replies->replies[7] == "$1\r\nv\r\n");
+
+  auto give_up =
+      std::make_shared<upstream::ClusterCommand>(links, wire({"GET", "foo"}), options, replies, 8);
+  links.at(7101).refuse = true;
+  give_up->start();
+  for (int i = 0; i < 3; ++i) links.run_later();
+  CHECK(replies->failures[8] == "ERR upstream unavailable");
+}
+
+}  // namespace corral::proxy::test
