@@ -5,9 +5,11 @@
 #include <array>
 #include <cassert>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "proxy/ascii.hpp"
 #include "proxy/learned_commands.hpp"
@@ -47,7 +49,53 @@ const NameIndex& index_by_name() {
   return *index;
 }
 
+// Names of at most 8 bytes (GET, SET, HGETALL, ... most of what clients send) are also found
+// by their bytes read as one integer in a small open-addressing table: no string hash, no memcmp.
+class ShortNameIndex {
+ public:
+  static constexpr std::size_t kMaxLength = 8;
+
+  static std::uint64_t pack(std::string_view lower) {
+    std::uint64_t packed = 0;
+    std::memcpy(&packed, lower.data(), lower.size());
+    return packed;
+  }
+  ShortNameIndex() {
+    for (const CommandSpec& row : all_commands()) {
+      if (row.name.empty() || row.name.size() > kMaxLength) continue;
+      std::size_t i = slot_of(pack(row.name));
+      while (slots_[i].row != nullptr) i = (i + 1) % kSlots;
+      slots_[i] = {pack(row.name), &row};
+    }
+  }
+  // `lower` must be 1 to kMaxLength bytes; the packed bytes and the length identify a name.
+  const CommandSpec* find(std::string_view lower) const {
+    const std::uint64_t packed = pack(lower);
+    for (std::size_t i = slot_of(packed); slots_[i].row != nullptr; i = (i + 1) % kSlots) {
+      if (slots_[i].packed == packed && slots_[i].row->name.size() == lower.size()) {
+        return slots_[i].row;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 1024;  // a power of two, several times the short names
+  struct Slot {
+    std::uint64_t packed = 0;
+    const CommandSpec* row = nullptr;
+  };
+  static std::size_t slot_of(std::uint64_t packed) {
+    return static_cast<std::size_t>((packed * 0x9E3779B97F4A7C15ull) >> 54);  // top 10 bits
+  }
+  std::array<Slot, kSlots> slots_{};
+};
+
 const CommandSpec* lookup(std::string_view lower) {
+  if (!lower.empty() && lower.size() <= ShortNameIndex::kMaxLength) {
+    static const ShortNameIndex* const short_names = new ShortNameIndex();  // never destroyed
+    return short_names->find(lower);
+  }
   const NameIndex& index = index_by_name();
   auto it = index.find(lower);
   return it == index.end() ? nullptr : it->second;
@@ -151,20 +199,40 @@ void georadius_keys(Argv argv, std::vector<std::size_t>& out) {
 
 }  // namespace
 
+namespace {
+// Each built-in row's subcommands as [first, end) row indices, computed once: the dispatcher asks
+// for every request whether its command has any.
+struct SubcommandRange {
+  std::uint32_t first = 0;
+  std::uint32_t end = 0;
+};
+
+const std::vector<SubcommandRange>& subcommand_ranges() {
+  static const std::vector<SubcommandRange>* const ranges = [] {
+    const auto rows = all_commands();
+    auto* out = new std::vector<SubcommandRange>(rows.size());
+    for (std::size_t id = 0; id < rows.size(); ++id) {
+      const std::string_view name = rows[id].name;
+      std::size_t end = id + 1;
+      // Subcommands directly follow their container (the generator's order), and only
+      // containers are followed by rows named "<container>|...".
+      while (end < rows.size() && rows[end].name.size() > name.size() &&
+             rows[end].name.starts_with(name) && rows[end].name[name.size()] == '|') {
+        ++end;
+      }
+      (*out)[id] = {static_cast<std::uint32_t>(id + 1), static_cast<std::uint32_t>(end)};
+    }
+    return out;
+  }();  // never destroyed, like the name index
+  return *ranges;
+}
+}  // namespace
+
 std::span<const CommandSpec> subcommands(const CommandSpec& container) {
   // Learned rows list their subcommands as rows of their own ("x|y"), found by name.
   if (!is_builtin(container)) return {};
-  const auto rows = all_commands();
-  const std::size_t first = command_id(container) + 1;
-  std::size_t end = first;
-  // Subcommands directly follow their container (the generator's order), and only containers
-  // are followed by rows named "<container>|...".
-  while (end < rows.size() && rows[end].name.size() > container.name.size() &&
-         rows[end].name.starts_with(container.name) &&
-         rows[end].name[container.name.size()] == '|') {
-    ++end;
-  }
-  return rows.subspan(first, end - first);
+  const SubcommandRange range = subcommand_ranges()[command_id(container)];
+  return all_commands().subspan(range.first, range.end - range.first);
 }
 
 const CommandSpec* find_command(std::string_view name) {

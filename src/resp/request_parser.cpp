@@ -82,6 +82,31 @@ HeaderLine find_header_line(std::string_view input, std::size_t pos, std::size_t
   return {LineStatus::ok, input.substr(pos + 1, cr_pos - pos - 1), cr_pos + 2};
 }
 
+// The common header "<type><digits>\r\n" (a digit 1-9 first, at most 18 digits) read in one
+// pass, digits parsed while they are scanned. Whatever else (a sign, "0", a leading zero, a short
+// read, a long line) is left to find_header_line and parse_int64, which give Redis's exact
+// answers; so this only ever agrees with them, sooner.
+struct PlainLength {
+  bool ok = false;
+  std::uint64_t value = 0;
+  std::size_t next = 0;  // after "\r\n"
+};
+
+PlainLength read_plain_length(std::string_view input, std::size_t pos, std::size_t max_length) {
+  constexpr std::size_t kMaxDigits = 18;  // below 2^63: no overflow check needed
+  std::size_t i = pos + 1;
+  if (i >= input.size() || input[i] < '1' || input[i] > '9') return {};
+  const std::size_t limit = std::min({input.size(), i + kMaxDigits, pos + max_length});
+  std::uint64_t value = 0;
+  for (; i < limit; ++i) {
+    const unsigned digit = static_cast<unsigned char>(input[i]) - unsigned{'0'};
+    if (digit > 9) break;
+    value = value * 10 + digit;
+  }
+  if (i + 1 >= input.size() || input[i] != '\r' || input[i + 1] != '\n') return {};
+  return {true, value, i + 2};
+}
+
 // Reads one "$len\r\n<data>\r\n" at `pos`; on success appends the data and returns the position
 // after it, otherwise returns 0 with `result` set.
 std::size_t read_bulk(std::string_view input, std::size_t pos, const RequestLimits& limits,
@@ -91,32 +116,39 @@ std::size_t read_bulk(std::string_view input, std::size_t pos, const RequestLimi
     result = fail(ParseStatus::invalid, expected_dollar(input[pos]));
     return 0;
   }
-  const HeaderLine line = find_header_line(input, pos, limits.max_inline_length);
-  switch (line.status) {
-    case LineStatus::ok:
-      break;
-    case LineStatus::need_more:
-      return 0;
-    case LineStatus::too_long:
-      result = fail(ParseStatus::too_large, kTooBigBulkCount);
-      return 0;
-    case LineStatus::bad_terminator:
+  std::uint64_t size = 0;
+  std::size_t data = 0;
+  if (const PlainLength plain = read_plain_length(input, pos, limits.max_inline_length); plain.ok) {
+    size = plain.value;
+    data = plain.next;
+  } else {
+    const HeaderLine line = find_header_line(input, pos, limits.max_inline_length);
+    switch (line.status) {
+      case LineStatus::ok:
+        break;
+      case LineStatus::need_more:
+        return 0;
+      case LineStatus::too_long:
+        result = fail(ParseStatus::too_large, kTooBigBulkCount);
+        return 0;
+      case LineStatus::bad_terminator:
+        result = fail(ParseStatus::invalid, kInvalidBulkLength);
+        return 0;
+    }
+    const auto length = detail::parse_int64(line.number);
+    if (!length || *length < 0) {
       result = fail(ParseStatus::invalid, kInvalidBulkLength);
       return 0;
+    }
+    size = static_cast<std::uint64_t>(*length);
+    data = line.next;
   }
-  const auto length = detail::parse_int64(line.number);
-  if (!length || *length < 0) {
-    result = fail(ParseStatus::invalid, kInvalidBulkLength);
-    return 0;
-  }
-  const auto size = static_cast<std::uint64_t>(*length);
   if (size > limits.max_bulk_length) {
     result = fail(ParseStatus::too_large, kInvalidBulkLength);
     return 0;
   }
   // The payload is skipped by length, never scanned; only its two trailing bytes are checked, and
   // as soon as they arrive so that a wrong length fails early.
-  const std::size_t data = line.next;
   const std::size_t avail = input.size() - data;
   const bool bad_cr = avail > size && input[data + size] != '\r';
   const bool bad_lf = avail > size + 1 && input[data + size + 1] != '\n';
@@ -131,27 +163,35 @@ std::size_t read_bulk(std::string_view input, std::size_t pos, const RequestLimi
 
 ParseResult parse_multibulk(std::string_view input, const RequestLimits& limits,
                             std::vector<std::string_view>& argv) {
-  const HeaderLine header = find_header_line(input, 0, limits.max_inline_length);
-  switch (header.status) {
-    case LineStatus::ok:
-      break;
-    case LineStatus::need_more:
-      return need_more();
-    case LineStatus::too_long:
-      return fail(ParseStatus::too_large, kTooBigMbulkCount);
-    case LineStatus::bad_terminator:
-      return fail(ParseStatus::invalid, kInvalidMultibulkLength);
+  std::int64_t count = 0;
+  std::size_t pos = 0;
+  if (const PlainLength plain = read_plain_length(input, 0, limits.max_inline_length); plain.ok) {
+    count = static_cast<std::int64_t>(plain.value);
+    pos = plain.next;
+  } else {
+    const HeaderLine header = find_header_line(input, 0, limits.max_inline_length);
+    switch (header.status) {
+      case LineStatus::ok:
+        break;
+      case LineStatus::need_more:
+        return need_more();
+      case LineStatus::too_long:
+        return fail(ParseStatus::too_large, kTooBigMbulkCount);
+      case LineStatus::bad_terminator:
+        return fail(ParseStatus::invalid, kInvalidMultibulkLength);
+    }
+    const auto parsed = detail::parse_int64(header.number);
+    if (!parsed) return fail(ParseStatus::invalid, kInvalidMultibulkLength);
+    count = *parsed;
+    pos = header.next;
   }
-  const auto count = detail::parse_int64(header.number);
-  if (!count) return fail(ParseStatus::invalid, kInvalidMultibulkLength);
   // Redis treats *0 and any negative count as an empty request that is simply skipped.
-  if (*count <= 0) return {ParseStatus::ok, header.next, false, {}};
-  if (static_cast<std::uint64_t>(*count) > limits.max_elements) {
+  if (count <= 0) return {ParseStatus::ok, pos, false, {}};
+  if (static_cast<std::uint64_t>(count) > limits.max_elements) {
     return fail(ParseStatus::too_large, kInvalidMultibulkLength);
   }
-  argv.reserve(std::min(static_cast<std::size_t>(*count), kArgvReserveCap));
-  std::size_t pos = header.next;
-  for (std::int64_t i = 0; i < *count; ++i) {
+  argv.reserve(std::min(static_cast<std::size_t>(count), kArgvReserveCap));
+  for (std::int64_t i = 0; i < count; ++i) {
     ParseResult result;
     pos = read_bulk(input, pos, limits, argv, result);
     if (pos == 0) return result;

@@ -98,27 +98,48 @@ awaitable<void> Session<Stream>::read_loop() {
 
 // Once no bytes are there, the input buffer goes back to the thread's cache and the session waits
 // for readability holding no buffer: an idle client costs its socket and this frame, not 16 KB.
+//
+// The wait is a read into the session's small wake_ array rather than a readiness wait: Asio
+// starts a read with one attempt at once (the EAGAIN read a drained socket needs anyway) and then
+// waits on the edge-triggered registration it already has, whereas a readiness wait re-arms
+// epoll with an epoll_ctl every time. A pipelined batch that fits in wake_ (most do) then takes
+// one read, and a read that returns less than its room means the socket is drained, so the next
+// wait starts without another attempt.
 template <class Stream>
 awaitable<void> Session<Stream>::read_plain() {
   if constexpr (std::is_same_v<Stream, PlainStream>) {
     error_code ec;
     stream_.non_blocking(true, ec);
+    bool may_have_more = false;
     while (!ec && !stop_reading_ && !closed_) {
-      const auto n = stream_.read_some(asio::buffer(input_.space(), input_.space_size()), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      std::size_t n = 0;
+      if (may_have_more) {
+        char* space = input_.space();
+        const std::size_t room = input_.space_size();
+        n = stream_.read_some(asio::buffer(space, room), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+          ec = {};
+          may_have_more = false;
+          continue;
+        }
+        if (ec || closed_) break;
+        may_have_more = n == room;
+        input_.commit(n);
+      } else {
         reads_without_yield_ = 0;
         input_.release();
-        co_await stream_.async_wait(asio::socket_base::wait_read,
-                                    asio::redirect_error(use_awaitable, ec));
-        continue;
+        n = co_await stream_.async_read_some(asio::buffer(wake_),
+                                             asio::redirect_error(use_awaitable, ec));
+        if (ec || closed_) break;
+        std::memcpy(input_.space(), wake_.data(), n);
+        input_.commit(n);
+        may_have_more = n == wake_.size();
       }
-      if (ec || closed_) break;
-      input_.commit(n);
       read_at_ = std::chrono::steady_clock::now();
       co_await process_input();
       // Reads that found bytes at once did not go through the event loop: after a few in a row,
       // let the thread's other clients run (one flooding client must not starve them).
-      if (++reads_without_yield_ == kReadsPerYield) {
+      if (may_have_more && ++reads_without_yield_ == kReadsPerYield) {
         reads_without_yield_ = 0;
         co_await asio::post(stream_.get_executor(), use_awaitable);
       }
@@ -160,6 +181,8 @@ awaitable<void> Session<Stream>::read_tls() {
 
 template <class Stream>
 awaitable<void> Session<Stream>::process_input() {
+  // One reference for the whole batch: handlers keep it for replies that complete later.
+  const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   while (!stop_reading_ && !closed_ && !input_.empty()) {
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(pending, limits_, argv_, scratch_);
@@ -175,14 +198,41 @@ awaitable<void> Session<Stream>::process_input() {
       break;
     }
     if (!argv_.empty()) {
-      co_await dispatch(pending.substr(0, parsed.consumed), parsed.inline_form);
+      const std::string_view raw = pending.substr(0, parsed.consumed);
+      if (!dispatch_now(resp::Request{argv_, parsed.inline_form ? std::string_view() : raw},
+                        target)) {
+        co_await dispatch(raw, parsed.inline_form, target);
+      }
     }
     input_.consume(parsed.consumed);
   }
 }
 
 template <class Stream>
-awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form) {
+bool Session<Stream>::dispatch_now(const resp::Request& request,
+                                   const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (handler_->tunneling() || slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
+    return false;
+  }
+  const auto classified = handler_->classify(request);
+  const std::uint64_t tag = first_tag_ + slots_.size();
+  auto& slot = slots_.emplace_back();
+  slot.started = read_at_;
+  slot.metric_id = classified.metric_id;
+  const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
+  if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
+    // A handler that asks for a retry has done nothing yet: the coroutine asks again after
+    // waiting.
+    slots_.pop_back();
+    return false;
+  }
+  after_handle(action, tag);
+  return true;
+}
+
+template <class Stream>
+awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form,
+                                          std::shared_ptr<upstream::ReplyTarget> target) {
   const resp::Request request{argv_, inline_form ? std::string_view() : raw};
   if (handler_->tunneling()) {
     std::string last_reply;
@@ -201,14 +251,13 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     co_await slots_drained_.wait();
   }
   const auto classified = handler_->classify(request);
-  auto self = this->shared_from_this();
   for (;;) {
     if (closed_) co_return;
     const std::uint64_t tag = first_tag_ + slots_.size();
     auto& slot = slots_.emplace_back();
     slot.started = read_at_;
     slot.metric_id = classified.metric_id;
-    const auto action = handler_->handle(request, classified, tag, self, slots_.size() - 1);
+    const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
     if (action == Action::wait_then_retry) {
       // Held by the handler (CLIENT PAUSE): later requests wait behind this one, so the client's
       // commands still run in the order it sent them.
@@ -226,16 +275,20 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
       }
       continue;
     }
-    if (action == Action::close_after_reply) {
-      stop_reading_ = true;
-      if (tag >= first_tag_) {
-        slots_[tag - first_tag_].close_after = true;
-      } else {
-        close_after_flush_ = true;
-        output_ready_.notify();
-      }
-    }
+    after_handle(action, tag);
     co_return;
+  }
+}
+
+template <class Stream>
+void Session<Stream>::after_handle(Action action, std::uint64_t tag) {
+  if (action != Action::close_after_reply) return;
+  stop_reading_ = true;
+  if (tag >= first_tag_) {
+    slots_[tag - first_tag_].close_after = true;
+  } else {
+    close_after_flush_ = true;
+    output_ready_.notify();
   }
 }
 

@@ -3,6 +3,7 @@
 // stream, so plain TCP pays nothing for TLS: PlainSession and TlsSession below.
 #pragma once
 
+#include <array>
 #include <utility>
 
 #include <chrono>
@@ -59,7 +60,13 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   boost::asio::awaitable<void> write_loop();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
-  boost::asio::awaitable<void> dispatch(std::string_view raw, bool inline_form);
+  // The common case without a coroutine frame: false when the request must wait (tunnel,
+  // full pipeline, a handler that asks for a retry), for dispatch() to handle it.
+  bool dispatch_now(const resp::Request& request,
+                    const std::shared_ptr<upstream::ReplyTarget>& target);
+  boost::asio::awaitable<void> dispatch(std::string_view raw, bool inline_form,
+                                        std::shared_ptr<upstream::ReplyTarget> target);
+  void after_handle(Action action, std::uint64_t tag);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
   void push(std::string_view bytes);
   void reject_protocol(std::string_view error);
@@ -73,6 +80,9 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   resp::RequestLimits limits_;
 
   InputBuffer input_;
+  // Where a plain read waits for the next requests (see read_plain): small, so an idle client
+  // stays cheap, and large enough for a typical pipelined batch.
+  std::array<char, 1024> wake_;
   std::vector<std::string_view> argv_;
   std::string scratch_;
 

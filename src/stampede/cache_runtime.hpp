@@ -15,6 +15,7 @@
 #include "cache/store.hpp"
 #include "config/settings.hpp"
 #include "stampede/core/policy_match.hpp"
+#include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy_stats.hpp"
 
 namespace prometheus {
@@ -74,6 +75,8 @@ class CacheRuntime {
   // Drops every key starting with `prefix`; counted once for each policy it touches (the one
   // the prefix falls under, and those whose own prefix starts with it).
   std::size_t invalidate_prefix(std::string_view prefix, InvalidationSource source);
+  // Fleet fetches waiting for another process's refresh, woken by tracking messages.
+  FleetWakeups& fleet_wakeups() { return fleet_wakeups_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).
   void count_invalidation(std::string_view user_key, InvalidationSource source,
                           std::uint64_t count = 1);
@@ -100,6 +103,7 @@ class CacheRuntime {
   int database_;
   std::atomic<std::uint64_t> version_{0};
   std::atomic<bool> sweeper_claimed_{false};
+  FleetWakeups fleet_wakeups_;
   std::shared_ptr<prometheus::Collectable> collector_;
 };
 

@@ -1,4 +1,4 @@
-// Engine: the request side of the read-through cache on one io thread: hits (with XFetch and
+// Engine: the request side of the read-through cache on one io thread: hits (with early and
 // grace refreshes), misses (coalesced through the policy's flight table), MGET key by key, and
 // the invalidation of written keys.
 #include "stampede/engine.hpp"
@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "resp/encoder.hpp"
-#include "stampede/core/xfetch.hpp"
+#include "stampede/core/refresh_timing.hpp"
 #include "stampede/invalidating_target.hpp"
 #include "stampede/versioned/version_key.hpp"
 #include "stampede/waiter.hpp"
@@ -19,6 +19,11 @@ constexpr auto kSweepInterval = std::chrono::seconds(1);
 // Buckets per shard per sweep: with 64 shards, 8k buckets a second, a few microseconds of
 // lock each; entries nobody asks for again leave within minutes even in a large cache.
 constexpr std::size_t kSweepBuckets = 128;
+// Fleet mode: appended to a background refresh's flight key (no real GET variant ends so). Such
+// a refresh may wait a whole fetch for the process holding the lock, while a miss meanwhile (the
+// local copy was invalidated: the plain key expired in Redis, or a write landed) costs one read
+// of the shared copy, so it leads a flight of its own instead of queueing behind the refresh.
+constexpr std::string_view kFleetRefreshFlight{"\0fleet-refresh", 14};
 
 std::string overflow_reason(const PolicyRef& policy) {
   return "ERR corral: too many requests waiting for the origin (policy '" +
@@ -203,7 +208,10 @@ void Engine::maybe_refresh(const PolicyRef& policy, cache::CacheKey key,
   }
   const double beta = policy.settings().beta;
   if (entry.negative || beta <= 0) return;
-  if (should_refresh_early(now, entry, beta, random_ ? *random_ : cache::thread_random())) {
+  // Rate-independent timing: grace covering the fetch means no early refresh (the stale path
+  // refreshes once at expiry); see core/refresh_timing.hpp.
+  if (early_refresh(now, entry, beta, random_ ? *random_ : cache::thread_random()) !=
+      EarlyRefresh::none) {
     refresh(policy, key, argv, entry.delta, true);
   }
 }
@@ -213,6 +221,7 @@ void Engine::refresh(const PolicyRef& policy, cache::CacheKey key,
                      bool early) {
   auto& flights = policy.runtime().flights();
   std::string flight_key = cache::encode_cache_key(key);
+  if (policy.settings().shared) flight_key += kFleetRefreshFlight;
   // One refresh per key: while one is in flight, the stale value keeps serving.
   if (flights.waiters(flight_key)) {
     policy.stats().stampede_blocked();

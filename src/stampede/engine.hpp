@@ -2,7 +2,7 @@
 // MGET key by key, and the bookkeeping of writes that pass through.
 //
 //   hit      handle_read -> serve_key: store lookup fresh/stale -> reply now
-//                           -> maybe_refresh: stale (grace) or XFetch says early -> refresh
+//                           -> maybe_refresh: stale (grace), or early (refresh_timing) -> refresh
 //   miss     serve_key -> plan_miss: flight table join
 //              leader   -> Waiter on the flight + Fetch::start -> origin -> store -> flight done
 //              follower -> Waiter on the flight (wait_timeout, on_overflow if it expires)

@@ -106,6 +106,7 @@ awaitable<void> InvalidationListener::run() {
       co_await serve(prefixes);
       // The tracked prefixes are flushed when tracking is re-established, not now: if Redis
       // itself went away, the cached copies are what stale-if-error serves meanwhile.
+      runtime_.fleet_wakeups().set_live(false);
       if (tracking_.exchange(false)) {
         spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
         backoff = upstream_.reconnect_backoff_min;
@@ -160,6 +161,9 @@ awaitable<void> InvalidationListener::track(upstream::Connection& connection,
   // Writes made while nobody was tracking went unseen: start from an empty cache for these.
   flush(prefixes);
   tracking_.store(true, std::memory_order_relaxed);
+  // Fleet waiters may now rely on pushes; any that waited meanwhile look again at once.
+  runtime_.fleet_wakeups().set_live(true);
+  runtime_.fleet_wakeups().notify_all();
   spdlog::info("tracking {} prefixes on the upstream for invalidation", prefixes.size());
   co_await inbox->connection_ended();
 }
@@ -174,10 +178,12 @@ void InvalidationListener::apply(std::string_view message,
   const auto& keys = decoded->elements[2];
   if (keys.type == resp::Reply::Type::null) {
     flush(prefixes);  // FLUSHALL / FLUSHDB upstream
+    runtime_.fleet_wakeups().notify_all();
     return;
   }
   for (const auto& key : keys.elements) {
     runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+    runtime_.fleet_wakeups().notify(key.text);
     if (invalidated_) invalidated_(key.text);
   }
 }

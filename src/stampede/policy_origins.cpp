@@ -20,7 +20,8 @@ OriginFactory policy_origins(const boost::asio::any_io_executor& executor, upstr
     }
     if (settings.shared) {
       source = std::make_shared<FleetOrigin>(executor, source, pool, runtime.database(), settings,
-                                             policy.set->stats[policy.index], runtime.clock());
+                                             policy.set->stats[policy.index], runtime.clock(),
+                                             runtime.fleet_wakeups());
     }
     if (settings.versioned) {
       source = std::make_shared<VersionedOrigin>(source, policy.set->runtimes[policy.index],

@@ -52,7 +52,7 @@ void PolicyStats::version_read(std::uint64_t version) {
 
 std::array<std::uint64_t, kStaleReasons> PolicyStats::stale_serves() const {
   std::array<std::uint64_t, kStaleReasons> out{};
-  for (std::size_t i = 0; i < kStaleReasons; ++i) out[i] = load(stale_serves_[i]);
+  for (std::size_t i = 0; i < kStaleReasons; ++i) out[i] = stale_serves_.sum(i);
   return out;
 }
 
@@ -91,7 +91,7 @@ void PolicyStats::origin_request(std::chrono::nanoseconds d, bool failed) {
 PolicyStatsSnapshot PolicyStats::snapshot() const {
   PolicyStatsSnapshot out;
   out.prefix = prefix_;
-  for (std::size_t i = 0; i < kLookupOutcomes; ++i) out.lookups[i] = load(lookups_[i]);
+  for (std::size_t i = 0; i < kLookupOutcomes; ++i) out.lookups[i] = lookups_.sum(i);
   out.early_refreshes = load(early_refreshes_);
   out.background_refreshes = load(background_refreshes_);
   out.origin_requests = load(origin_requests_);

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "stampede/core/thread_counters.hpp"
+
 namespace corral::stampede {
 
 enum class LookupOutcome : std::uint8_t { hit, stale, miss, coalesced, negative };
@@ -90,7 +92,7 @@ class PolicyStats {
 
   const std::string& prefix() const { return prefix_; }
 
-  void lookup(LookupOutcome outcome) { add(lookups_[static_cast<std::size_t>(outcome)]); }
+  void lookup(LookupOutcome outcome) { lookups_.add(static_cast<std::size_t>(outcome)); }
   void early_refresh() { add(early_refreshes_); }
   void background_refresh() { add(background_refreshes_); }
   void background_refresh_done(std::chrono::nanoseconds d) { background_durations_.observe(d); }
@@ -102,7 +104,7 @@ class PolicyStats {
   void lock_contended() { add(locks_contended_); }
   void write_fenced() { add(writes_fenced_); }
   void version_fallback() { add(version_fallbacks_); }
-  void stale_serve(StaleReason reason) { add(stale_serves_[static_cast<std::size_t>(reason)]); }
+  void stale_serve(StaleReason reason) { stale_serves_.add(static_cast<std::size_t>(reason)); }
   void version_read(std::uint64_t version);
   void invalidation(InvalidationSource source, std::uint64_t n = 1) {
     add(invalidations_[static_cast<std::size_t>(source)], n);
@@ -122,7 +124,8 @@ class PolicyStats {
   }
 
   const std::string prefix_;
-  std::array<std::atomic<std::uint64_t>, kLookupOutcomes> lookups_{};
+  // Bumped on every cached read: per thread (see thread_counters.hpp).
+  ThreadCounters<kLookupOutcomes> lookups_;
   std::atomic<std::uint64_t> early_refreshes_{0};
   std::atomic<std::uint64_t> background_refreshes_{0};
   std::atomic<std::uint64_t> origin_requests_{0};
@@ -135,7 +138,7 @@ class PolicyStats {
   std::atomic<std::uint64_t> writes_fenced_{0};
   std::atomic<std::uint64_t> version_fallbacks_{0};
   std::array<std::atomic<std::uint64_t>, kInvalidationSources> invalidations_{};
-  std::array<std::atomic<std::uint64_t>, kStaleReasons> stale_serves_{};
+  ThreadCounters<kStaleReasons> stale_serves_;
   struct VersionSlot {
     std::atomic<std::uint64_t> version{0};
     std::atomic<std::uint64_t> reads{0};

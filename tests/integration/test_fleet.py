@@ -38,9 +38,11 @@ def fleet_config(origin_port):
 
 
 class Fleet:
-    """redis-server, the HTTP origin and three Corral processes sharing them."""
+    """redis-server, the HTTP origin and three Corral processes sharing them, configured by
+    `make_config(origin_port)`."""
 
-    def __init__(self):
+    def __init__(self, make_config=fleet_config):
+        self.make_config = make_config
         self.workdir = harness.make_tmpdir("corral-fleet-")
         self.redis = harness.RedisServer(self.workdir)
         self.origin = OriginServer(self.workdir)
@@ -50,7 +52,7 @@ class Fleet:
         try:
             self.redis.start()
             self.origin.start()
-            config = fleet_config(self.origin.port)
+            config = self.make_config(self.origin.port)
             for i in range(3):
                 corral = harness.Corral(self.workdir, self.redis.port, config, name="corral%d" % i)
                 self.corrals.append(corral.start())

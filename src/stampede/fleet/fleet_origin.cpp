@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,6 +22,7 @@
 #include "stampede/core/ewma.hpp"
 #include "stampede/core/jitter.hpp"
 #include "stampede/fleet/fleet_scripts.hpp"
+#include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy_stats.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
@@ -36,9 +38,14 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr milliseconds kMinLockTtl{1000};
-// Waiting for another process's refresh: a read of the shared copy every delta / 8, within these.
-constexpr milliseconds kPollMin{5};
-constexpr milliseconds kPollMax{50};
+// Waiting for another process's refresh: the winner's write wakes us through its tracking
+// invalidation, so the shared copy is read again only every 2 * delta, within these, in case
+// the holder gave up or died (its lock key is not tracked) or a push was lost. Without tracking
+// the old pace applies: every delta / 8, within kBlindPoll*.
+constexpr milliseconds kPollMin{100};
+constexpr milliseconds kPollMax{1000};
+constexpr milliseconds kBlindPollMin{5};
+constexpr milliseconds kBlindPollMax{50};
 // lock()'s freshness checks.
 constexpr milliseconds kAnyFresh{0};
 constexpr milliseconds kNoCheck{-1};
@@ -58,6 +65,7 @@ struct FleetOrigin::Shared {
   config::PolicySettings policy;
   std::shared_ptr<PolicyStats> stats;
   const cache::Clock& clock;
+  FleetWakeups& wakeups;
   std::string token_prefix = random_token_prefix();
   std::uint64_t tokens = 0;
 
@@ -153,26 +161,70 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     }
   }
 
-  // The holder writes, gives up (its lock goes), or dies (its lock expires): poll until one.
+  // The holder writes, gives up (its lock goes), or dies (its lock expires): wait for one.
   // nullopt: the lock is free and the refresh is ours to make.
   awaitable<std::optional<Answer>> wait_for_holder() {
     asio::steady_timer timer(shared_->executor);
+    // Registered before the first read: a write that read does not see yet sends its
+    // invalidation after it, so the wake-up cannot be missed.
+    const WakeScope scope(*this, timer);
     for (;;) {
+      const auto state = co_await read();
+      if (!state) co_return fail(read_error_);
+      if (state->fresh() && state->stored_ms != seen_stored_ms_) co_return answer(*state, false);
+      if (state->lock_for.count() <= 0) {
+        // An early refresh was optional: keep the copy.
+        if (mode_ == Mode::early && state->fresh()) co_return answer(*state, false);
+        co_return std::nullopt;
+      }
       if (shared_->clock.now() >= deadline_) {
         co_return fail("ERR corral: fleet refresh of '" + keys_.plain +
                        "' is held by another process (lock not released)");
       }
-      timer.expires_after(std::clamp(duration_cast<milliseconds>(delta_) / 8, kPollMin, kPollMax));
-      boost::system::error_code ignored;
-      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-      const auto state = co_await read();
-      if (!state) co_return fail(read_error_);
-      if (state->fresh() && state->stored_ms != seen_stored_ms_) co_return answer(*state, false);
-      if (state->lock_for.count() > 0) continue;
-      // An early refresh was optional: keep the copy.
-      if (mode_ == Mode::early && state->fresh()) co_return answer(*state, false);
-      co_return std::nullopt;
+      if (!woken_) {
+        timer.expires_after(poll_interval());
+        boost::system::error_code ignored;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+      }
+      woken_ = false;
     }
+  }
+
+  milliseconds poll_interval() const {
+    const auto delta = duration_cast<milliseconds>(delta_);
+    if (!shared_->wakeups.live()) return std::clamp(delta / 8, kBlindPollMin, kBlindPollMax);
+    return std::clamp(2 * delta, kPollMin, kPollMax);
+  }
+
+  // While wait_for_holder runs: the key's tracking invalidation cancels its timer (or, arriving
+  // during a read, makes it read again at once). The wake is posted to this fetch's executor,
+  // where the coroutine runs, and finds it through a weak pointer: it may come after the end.
+  class WakeScope {
+   public:
+    WakeScope(FleetFetch& fetch, asio::steady_timer& timer)
+        : fetch_(fetch),
+          watch_(fetch.shared_->wakeups, fetch.keys_.plain,
+                 [weak = fetch.weak_from_this(), executor = fetch.shared_->executor] {
+                   asio::post(executor, [weak] {
+                     if (const auto self = weak.lock()) self->wake();
+                   });
+                 }) {
+      fetch_.woken_ = false;
+      fetch_.wake_timer_ = &timer;
+    }
+    ~WakeScope() { fetch_.wake_timer_ = nullptr; }
+    WakeScope(const WakeScope&) = delete;
+    WakeScope& operator=(const WakeScope&) = delete;
+
+   private:
+    FleetFetch& fetch_;
+    FleetWakeups::Watch watch_;
+  };
+
+  void wake() {
+    if (!wake_timer_) return;
+    woken_ = true;
+    wake_timer_->cancel();
   }
 
   // We hold the lock: ask the origin, then write what it said.
@@ -351,6 +403,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   std::chrono::nanoseconds origin_duration_{0};
   std::int64_t seen_stored_ms_ = -1;
   std::string read_error_;
+  asio::steady_timer* wake_timer_ = nullptr;  // set while wait_for_holder runs
+  bool woken_ = false;
 };
 
 }  // namespace
@@ -358,10 +412,10 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
 FleetOrigin::FleetOrigin(const asio::any_io_executor& executor,
                          std::shared_ptr<origin::Origin> inner, upstream::Pool& pool, int database,
                          const config::PolicySettings& policy, std::shared_ptr<PolicyStats> stats,
-                         const cache::Clock& clock)
+                         const cache::Clock& clock, FleetWakeups& wakeups)
     : inner_(std::move(inner)),
       shared_(std::make_shared<Shared>(
-          Shared{executor, pool, database, policy, std::move(stats), clock})) {}
+          Shared{executor, pool, database, policy, std::move(stats), clock, wakeups})) {}
 
 FleetOrigin::~FleetOrigin() = default;
 

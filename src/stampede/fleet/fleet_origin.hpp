@@ -19,19 +19,21 @@ class Pool;
 namespace corral::stampede {
 
 class PolicyStats;
+class FleetWakeups;
 
 // One per policy per io thread; fetch()/refresh() on that thread only.
 //   fetch (a local miss): read the shared copy; fresh or in grace -> that is the answer (with the
 //     lifetime Redis holds for it); none -> the refresh path.
 //   refresh (stale or early): take the lock (SET NX PX in a script that first checks nobody
 //     refreshed already); the winner asks `inner`, writes value + shadow + metadata fenced by
-//     its token and releases; a loser polls the shared copy until the winner's write lands or
-//     the lock expires (then it takes over), bounded by twice the lock TTL.
+//     its token and releases; a loser waits until the winner's write lands (woken by its tracking
+//     invalidation through `wakeups`, with a slow poll of the shared copy as the fallback) or the
+//     lock goes (then it takes over), bounded by twice the lock TTL.
 class FleetOrigin final : public origin::Origin {
  public:
   FleetOrigin(const boost::asio::any_io_executor& executor, std::shared_ptr<origin::Origin> inner,
               upstream::Pool& pool, int database, const config::PolicySettings& policy,
-              std::shared_ptr<PolicyStats> stats, const cache::Clock& clock);
+              std::shared_ptr<PolicyStats> stats, const cache::Clock& clock, FleetWakeups& wakeups);
   ~FleetOrigin() override;
 
   std::string_view name() const override { return inner_->name(); }

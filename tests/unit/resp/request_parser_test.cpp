@@ -308,6 +308,30 @@ TEST_CASE("limits", "[request][limits]") {
               "Protocol error: invalid multibulk length", limits);
 }
 
+// Plain digit headers are read in one pass, anything else by the general path: both must give
+// Redis's answers at the seam between them.
+TEST_CASE("header numbers at the edges of the one-pass reading", "[request][limits]") {
+  const auto invalid = ParseStatus::invalid;
+  check_error("*02\r\n$1\r\na\r\n$1\r\nb\r\n", invalid, "Protocol error: invalid multibulk length");
+  check_error("*1\r\n$03\r\nabc\r\n", invalid, "Protocol error: invalid bulk length");
+  check_error("*1\r\n$-1\r\n", invalid, "Protocol error: invalid bulk length");
+  check_error("*1\r\n$+3\r\nabc\r\n", invalid, "Protocol error: invalid bulk length");
+  const auto empty = parse("*1\r\n$0\r\n\r\n");
+  REQUIRE(empty.result.status == ParseStatus::ok);
+  CHECK(empty.argv == Argv{""});
+  // 18 digits (read in one pass) and 19 digits (the general path) are both just too large.
+  check_error("*100000000000000000\r\n", ParseStatus::too_large,
+              "Protocol error: invalid multibulk length");
+  check_error("*1\r\n$1000000000000000000\r\n", ParseStatus::too_large,
+              "Protocol error: invalid bulk length");
+
+  RequestLimits limits;
+  limits.max_inline_length = 2;  // "$1" fits, "$12" does not, however the line ends
+  CHECK(parse("*1\r\n$1\r\na\r\n", limits).result.status == ParseStatus::ok);
+  check_error("*1\r\n$12\r\n", ParseStatus::too_large, "Protocol error: too big bulk count string",
+              limits);
+}
+
 TEST_CASE("the default limits match Redis", "[request][limits]") {
   const RequestLimits limits;
   CHECK(limits.max_bulk_length == std::size_t{512} * 1024 * 1024);

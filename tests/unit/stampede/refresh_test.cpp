@@ -1,4 +1,4 @@
-// Refreshes and origin protection: grace (stale-while-revalidate), XFetch early refresh,
+// Refreshes and origin protection: grace (stale-while-revalidate), early refresh timing,
 // stale-if-error, backoff, the circuit breaker, negative caching and the origin concurrency cap.
 #include "engine_support.hpp"
 
@@ -70,6 +70,102 @@ TEST_CASE("XFetch refreshes a hit near expiry when beta > 0, never with beta 0",
     for (int i = 1; i <= 200; ++i) REQUIRE(f.get("p:1", i));
     CHECK(f.origin().calls() == 1);
     CHECK(f.stats().early_refreshes == 0);
+  }
+}
+
+namespace {
+// Reads `key` at `rate` per second (manual clock) until a background refresh asks the origin;
+// returns how long before soft expiry that was, or -1 ms when none did before expiry.
+std::chrono::milliseconds refresh_lead(Fixture& f, std::string_view key, int rate,
+                                       std::chrono::nanoseconds ttl) {
+  const auto stored = f.clock.now();
+  const auto calls = f.origin().calls();
+  const auto step = std::chrono::nanoseconds(1'000'000'000 / rate);
+  for (std::uint64_t tag = 1; f.clock.now() + step < stored + ttl; ++tag) {
+    f.clock.advance(step);
+    REQUIRE(f.get(key, tag));
+    if (f.origin().calls() > calls) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(stored + ttl - f.clock.now());
+    }
+  }
+  return std::chrono::milliseconds(-1);
+}
+}  // namespace
+
+TEST_CASE("a hot key refreshes at the same moment at 1000 requests a second as at 5",
+          "[refresh_timing]") {
+  auto p = policy();
+  p.ttl = 2s;
+  p.beta = 1.0;
+  std::chrono::milliseconds leads[2];
+  int i = 0;
+  for (const int rate : {5, 1000}) {
+    Fixture f({p});
+    prime(f, "p:1", "v1", 200ms);  // delta 200 ms
+    leads[i++] = refresh_lead(f, "p:1", rate, p.ttl);
+    CHECK(f.stats().early_refreshes == 1);
+  }
+  INFO("lead at 5/s " << leads[0].count() << " ms, at 1000/s " << leads[1].count() << " ms");
+  CHECK(leads[0] >= 200ms);
+  // One refresh-ahead instant per generation (from delta, not from the rate): the busy key
+  // finds it at most one of the handful's request intervals sooner.
+  CHECK(leads[1] >= leads[0]);
+  CHECK(leads[1] <= leads[0] + 200ms);
+  CHECK(leads[1] <= 300ms);  // per-request XFetch would fire ~1 s ahead (its ttl / 2 cap)
+}
+
+TEST_CASE("with grace covering the fetch a hot key is served stale once, not refreshed early",
+          "[refresh_timing]") {
+  auto p = policy();
+  p.ttl = 2s;
+  p.beta = 1.0;
+  p.grace = 10s;
+  Fixture f({p});
+  prime(f, "p:1", "v1", 200ms);
+  CHECK(refresh_lead(f, "p:1", 1000, p.ttl) == -1ms);
+  CHECK(f.origin().calls() == 1);
+  CHECK(f.stats().early_refreshes == 0);
+  f.clock.advance(2ms);  // past soft expiry: the stale path refreshes, in the background
+  REQUIRE(f.get("p:1", 9001));
+  CHECK(f.client->reply(9001) == bulk("v1"));
+  REQUIRE(f.origin().calls() == 2);
+  CHECK(f.stats().background_refreshes == 1);
+  CHECK(f.stats().lookup(LookupOutcome::stale) == 1);
+  REQUIRE(f.get("p:1", 9002));  // coalesced with the refresh in flight
+  CHECK(f.origin().calls() == 2);
+  f.origin().value(1, "v2");
+  f.run();
+  REQUIRE(f.get("p:1", 9003));
+  CHECK(f.client->reply(9003) == bulk("v2"));
+}
+
+TEST_CASE("in fleet mode a miss does not queue behind a background refresh", "[fleet]") {
+  // A fleet refresh may wait a whole fetch for another process's lock; a miss reads the shared
+  // copy instead (its own flight). Elsewhere a miss joins the refresh in flight.
+  for (const bool shared : {true, false}) {
+    auto p = policy();
+    p.grace = 10s;
+    p.shared = shared;
+    p.origin = config::OriginKind::http;  // as fleet mode needs (the fixture's origin answers)
+    Fixture f({p});
+    prime(f, "p:1", "v1", 200ms);
+    f.clock.advance(11s);
+    REQUIRE(f.get("p:1", 1));  // stale: served, and refreshed in the background
+    CHECK(f.client->reply(1) == bulk("v1"));
+    REQUIRE(f.origin().calls() == 2);
+    f.runtime->invalidate_key("p:1", stampede::InvalidationSource::tracking);
+    REQUIRE(f.get("p:1", 2));
+    INFO("shared: " << shared);
+    CHECK(f.origin().calls() == (shared ? 3u : 2u));
+    CHECK_FALSE(f.client->has(2));
+    f.origin().value(shared ? 2 : 1, "v2");
+    f.run();
+    CHECK(f.client->reply(2) == bulk("v2"));
+    if (shared) {  // the miss stored v2; the refresh still in flight starts no other fetch
+      REQUIRE(f.get("p:1", 3));
+      CHECK(f.client->reply(3) == bulk("v2"));
+      CHECK(f.origin().calls() == 3);
+    }
   }
 }
 
