@@ -78,19 +78,28 @@ class ClusterMetrics final : public prometheus::Collectable {
   void add_map_gauges(std::vector<MetricFamily>& out) const {
     const auto map = topology_->current();
     double primaries = 0;
+    double empty_primaries = 0;
     double replicas = 0;
     double failing = 0;
     if (map) {
-      for (const auto& node : map->nodes) {
-        double& role = !node.healthy ? failing : node.primary ? primaries : replicas;
+      std::vector<bool> owns(map->nodes.size(), false);
+      for (int p : map->primaries) owns[p] = true;
+      for (std::size_t i = 0; i < map->nodes.size(); ++i) {
+        const auto& node = map->nodes[i];
+        double& role = !node.healthy  ? failing
+                       : owns[i]      ? primaries
+                       : node.primary ? empty_primaries
+                                      : replicas;
         role += 1;
       }
     }
     auto nodes = family("corral_cluster_nodes",
-                        "Nodes in the slot map Corral routes by, by role: healthy primaries, "
-                        "healthy replicas, and nodes the cluster reports failed (either role).",
+                        "Nodes in the slot map Corral routes by, by role: healthy primaries "
+                        "owning slots, healthy primaries owning none, healthy replicas, and nodes "
+                        "the cluster reports failed (any role).",
                         MetricType::Gauge);
     add(nodes, primaries, "role", "primary");
+    add(nodes, empty_primaries, "role", "primary_without_slots");
     add(nodes, replicas, "role", "replica");
     add(nodes, failing, "role", "failed");
     out.push_back(std::move(nodes));
