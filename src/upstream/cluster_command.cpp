@@ -70,7 +70,11 @@ void ClusterCommand::start() {
     links_.request_refresh(RefreshReason::clusterdown);
     return fail_or_retry(kErrSlotUnserved);
   }
-  if (node == -2) return fail_or_retry(kErrPrimaryFailing);
+  if (node == -2) {
+    // The map says the primary failed: the promoted replica shows in a refresh soon.
+    links_.request_refresh(RefreshReason::clusterdown);
+    return fail_or_retry(kErrPrimaryFailing);
+  }
   send_to(node, false);
 }
 

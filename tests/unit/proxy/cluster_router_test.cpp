@@ -217,6 +217,7 @@ TEST_CASE("no primary for the slot: fail fast and ask for a refresh", "[cluster]
   client.send({"GET", "bar"});
   CHECK(client.failure() == upstream::kErrPrimaryFailing);
   CHECK_FALSE(c.links.used(7000));
+  CHECK(c.links.refreshes.size() == 2);  // until the map names the promoted replica
 }
 
 TEST_CASE("before the first slot map a request waits for one, for a bounded time", "[cluster]") {
