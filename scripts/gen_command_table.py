@@ -108,6 +108,7 @@ CORRAL_COMMANDS = [
     ("corral.stats", 1),       # CORRAL.STATS
     ("corral.rollover", -3),   # CORRAL.ROLLOVER prefix new [expected]
     ("corral.purge", 3),       # CORRAL.PURGE prefix version
+    ("corral.cluster", 1),     # CORRAL.CLUSTER
 ]
 CORRAL_FLAGS = ["kAdmin"]
 

@@ -1,6 +1,7 @@
 // Wiring of the proxy: what runs on which io thread, and what a SIGHUP reload touches.
 #include "app.hpp"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,12 +12,16 @@
 #include <boost/asio/post.hpp>
 
 #include "cache/clock.hpp"
+#include "cluster_metrics.hpp"
+#include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "stampede/cache_runtime.hpp"
+#include "stampede/cluster_invalidation.hpp"
 #include "stampede/invalidation_listener.hpp"
 #include "stampede/read_through.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
+#include "upstream/cluster_pool.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/ready_probe.hpp"
 
@@ -27,14 +32,26 @@ namespace asio = boost::asio;
 // One io thread's share of the proxy. Members are built in order: the dispatcher uses the engine,
 // which uses the pool.
 struct App::ThreadParts {
+  // `topology` (a Redis Cluster upstream): the dispatcher and the cache route by slot through
+  // this thread's node connections.
   ThreadParts(const config::Settings& settings, asio::io_context& io, metrics::ThreadStats& stats,
-              metrics::ProcessInfo& info, stampede::CacheRuntime& cache)
+              metrics::ProcessInfo& info, stampede::CacheRuntime& cache,
+              std::shared_ptr<upstream::Topology> topology)
       : pool(io.get_executor(), settings.upstream, &stats, &info.ready_upstream_connections),
-        read_through(io.get_executor(), cache, pool),
+        cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
+                                    io.get_executor(), settings.upstream, topology, &stats)
+                              : nullptr),
+        read_through(io.get_executor(), cache, pool, cluster_pool.get(),
+                     settings.upstream.max_redirects),
         dispatcher(settings, pool, info, &read_through, &cache),
         probe(std::make_shared<upstream::ReadyProbe>(
             io.get_executor(), pool, settings.upstream.database, kProbeInterval,
-            probe_deadline(settings), info.stalled_upstreams)) {}
+            probe_deadline(settings), info.stalled_upstreams)) {
+    if (cluster_pool) {
+      router = std::make_unique<proxy::ClusterRouter>(*cluster_pool, settings.upstream);
+      dispatcher.set_cluster(router.get());
+    }
+  }
 
   // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
   // deadline, rarely enough to cost nothing next to client traffic.
@@ -46,18 +63,26 @@ struct App::ThreadParts {
   }
 
   upstream::Pool pool;
+  std::unique_ptr<upstream::ClusterPool> cluster_pool;
   stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
   std::shared_ptr<upstream::ReadyProbe> probe;
+  std::unique_ptr<proxy::ClusterRouter> router;
 };
 
 // Process state for alerts, read at scrape time: upstream readiness (what /readyz answers) and
 // the tracking connection.
 class App::StatusCollector final : public prometheus::Collectable {
  public:
-  StatusCollector(const metrics::ProcessInfo& info,
-                  std::shared_ptr<const stampede::InvalidationListener> listener)
-      : info_(info), listener_(std::move(listener)) {}
+  // The tracking side: the one listener, or on a cluster the listeners of every primary.
+  struct Tracking {
+    std::function<bool()> connected;
+    std::function<bool()> wanted;
+    std::function<std::uint64_t()> reconnects;
+  };
+
+  StatusCollector(const metrics::ProcessInfo& info, Tracking tracking)
+      : info_(info), tracking_(std::move(tracking)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     const int ready = info_.ready_upstream_connections.load(std::memory_order_relaxed);
@@ -70,16 +95,16 @@ class App::StatusCollector final : public prometheus::Collectable {
           "Io threads whose upstream did not answer the readiness PING in time.", stalled);
     gauge(out, "corral_tracking_connected",
           "1 while the CLIENT TRACKING connection (invalidations of redis-origin policies) is up.",
-          listener_->tracking() ? 1 : 0);
+          tracking_.connected() ? 1 : 0);
     gauge(out, "corral_tracking_wanted",
           "1 when some redis-origin policy has prefixes to track (tracking should be up).",
-          listener_->wanted() ? 1 : 0);
+          tracking_.wanted() ? 1 : 0);
     prometheus::MetricFamily reconnects;
     reconnects.name = "corral_tracking_reconnects_total";
     reconnects.help = "Tracking connections that ended and were started again.";
     reconnects.type = prometheus::MetricType::Counter;
     reconnects.metric.emplace_back();
-    reconnects.metric.back().counter.value = static_cast<double>(listener_->reconnects());
+    reconnects.metric.back().counter.value = static_cast<double>(tracking_.reconnects());
     out.push_back(std::move(reconnects));
     return out;
   }
@@ -97,7 +122,7 @@ class App::StatusCollector final : public prometheus::Collectable {
   }
 
   const metrics::ProcessInfo& info_;
-  std::shared_ptr<const stampede::InvalidationListener> listener_;
+  Tracking tracking_;
 };
 
 App::App(const config::Settings& settings, metrics::Metrics& metrics)
@@ -105,33 +130,47 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
                                                     metrics.registry());
   metrics.add_collectable(cache_->collectable());
+  if (settings_.upstream.cluster) {
+    topology_ =
+        std::make_shared<upstream::Topology>(server_.io(0).get_executor(), settings_.upstream);
+    cluster_metrics_ = make_cluster_metrics(topology_);
+    metrics.add_collectable(cluster_metrics_);
+  }
   for (int i = 0; i < server_.threads(); ++i) {
-    threads_.push_back(
-        std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i), info_, *cache_));
+    threads_.push_back(std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i),
+                                                     info_, *cache_, topology_));
     server_.set_handler(i, threads_.back()->dispatcher);
   }
   // The listener lives on the first io thread (started by run()); on_invalidate: refresh
   // refetches through it.
   auto& first = *threads_.front();
-  listener_ = std::make_shared<stampede::InvalidationListener>(
-      server_.io(0).get_executor(), settings_.upstream, *cache_,
-      [&first](std::string_view key) { first.read_through.refresh_invalidated(key); });
-  status_ = std::make_shared<StatusCollector>(info_, listener_);
+  auto refresh = [&first](std::string_view key) { first.read_through.refresh_invalidated(key); };
+  StatusCollector::Tracking tracking;
+  if (topology_) {
+    cluster_tracking_ = std::make_shared<stampede::ClusterInvalidation>(
+        server_.io(0).get_executor(), settings_.upstream, topology_, *cache_, refresh);
+    tracking = {[t = cluster_tracking_] { return t->tracking(); },
+                [t = cluster_tracking_] { return t->wanted(); },
+                [t = cluster_tracking_] { return t->reconnects(); }};
+  } else {
+    listener_ = std::make_shared<stampede::InvalidationListener>(
+        server_.io(0).get_executor(), settings_.upstream, *cache_, refresh);
+    tracking = {[l = listener_] { return l->tracking(); }, [l = listener_] { return l->wanted(); },
+                [l = listener_] { return l->reconnects(); }};
+  }
+  status_ = std::make_shared<StatusCollector>(info_, std::move(tracking));
   metrics.add_collectable(status_);
 }
 
 App::~App() = default;
 
 void App::run() {
-  if (settings_.upstream.cluster) {
-    spdlog::warn(
-        "upstream cluster: slot routing is not implemented yet; every command goes to "
-        "the first seed, {}:{}, as to a standalone Redis",
-        settings_.upstream.servers.front().host, settings_.upstream.servers.front().port);
-  }
+  if (topology_) asio::post(server_.io(0), [topology = topology_] { topology->start(); });
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
-  asio::post(first_io, [listener = listener_] { listener->start(); });
+  if (listener_) asio::post(first_io, [listener = listener_] { listener->start(); });
+  if (cluster_tracking_)
+    asio::post(first_io, [tracking = cluster_tracking_] { tracking->start(); });
   // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
   const auto pointer_watch =
       std::make_shared<stampede::PointerWatch>(first_io.get_executor(), first.pool, *cache_);
@@ -147,10 +186,14 @@ void App::run() {
   asio::post(first_io, [learner] { learner->start(); });
   server_.on_reload([this, &first_io](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
-    asio::post(first_io, [listener = listener_] { listener->restart(); });
+    if (listener_) asio::post(first_io, [listener = listener_] { listener->restart(); });
+    if (cluster_tracking_) {
+      asio::post(first_io, [tracking = cluster_tracking_] { tracking->restart(); });
+    }
   });
-  spdlog::info("upstream {}:{}", settings_.upstream.servers.front().host,
-               settings_.upstream.servers.front().port);
+  spdlog::info("upstream {} {}:{}{}", topology_ ? "cluster, seed" : "",
+               settings_.upstream.servers.front().host, settings_.upstream.servers.front().port,
+               topology_ ? fmt::format(" and {} more", settings_.upstream.servers.size() - 1) : "");
   server_.run();
 }
 

@@ -11,8 +11,16 @@
 #include "metrics/process_info.hpp"
 #include "session/server.hpp"
 
+namespace prometheus {
+class Collectable;
+}
+
+namespace corral::upstream {
+class Topology;
+}
 namespace corral::stampede {
 class CacheRuntime;
+class ClusterInvalidation;
 class InvalidationListener;
 }  // namespace corral::stampede
 
@@ -37,6 +45,9 @@ class App {
   std::vector<std::unique_ptr<ThreadParts>> threads_;
   std::shared_ptr<stampede::InvalidationListener> listener_;
   std::shared_ptr<StatusCollector> status_;
+  std::shared_ptr<upstream::Topology> topology_;                     // Redis Cluster only
+  std::shared_ptr<stampede::ClusterInvalidation> cluster_tracking_;  // Redis Cluster only
+  std::shared_ptr<prometheus::Collectable> cluster_metrics_;
 };
 
 }  // namespace corral

@@ -141,6 +141,10 @@ const Table<UpstreamTlsSettings>& upstream_tls_table() {
   return table;
 }
 
+const std::array<Choice<ReadFrom>, 3> kReadFrom{{{"primary", ReadFrom::primary},
+                                                 {"prefer_replica", ReadFrom::prefer_replica},
+                                                 {"replica", ReadFrom::replica}}};
+
 const std::array<Choice<std::string>, 2> kTlsVersions{{{"1.2", "1.2"}, {"1.3", "1.3"}}};
 
 const Table<ClientTlsSettings>& client_tls_table() {
@@ -167,6 +171,15 @@ void check_client_tls(Reader& r, const YAML::Node& map, const std::string& p,
   if (!has_key(map, "key")) r.error(map, child(p, "key"), "required with tls.listen");
 }
 
+// A key that only a cluster upstream reads: describe() leaves it out for a single Redis, whose
+// config would refuse it (check_upstream).
+Field<UpstreamSettings> cluster_only(Field<UpstreamSettings> f) {
+  f.show = [show = std::move(f.show)](const UpstreamSettings& s) {
+    return s.cluster ? show(s) : omitted();
+  };
+  return f;
+}
+
 const Table<UpstreamSettings>& upstream_table() {
   using S = UpstreamSettings;
   static const Table<S> table{
@@ -191,6 +204,9 @@ const Table<UpstreamSettings>& upstream_table() {
       duration("reconnect_backoff_min", &S::reconnect_backoff_min, Min::positive),
       duration("reconnect_backoff_max", &S::reconnect_backoff_max, Min::positive),
       section("tls", &S::tls, upstream_tls_table),
+      cluster_only(choice("read_from", &S::read_from, kReadFrom)),
+      cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
+      cluster_only(integer("max_redirects", &S::max_redirects, 0, 100)),
   };
   return table;
 }
@@ -201,6 +217,13 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
   if (s.reconnect_backoff_min > s.reconnect_backoff_max)
     r.error(locate(map, "reconnect_backoff_min"), child(p, "reconnect_backoff_min"),
             "must be <= reconnect_backoff_max (" + format_duration(s.reconnect_backoff_max) + ")");
+  // The cluster keys mean nothing to a single Redis: written there, they are a mistake.
+  if (!s.cluster) {
+    for (std::string_view key : {"read_from", "topology_refresh", "max_redirects"}) {
+      if (has_key(map, key))
+        r.error(locate(map, key), child(p, key), "only applies with upstream.cluster");
+    }
+  }
 }
 
 const Table<ClientSettings>& client_table() {
@@ -234,6 +257,21 @@ void finalize(Settings& s) {
   if (s.upstream.servers.empty()) s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
 }
 
+// Fleet copies and version pointers talk to Redis through the first upstream server; on a
+// cluster that conversation is not slot-routed yet, so those policies are refused rather than
+// silently reading other shards' MOVED errors. (Redis-origin fetches are slot-routed.)
+void check_cluster_policies(Reader& r, const YAML::Node& root, const Settings& s) {
+  if (!s.upstream.cluster || !root.IsMap() || !has_key(root, "policies")) return;
+  const YAML::Node list = locate(root, "policies");
+  for (std::size_t i = 0; i < s.policies.size() && i < list.size(); ++i) {
+    const PolicySettings& policy = s.policies[i];
+    const char* what = policy.shared ? "shared: true" : policy.versioned ? "versioned" : nullptr;
+    if (what == nullptr) continue;
+    r.error(list[i], item("policies", i),
+            std::string(what) + " is not supported with upstream.cluster yet");
+  }
+}
+
 LoadResult load(const std::string& text, const std::string& source) {
   Reader r(source, process_env());
   YAML::Node root;
@@ -248,6 +286,7 @@ LoadResult load(const std::string& text, const std::string& source) {
   read_map(r, root, "", settings_table(), settings);
   // A TLS listener alone replaces the plain one; both run when both are written.
   settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
+  check_cluster_policies(r, root, settings);
   finalize(settings);
   if (!r.ok()) return ConfigErrors{r.messages()};
   return settings;

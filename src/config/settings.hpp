@@ -40,6 +40,9 @@ struct ClientTlsSettings {
   Duration handshake_timeout{5000};
 };
 
+// `upstream.read_from` on a cluster: where read-only commands go.
+enum class ReadFrom { primary, prefer_replica, replica };
+
 struct UpstreamSettings {
   std::vector<Endpoint> servers;  // one for a single Redis; several with `cluster:`
   UpstreamTlsSettings tls;
@@ -53,6 +56,10 @@ struct UpstreamSettings {
   std::size_t max_in_flight = 65536;  // commands awaiting a reply on one connection
   Duration reconnect_backoff_min{50};
   Duration reconnect_backoff_max{2000};
+  // Redis Cluster only (`cluster:`).
+  ReadFrom read_from = ReadFrom::primary;  // replicas get READONLY on their connections
+  Duration topology_refresh{5000};         // periodic slot map refresh (also on events)
+  int max_redirects = 5;                   // MOVED/ASK/TRYAGAIN hops per command
 };
 
 struct ClientSettings {

@@ -2,6 +2,7 @@
 // thread's shared pipelined connection, so Corral is a near-cache in front of Redis.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -11,7 +12,9 @@
 
 namespace corral::upstream {
 class Pool;
-}
+class ClusterLinks;
+class ReplyTarget;
+}  // namespace corral::upstream
 
 namespace corral::origin {
 
@@ -21,6 +24,12 @@ class RedisOrigin final : public Origin {
  public:
   RedisOrigin(const boost::asio::any_io_executor& executor, upstream::Pool& pool, int database,
               const cache::Clock& clock);
+  // On a Redis Cluster: each fetch goes to its key's slot (MGET split by slot), redirects
+  // followed; `pool` is not used for fetches then.
+  void use_cluster(upstream::ClusterLinks& links, int max_redirects) {
+    cluster_ = &links;
+    max_redirects_ = max_redirects;
+  }
 
   std::string_view name() const override { return "redis"; }
   void fetch(std::span<const std::string_view> argv, FetchCallback done) override;
@@ -31,6 +40,11 @@ class RedisOrigin final : public Origin {
   int database_;
   const cache::Clock& clock_;
   std::string command_;  // reused encoding buffer: the connection copies it when queueing
+  upstream::ClusterLinks* cluster_ = nullptr;
+  int max_redirects_ = 5;
+
+  void fetch_on_cluster(std::span<const std::string_view> argv,
+                        const std::shared_ptr<upstream::ReplyTarget>& target);
 };
 
 }  // namespace corral::origin

@@ -74,6 +74,8 @@ void release_dedicated(ClientState& client) {
   client.mode.reset();
   client.queued_write_keys.clear();
   client.subscribe_replies_due = 0;
+  client.cluster_slot = -1;
+  client.held_commands.clear();
   // Their confirmations will not come now: answer their slots rather than leave them waiting.
   for (auto& [tag, target] : std::exchange(client.pushed_requests, {})) {
     target->on_failure(tag, upstream::kErrConnectionLost);

@@ -84,6 +84,10 @@ struct ClientState {
   // RESP3 (un)subscribe requests whose reply slot waits for their first confirmation push, so the
   // client's later replies cannot overtake it (Redis sends the confirmation first).
   std::deque<std::pair<std::uint64_t, std::shared_ptr<upstream::ReplyTarget>>> pushed_requests;
+  // Redis Cluster: the slot the dedicated connection was opened for (-1: none or any primary),
+  // and a transaction's MULTI and keyless commands held until its first key picks the node.
+  int cluster_slot = -1;
+  std::vector<std::string> held_commands;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

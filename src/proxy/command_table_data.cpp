@@ -100,6 +100,7 @@ constexpr CommandSpec kCommands[] = {
     {"config|rewrite", 2, kAdmin | kDangerous | kLoading | kStale, 0, 0, 0},
     {"config|set", -4, kAdmin | kDangerous | kLoading | kStale, 0, 0, 0},
     {"copy", -3, kWrite, 1, 2, 1},
+    {"corral.cluster", 1, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
     {"corral.info", 2, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
     {"corral.invalidate", -2, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},
     {"corral.purge", 3, kAdmin, 0, 0, 0, KeySpec::positions, Route::local},

@@ -9,6 +9,8 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/client_session.hpp"
+#include "proxy/cluster_router.hpp"
+#include "proxy/cluster_transaction.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/out_of_band.hpp"
@@ -177,6 +179,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
   call.links = &links_;
+  call.cluster = cluster_;
   call.tag = tag;
   call.target = &target;
   const Action action = local(call);
@@ -243,7 +246,31 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     target->on_reply(tag, scratch_);
     return Action::done;
   }
-  if (!acquire_dedicated(client, path, awaiting)) return Action::drain_then_retry;
+  // On a cluster a dedicated connection serves one node: once it holds no state, the next
+  // command (maybe for another slot) goes without it, after the client's earlier replies.
+  if (cluster_ != nullptr && client.dedicated && !client.mode.holds_connection()) {
+    if (awaiting > 0) return Action::drain_then_retry;
+    if (client.dedicated->in_flight() == 0) release_dedicated(client);
+  }
+  if (cluster_ != nullptr &&
+      cluster_transaction_step(*cluster_, client, row, wire_bytes(request), request.argv, tag,
+                               target) == ClusterStep::answered) {
+    return Action::done;
+  }
+  if (!acquire_dedicated(client, path, awaiting, row, request.argv))
+    return Action::drain_then_retry;
+  if (path != Path::shared && !client.dedicated) {  // on a cluster: keys in several slots, or
+    client.mode.refused_in_multi();                 // no node serves the slot
+    if (cluster_->slot_of(row, request.argv) == -2) {
+      cluster_->links().counters().crossslot_refused.fetch_add(1, std::memory_order_relaxed);
+      scratch_.clear();
+      resp::append_error(scratch_, kErrCrossSlot);
+      target->on_reply(tag, scratch_);
+    } else {
+      target->on_failure(tag, upstream::kErrUnavailable);
+    }
+    return Action::done;
+  }
   if (row.change == StateChange::exec &&
       client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {
     return abort_transaction(client, tag, target);
@@ -273,14 +300,24 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
 
 // Commands of one client must run in order, so it switches connections only when idle; false
 // when it must drain first.
-bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting) {
+bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
+                                   const CommandSpec& row, std::span<const std::string_view> argv) {
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
     release_dedicated(client);
   }
   if (client.dedicated || path == Path::shared) return true;
   if (awaiting > 0) return false;
-  client.dedicated = links_.dedicated_link(client.database, client.protocol);
+  if (cluster_ == nullptr) {
+    client.dedicated = links_.dedicated_link(client.database, client.protocol);
+    return true;
+  }
+  // Blocking commands and WATCH go to their keys' node; a keyless one (SUBSCRIBE, MULTI) to
+  // a primary (classic pub/sub reaches every node of a cluster).
+  const int slot = cluster_->slot_of(row, argv);
+  if (slot == -2) return true;  // answered by the CROSSSLOT check in forward()
+  client.dedicated = cluster_->dedicated_for_slot(slot, client.id, client.protocol);
+  client.cluster_slot = slot;
   return true;
 }
 
@@ -290,6 +327,10 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
                       const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto bytes = wire_bytes(request);
   if (!client.dedicated) {
+    if (cluster_ != nullptr) {
+      cluster_->send(client, row, request.argv, bytes, tag, reply_to);
+      return true;
+    }
     return links_.send_shared(client.database, client.id, bytes, reply_to, tag, client.protocol);
   }
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the

@@ -28,6 +28,7 @@ class CacheRuntime;
 
 namespace corral::proxy {
 
+class ClusterRouter;
 using metrics::ProcessInfo;
 
 using Action = session::Action;
@@ -51,6 +52,10 @@ class Dispatcher : public session::Handler {
   Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info);
 
   // Ids for metrics: one per table row plus one for unknown commands.
+  // On a Redis Cluster upstream: requests on shared connections go through `router` (slot
+  // routing, split, fan-out), and dedicated connections go to the node of the request's slot.
+  void set_cluster(ClusterRouter* router) { cluster_ = router; }
+
   static std::size_t metric_id_count();
   static std::string metric_name(std::size_t metric_id);
 
@@ -101,7 +106,8 @@ class Dispatcher : public session::Handler {
   Action answer_locally(ClientState& client, const Request& request, const CommandSpec& row,
                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                         std::size_t awaiting);
-  bool acquire_dedicated(ClientState& client, Path path, std::size_t awaiting);
+  bool acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
+                         const CommandSpec& row, std::span<const std::string_view> argv);
   bool send(ClientState& client, const CommandSpec& row, const Request& request, Path path,
             std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& reply_to,
             const std::shared_ptr<upstream::ReplyTarget>& target);
@@ -111,6 +117,7 @@ class Dispatcher : public session::Handler {
   const config::Settings& settings_;
   upstream::Links& links_;
   upstream::Pool* pool_;  // for CORRAL.ROLLOVER / CORRAL.PURGE; null in tests
+  ClusterRouter* cluster_ = nullptr;
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;

@@ -9,6 +9,7 @@
 #include "proxy/admin_commands.hpp"
 #include "proxy/ascii.hpp"
 #include "proxy/client_commands.hpp"
+#include "proxy/cluster_admin.hpp"
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
 #include "resp/encoder.hpp"
@@ -205,6 +206,8 @@ Action select(LocalCall& call) {
     resp::append_error(call.reply, "ERR value is not an integer or out of range");
   } else if (index < 0 || index >= kDatabases) {
     resp::append_error(call.reply, "ERR DB index is out of range");
+  } else if (call.settings.upstream.cluster && index != 0) {
+    resp::append_error(call.reply, "ERR SELECT is not allowed in cluster mode");  // Redis's words
   } else {
     call.client.database = static_cast<int>(index);
     resp::append_simple(call.reply, "OK");
@@ -281,6 +284,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"corral.info", corral_info},
     {"corral.invalidate", corral_invalidate},
     {"corral.stats", corral_stats},
+    {"corral.cluster", corral_cluster},
 };
 }  // namespace
 

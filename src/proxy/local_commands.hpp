@@ -21,6 +21,8 @@ class CacheRuntime;
 
 namespace corral::proxy {
 
+class ClusterRouter;
+
 struct LocalCall {
   ClientState& client;
   std::span<const std::string_view> argv;
@@ -35,6 +37,7 @@ struct LocalCall {
   std::uint64_t tag = 0;
   const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
   bool deferred = false;
+  ClusterRouter* cluster = nullptr;  // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
 };
 
 using LocalHandler = Action (*)(LocalCall&);

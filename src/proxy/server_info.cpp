@@ -1,6 +1,8 @@
 // INFO [section ...]: forwarded to the upstream, whose text keeps Redis's fields (redis_version,
 // memory, keyspace, stats ...); Corral replaces what describes the proxy and adds its sections.
 #include "proxy/server_info.hpp"
+#include "proxy/cluster_admin.hpp"
+#include "proxy/cluster_router.hpp"
 
 #include <unistd.h>
 #include <algorithm>
@@ -181,6 +183,10 @@ std::string merge_info_text(std::string_view upstream, std::string_view override
 
 Action info(LocalCall& call) {
   Rendered rendered = render(call);
+  if (call.cluster != nullptr) {
+    append_cluster_info(rendered.own, call.cluster->links());
+    append_cluster_info(rendered.fallback, call.cluster->links());
+  }
   if (call.links == nullptr || call.target == nullptr) {
     resp::append_bulk(call.reply, rendered.fallback);
     return Action::done;

@@ -11,11 +11,22 @@ struct ReadThrough::Impl {
   std::shared_ptr<Engine> engine;
 };
 
+namespace {
+std::shared_ptr<origin::RedisOrigin> redis_origin(const boost::asio::any_io_executor& executor,
+                                                  CacheRuntime& runtime, upstream::Pool& pool,
+                                                  upstream::ClusterLinks* cluster,
+                                                  int max_redirects) {
+  auto origin =
+      std::make_shared<origin::RedisOrigin>(executor, pool, runtime.database(), runtime.clock());
+  if (cluster != nullptr) origin->use_cluster(*cluster, max_redirects);
+  return origin;
+}
+}  // namespace
+
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
-                         upstream::Pool& pool)
+                         upstream::Pool& pool, upstream::ClusterLinks* cluster, int max_redirects)
     : ReadThrough(executor, runtime,
-                  ReadThroughOptions{std::make_shared<origin::RedisOrigin>(
-                                         executor, pool, runtime.database(), runtime.clock()),
+                  ReadThroughOptions{redis_origin(executor, runtime, pool, cluster, max_redirects),
                                      nullptr, true, policy_origins(executor, pool, runtime)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,

@@ -19,7 +19,8 @@
 
 namespace corral::upstream {
 class Pool;
-}
+class ClusterLinks;
+}  // namespace corral::upstream
 namespace corral::origin {
 class Origin;
 }
@@ -44,8 +45,10 @@ class ReadThrough {
  public:
   // Production: policies with `origin: redis` read through `pool`'s shared connection of the
   // configured database. Must be destroyed on (or after stopping) the executor's thread.
+  // `cluster` (Redis Cluster upstreams): redis-origin fetches go by slot through it instead.
   ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
-              upstream::Pool& pool);
+              upstream::Pool& pool, upstream::ClusterLinks* cluster = nullptr,
+              int max_redirects = 5);
   // With origins of the caller's choice (tests drive fetches by hand through this seam).
   ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
               ReadThroughOptions options);

@@ -278,6 +278,14 @@ ConnectionOptions connection_options(const config::UpstreamSettings& upstream, i
   return options;
 }
 
+ConnectionOptions node_connection_options(const config::UpstreamSettings& upstream,
+                                          const config::Endpoint& node, bool reconnect) {
+  auto options = connection_options(upstream, 0, reconnect);
+  options.server = node;
+  if (upstream.tls.enabled && upstream.tls.server_name.empty()) options.tls_server_name = node.host;
+  return options;
+}
+
 awaitable<bool> Connection::handshake() {
   std::string commands;
   std::size_t expected = 0;
@@ -294,6 +302,11 @@ awaitable<bool> Connection::handshake() {
   if (options_.database != 0) {
     const auto db = std::to_string(options_.database);
     std::string_view argv[] = {"SELECT", db};
+    resp::append_command(commands, argv);
+    ++expected;
+  }
+  if (options_.readonly) {
+    std::string_view argv[] = {"READONLY"};
     resp::append_command(commands, argv);
     ++expected;
   }

@@ -50,11 +50,16 @@ struct ConnectionOptions {
   std::string tls_server_name;
   // 3: the handshake sends HELLO 3, and replies are RESP3 (passed to RESP3 clients untouched).
   int protocol = 2;
+  // A cluster replica serves reads only after READONLY (sent with the handshake).
+  bool readonly = false;
 };
 
 // The options every connection to `upstream` shares; TLS contexts are built once per process.
 ConnectionOptions connection_options(const config::UpstreamSettings& upstream, int database,
                                      bool reconnect);
+// The same for one node of a cluster: credentials and TLS as configured for the seeds.
+ConnectionOptions node_connection_options(const config::UpstreamSettings& upstream,
+                                          const config::Endpoint& node, bool reconnect);
 
 // Final, so calls through a Connection& stay direct; the proxy reaches it through Link.
 class Connection final : public Link, public std::enable_shared_from_this<Connection> {

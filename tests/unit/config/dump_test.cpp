@@ -64,11 +64,13 @@ TEST_CASE("describe output loads back into the same settings", "[config][dump]")
   const Settings cluster = must_load(yaml(R"(
 upstream:
   cluster: [redis://a:7000, "redis://[::1]:7001"]
+  read_from: replica
+  max_redirects: 2
 client:
   allow_commands: [FLUSHDB]
 policies:
   - prefix: "has $${braces}: and # hash"
-    versioned: { pointer: "p" }
+    origin: { http: "http://127.0.0.1:1/{key}" }
 )"));
   const std::string text = describe(cluster);
   INFO(text);
@@ -76,7 +78,9 @@ policies:
   CHECK(back.upstream.cluster);
   CHECK(back.upstream.servers.size() == 2);
   CHECK(back.upstream.servers[1].host == "::1");
+  CHECK(back.upstream.read_from == ReadFrom::replica);
+  CHECK(back.upstream.max_redirects == 2);
   CHECK(back.client.allow_commands == std::vector<std::string>{"FLUSHDB"});
   CHECK(back.policies[0].prefix == "has ${braces}: and # hash");
-  CHECK(back.policies[0].versioned);
+  CHECK(back.policies[0].origin == OriginKind::http);
 }

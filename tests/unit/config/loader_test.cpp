@@ -86,6 +86,20 @@ upstream:
   CHECK(s.upstream.cluster);
   REQUIRE(s.upstream.servers.size() == 2);
   CHECK(s.upstream.servers[1].port == 6379);
+  CHECK(s.upstream.read_from == ReadFrom::primary);
+  CHECK(s.upstream.topology_refresh == 5s);
+  CHECK(s.upstream.max_redirects == 5);
+
+  s = must_load(yaml(R"(
+upstream:
+  cluster: [redis://10.0.0.1:7000]
+  read_from: prefer_replica
+  topology_refresh: 2s
+  max_redirects: 0
+)"));
+  CHECK(s.upstream.read_from == ReadFrom::prefer_replica);
+  CHECK(s.upstream.topology_refresh == 2s);
+  CHECK(s.upstream.max_redirects == 0);
 }
 
 TEST_CASE("client and cache sections", "[config][loader]") {

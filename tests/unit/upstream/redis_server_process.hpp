@@ -14,6 +14,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../loopback_client.hpp"
 
@@ -21,7 +22,8 @@ namespace corral::test {
 
 class RedisServerProcess {
  public:
-  RedisServerProcess() {
+  // `extra`: more redis-server options ("--cluster-enabled", "yes" ...).
+  explicit RedisServerProcess(std::vector<std::string> extra = {}) {
     port_ = free_port();
     REQUIRE(port_ != 0);
     const std::string port = std::to_string(port_);
@@ -32,9 +34,14 @@ class RedisServerProcess {
       const int quiet = open("/dev/null", O_WRONLY);
       dup2(quiet, STDOUT_FILENO);
       dup2(quiet, STDERR_FILENO);
-      execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--loglevel", "warning",
-             static_cast<char*>(nullptr));
+      std::vector<std::string> args{"redis-server", "--port",     port,     "--bind",
+                                    "127.0.0.1",    "--save",     "",       "--appendonly",
+                                    "no",           "--loglevel", "warning"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execvp("redis-server", argv.data());
       _exit(127);
     }
     for (int attempt = 0; attempt < 100; ++attempt) {

@@ -1,0 +1,118 @@
+// The held transaction: MULTI and keyless queued commands are kept as bytes and answered as Redis
+// would (+OK, +QUEUED); binding replays them on the new connection, their replies discarded.
+#include "proxy/cluster_transaction.hpp"
+
+#include <string>
+
+#include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/link.hpp"
+
+namespace corral::proxy {
+
+namespace {
+
+// Replies Redis sends for the replayed MULTI and queued commands: the client had them already.
+class Discard final : public upstream::ReplyTarget {
+ public:
+  void on_reply(std::uint64_t, std::string_view) override {}
+  void on_failure(std::uint64_t, std::string_view) override {}
+};
+
+void answer_status(const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag,
+                   std::string_view status) {
+  std::string reply;
+  resp::append_simple(reply, status);
+  target->on_reply(tag, reply);
+}
+
+void answer_error(const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag,
+                  std::string_view error) {
+  std::string reply;
+  resp::append_error(reply, error);
+  target->on_reply(tag, reply);
+}
+
+void refuse_cross_slot(ClusterRouter& router, ClientState& client, std::uint64_t tag,
+                       const std::shared_ptr<upstream::ReplyTarget>& target) {
+  router.links().counters().crossslot_refused.fetch_add(1, std::memory_order_relaxed);
+  client.mode.refused_in_multi();
+  answer_error(target, tag, kErrCrossSlot);
+}
+
+// Opens the client's connection to `slot`'s node (-1: any primary) and replays what was held.
+bool bind(ClusterRouter& router, ClientState& client, int slot) {
+  client.dedicated = router.dedicated_for_slot(slot, client.id, client.protocol);
+  if (!client.dedicated) return false;
+  client.cluster_slot = slot;
+  auto discard = std::make_shared<Discard>();
+  for (const auto& bytes : client.held_commands) {
+    if (!client.dedicated->send(bytes, discard, 0)) return false;
+  }
+  client.held_commands.clear();
+  return true;
+}
+
+ClusterStep held_transaction_step(ClusterRouter& router, ClientState& client,
+                                  const CommandSpec& row, std::string_view bytes, int slot,
+                                  std::uint64_t tag,
+                                  const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (slot == -2) {
+    refuse_cross_slot(router, client, tag, target);
+    return ClusterStep::answered;
+  }
+  if (row.change == StateChange::discard) {
+    client.held_commands.clear();
+    client.mode.apply(StateChange::discard, {});
+    answer_status(target, tag, "OK");
+    return ClusterStep::answered;
+  }
+  if (row.change == StateChange::exec &&
+      client.mode.state() == ConnectionMode::State::multi_aborted) {
+    client.held_commands.clear();
+    client.mode.apply(StateChange::discard, {});
+    answer_error(target, tag, "EXECABORT Transaction discarded because of previous errors.");
+    return ClusterStep::answered;
+  }
+  if (slot == -1 && row.change != StateChange::exec) {
+    client.held_commands.emplace_back(bytes);
+    answer_status(target, tag, "QUEUED");
+    return ClusterStep::answered;
+  }
+  if (!bind(router, client, slot)) {
+    client.held_commands.clear();
+    client.mode.refused_in_multi();
+    target->on_failure(tag, upstream::kErrUnavailable);
+    return ClusterStep::answered;
+  }
+  return ClusterStep::forward;
+}
+
+}  // namespace
+
+ClusterStep cluster_transaction_step(ClusterRouter& router, ClientState& client,
+                                     const CommandSpec& row, std::string_view bytes,
+                                     std::span<const std::string_view> argv, std::uint64_t tag,
+                                     const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (client.dedicated) {
+    // Bound by WATCH or the transaction's first key: other slots cannot join it.
+    if (client.mode.holds_redis_state() && client.cluster_slot >= 0) {
+      const int slot = router.slot_of(row, argv);
+      if (slot == -2 || (slot >= 0 && slot != client.cluster_slot)) {
+        refuse_cross_slot(router, client, tag, target);
+        return ClusterStep::answered;
+      }
+    }
+    return ClusterStep::forward;
+  }
+  if (row.change == StateChange::multi && !client.mode.in_multi()) {
+    client.mode.apply(StateChange::multi, argv);
+    client.held_commands.assign(1, std::string(bytes));
+    answer_status(target, tag, "OK");
+    return ClusterStep::answered;
+  }
+  if (!client.mode.in_multi()) return ClusterStep::forward;
+  return held_transaction_step(router, client, row, bytes, router.slot_of(row, argv), tag, target);
+}
+
+}  // namespace corral::proxy

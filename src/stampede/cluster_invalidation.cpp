@@ -1,0 +1,128 @@
+// Follows the topology's version on a short timer (the map changes rarely; a listener started a
+// fraction of a second late only delays its flush) and keeps one listener per primary.
+#include "stampede/cluster_invalidation.hpp"
+
+#include <chrono>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "stampede/invalidation_listener.hpp"
+#include "upstream/topology.hpp"
+
+namespace corral::stampede {
+
+namespace asio = boost::asio;
+
+namespace {
+constexpr std::chrono::milliseconds kFollowInterval{200};
+
+std::string endpoint_key(const config::Endpoint& e) {
+  return e.host + ":" + std::to_string(e.port);
+}
+}  // namespace
+
+ClusterInvalidation::ClusterInvalidation(const asio::any_io_executor& executor,
+                                         const config::UpstreamSettings& upstream,
+                                         std::shared_ptr<const upstream::Topology> topology,
+                                         CacheRuntime& runtime,
+                                         std::function<void(std::string_view)> invalidated)
+    : executor_(executor),
+      upstream_(upstream),
+      topology_(std::move(topology)),
+      runtime_(runtime),
+      invalidated_(std::move(invalidated)),
+      timer_(executor) {}
+
+void ClusterInvalidation::start() {
+  asio::co_spawn(
+      executor_, [self = shared_from_this()] { return self->follow(); }, asio::detached);
+}
+
+void ClusterInvalidation::stop() {
+  stopped_ = true;
+  timer_.cancel();
+  std::lock_guard lock(mutex_);
+  for (auto& [key, listener] : listeners_) listener->stop();
+  listeners_.clear();
+}
+
+void ClusterInvalidation::restart() {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, listener] : listeners_) listener->restart();
+}
+
+asio::awaitable<void> ClusterInvalidation::follow() {
+  auto self = shared_from_this();
+  while (!stopped_) {
+    if (topology_->version() != version_) sync();
+    timer_.expires_after(kFollowInterval);
+    boost::system::error_code ignored;
+    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
+void ClusterInvalidation::sync() {
+  version_ = topology_->version();
+  const auto map = topology_->current();
+  if (!map) return;
+  std::map<std::string, config::Endpoint> primaries;
+  for (int p : map->primaries) {
+    const auto& e = map->nodes[p].endpoint;
+    primaries.emplace(endpoint_key(e), e);
+  }
+  std::lock_guard lock(mutex_);
+  for (auto it = listeners_.begin(); it != listeners_.end();) {
+    if (primaries.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    retired_reconnects_.fetch_add(it->second->reconnects(), std::memory_order_relaxed);
+    it->second->stop();
+    it = listeners_.erase(it);
+  }
+  for (const auto& [key, endpoint] : primaries) {
+    if (listeners_.count(key) != 0) continue;
+    auto settings = upstream_;
+    settings.servers = {endpoint};
+    settings.cluster = false;
+    auto listener =
+        std::make_shared<InvalidationListener>(executor_, settings, runtime_, invalidated_);
+    listener->start();
+    listeners_.emplace(key, std::move(listener));
+  }
+}
+
+bool ClusterInvalidation::tracking() const {
+  std::lock_guard lock(mutex_);
+  if (listeners_.empty()) return false;
+  for (const auto& [key, listener] : listeners_) {
+    if (!listener->tracking()) return false;
+  }
+  return true;
+}
+
+bool ClusterInvalidation::wanted() const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, listener] : listeners_) {
+    if (listener->wanted()) return true;
+  }
+  return false;
+}
+
+std::uint64_t ClusterInvalidation::reconnects() const {
+  std::lock_guard lock(mutex_);
+  std::uint64_t total = retired_reconnects_.load(std::memory_order_relaxed);
+  for (const auto& [key, listener] : listeners_) total += listener->reconnects();
+  return total;
+}
+
+std::size_t ClusterInvalidation::listeners() const {
+  std::lock_guard lock(mutex_);
+  return listeners_.size();
+}
+
+}  // namespace corral::stampede

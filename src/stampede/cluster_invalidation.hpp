@@ -1,0 +1,67 @@
+// Invalidation on a Redis Cluster: Redis tracks keys per node, so one tracking connection (an
+// InvalidationListener) runs per primary, following the topology: a new primary gets one (whose
+// first session flushes the tracked prefixes, dropping what the old primary had acknowledged),
+// a node that stopped being a primary loses its own.
+#pragma once
+
+#include <utility>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "config/settings.hpp"
+
+namespace corral::upstream {
+class Topology;
+}
+
+namespace corral::stampede {
+
+class CacheRuntime;
+class InvalidationListener;
+
+class ClusterInvalidation : public std::enable_shared_from_this<ClusterInvalidation> {
+ public:
+  ClusterInvalidation(const boost::asio::any_io_executor& executor,
+                      const config::UpstreamSettings& upstream,
+                      std::shared_ptr<const upstream::Topology> topology, CacheRuntime& runtime,
+                      std::function<void(std::string_view)> invalidated);
+
+  // On the executor's thread.
+  void start();
+  void stop();
+  void restart();  // the policies changed
+
+  // Thread-safe, for metrics: every primary's tracking is up (and there is one).
+  bool tracking() const;
+  bool wanted() const;
+  std::uint64_t reconnects() const;
+  std::size_t listeners() const;
+
+ private:
+  boost::asio::awaitable<void> follow();
+  void sync();
+
+  boost::asio::any_io_executor executor_;
+  config::UpstreamSettings upstream_;
+  std::shared_ptr<const upstream::Topology> topology_;
+  CacheRuntime& runtime_;
+  std::function<void(std::string_view)> invalidated_;
+  boost::asio::steady_timer timer_;
+  std::uint64_t version_ = 0;
+  bool stopped_ = false;
+  mutable std::mutex mutex_;  // listeners_ is read by the metrics thread
+  std::map<std::string, std::shared_ptr<InvalidationListener>> listeners_;  // by "host:port"
+  std::atomic<std::uint64_t> retired_reconnects_{0};
+};
+
+}  // namespace corral::stampede

@@ -1,0 +1,178 @@
+// Redirect handling of one cluster command. Redirect replies are recognised by their first word,
+// as Redis Cluster clients do ("-MOVED 3999 127.0.0.1:6381").
+#include "upstream/cluster_command.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/key_slot.hpp"
+
+namespace corral::upstream {
+
+namespace {
+
+constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
+constexpr std::chrono::milliseconds kTryAgainBackoff{20};
+constexpr std::chrono::milliseconds kClusterDownBackoff{100};
+
+// ASKING's +OK is nobody's reply.
+class Discard final : public ReplyTarget {
+ public:
+  void on_reply(std::uint64_t, std::string_view) override {}
+  void on_failure(std::uint64_t, std::string_view) override {}
+};
+
+struct Redirect {
+  int slot = -1;
+  config::Endpoint to;
+};
+
+// "-MOVED <slot> <host>:<port>\r\n" after its first word; nullopt when malformed.
+std::optional<Redirect> parse_redirect(std::string_view rest) {
+  if (rest.ends_with("\r\n")) rest.remove_suffix(2);
+  const auto space = rest.find(' ');
+  const auto colon = rest.rfind(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
+    return std::nullopt;
+  Redirect out;
+  const auto slot_text = rest.substr(0, space);
+  const auto port_text = rest.substr(colon + 1);
+  unsigned port = 0;
+  if (std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), out.slot).ec !=
+          std::errc() ||
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec !=
+          std::errc() ||
+      out.slot < 0 || out.slot >= static_cast<int>(kSlotCount) || port == 0 || port > 65535) {
+    return std::nullopt;
+  }
+  out.to.host = std::string(rest.substr(space + 1, colon - space - 1));
+  out.to.port = static_cast<std::uint16_t>(port);
+  if (out.to.host.empty()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+ClusterCommand::ClusterCommand(ClusterLinks& links, std::string command,
+                               ClusterCommandOptions options, std::shared_ptr<ReplyTarget> target,
+                               std::uint64_t tag)
+    : links_(links),
+      command_(std::move(command)),
+      options_(options),
+      target_(std::move(target)),
+      tag_(tag) {}
+
+void ClusterCommand::start() {
+  const int node = pick_node();
+  if (node == -1) {
+    links_.request_refresh(RefreshReason::clusterdown);
+    return fail_or_retry(kErrSlotUnserved);
+  }
+  if (node == -2) {
+    // The map says the primary failed: the promoted replica shows in a refresh soon.
+    links_.request_refresh(RefreshReason::clusterdown);
+    return fail_or_retry(kErrPrimaryFailing);
+  }
+  send_to(node, false);
+}
+
+// The node for this command: -1 none serves the slot, -2 its primary is marked failing.
+int ClusterCommand::pick_node() {
+  auto& routes = links_.routes();
+  if (options_.slot < 0) {
+    return options_.node >= 0 && options_.node < static_cast<int>(routes.nodes.size())
+               ? options_.node
+               : -1;
+  }
+  const int owner = routes.owner[options_.slot];
+  if (owner < 0) return -1;
+  if (options_.read_only && options_.read_from != config::ReadFrom::primary) {
+    std::vector<int> replicas = routes.replicas_of(owner);
+    std::erase_if(replicas, [&routes](int r) { return !routes.nodes[r].healthy; });
+    if (!replicas.empty()) return replicas[options_.affinity % replicas.size()];
+  }
+  return routes.nodes[owner].healthy ? owner : -2;
+}
+
+void ClusterCommand::send_to(int node, bool asking) {
+  auto& link = links_.node_link(node, options_.affinity, options_.protocol);
+  if (asking && !link.send(kAsking, std::make_shared<Discard>(), 0)) {
+    links_.request_refresh(RefreshReason::connection);
+    return fail_or_retry(kErrUnavailable);
+  }
+  if (!link.send(command_, shared_from_this(), tag_)) {
+    // The node's connection is backing off (refused, dead): the map may be stale.
+    links_.request_refresh(RefreshReason::connection);
+    fail_or_retry(kErrUnavailable);
+  }
+}
+
+void ClusterCommand::fail_or_retry(std::string_view error) {
+  if (unreachable_retries_ >= options_.unreachable_retries) {
+    target_->on_failure(tag_, error);
+    return;
+  }
+  ++unreachable_retries_;
+  links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
+}
+
+bool ClusterCommand::follow_redirect(std::string_view reply) {
+  const bool moved = reply.starts_with("-MOVED ");
+  const bool ask = reply.starts_with("-ASK ");
+  const bool try_again = reply.starts_with("-TRYAGAIN");
+  if (!moved && !ask && !try_again) return false;
+  if (options_.slot < 0 || hops_ >= options_.max_redirects) return false;
+  ++hops_;
+  if (try_again) {
+    // Keys of one multi-key command are mid-migration: wait a little, then ask the owner again.
+    links_.counters().redirected(RedirectKind::tryagain);
+    links_.run_after(kTryAgainBackoff * hops_, [self = shared_from_this()] { self->start(); });
+    return true;
+  }
+  const auto redirect = parse_redirect(reply.substr(moved ? 7 : 5));
+  if (!redirect) return false;
+  auto& routes = links_.routes();
+  const int node = routes.find_or_add(redirect->to);
+  if (moved) {
+    links_.counters().redirected(RedirectKind::moved);
+    routes.owner[redirect->slot] = static_cast<std::int16_t>(node);
+    links_.request_refresh(RefreshReason::moved);
+  } else {
+    links_.counters().redirected(RedirectKind::ask);
+  }
+  send_to(node, ask);
+  return true;
+}
+
+void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
+  if (!reply.empty() && reply.front() == '-') {
+    if (follow_redirect(reply)) return;
+    if (reply.starts_with("-CLUSTERDOWN")) {
+      links_.request_refresh(RefreshReason::clusterdown);
+      if (options_.slot >= 0 && clusterdown_retries_ < options_.clusterdown_retries) {
+        ++clusterdown_retries_;
+        links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
+        return;
+      }
+    } else if (reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
+               reply.starts_with("-TRYAGAIN")) {
+      // Out of hops (or a fan-out part): say so instead of leaking a redirect to the client.
+      std::string error = "ERR too many cluster redirects (max_redirects ";
+      error += std::to_string(options_.max_redirects) + "), last: ";
+      error += reply.substr(1, reply.size() - 3);
+      target_->on_failure(tag_, error);
+      return;
+    }
+  }
+  target_->on_reply(tag_, reply);
+}
+
+void ClusterCommand::on_failure(std::uint64_t, std::string_view error) {
+  // A lost or timed-out connection: the node may have died; the map must say who took over.
+  links_.request_refresh(RefreshReason::connection);
+  fail_or_retry(error);
+}
+
+}  // namespace corral::upstream

@@ -1,0 +1,428 @@
+# A real Redis Cluster (scripts/cluster.sh) as a test fixture: started once per test module, node
+# addresses and roles, kill -9 / SIGSTOP / restart of a node, `redis-cli --cluster reshard`, and a
+# Corral in front of it; stopped however the suite ends (harness cleanup, atexit, and the script's
+# watcher, which stops the nodes when this Python process dies even by SIGKILL).
+import os
+import signal
+import subprocess
+
+import harness
+from harness import HOST, wait_until
+
+SOURCE_DIR = os.environ.get("CORRAL_SOURCE_DIR") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER_SCRIPT = os.path.join(SOURCE_DIR, "scripts", "cluster.sh")
+REDIS_CLI = os.environ.get("REDIS_CLI", "redis-cli")
+SLOTS = 16384
+
+
+def _crc16_table():
+    table = []
+    for byte in range(256):
+        crc = byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else (crc << 1)
+        table.append(crc & 0xFFFF)
+    return table
+
+
+_CRC16_TABLE = _crc16_table()
+
+
+def _crc16(data):
+    """CRC16-CCITT (XMODEM), the hash Redis Cluster's key slots use."""
+    crc = 0
+    for byte in data:
+        crc = ((crc << 8) & 0xFFFF) ^ _CRC16_TABLE[(crc >> 8) ^ byte]
+    return crc
+
+
+def key_slot(key):
+    """The slot of a key, honouring the first non-empty {hash tag} as Redis does."""
+    k = key.encode() if isinstance(key, str) else key
+    start = k.find(b"{")
+    if start >= 0:
+        end = k.find(b"}", start + 1)
+        if end > start + 1:
+            k = k[start + 1:end]
+    return _crc16(k) % SLOTS
+
+
+_slot_tags = None
+
+
+def slot_tags():
+    """A list of 16384 short strings, tags[s] hashing to slot s: `{tags[s]}name` lands in slot s."""
+    global _slot_tags
+    if _slot_tags is None:
+        tags = [None] * SLOTS
+        missing, i = SLOTS, 0
+        while missing:
+            tag = "%x" % i
+            s = key_slot(tag)
+            if tags[s] is None:
+                tags[s] = tag
+                missing -= 1
+            i += 1
+        _slot_tags = tags
+    return _slot_tags
+
+
+def parse_cluster_nodes(text):
+    """CLUSTER NODES as dicts: port, id, flags (set), master (id or None), slots [(lo, hi)]."""
+    nodes = []
+    for line in text.strip().splitlines():
+        f = line.split()
+        addr = f[1].split("@")[0]
+        slots = []
+        for s in f[8:]:
+            if s.startswith("["):
+                continue  # a slot being migrated or imported: the owner is listed separately
+            lo, _, hi = s.partition("-")
+            slots.append((int(lo), int(hi or lo)))
+        nodes.append({"id": f[0], "port": int(addr.rsplit(":", 1)[1]), "flags": set(f[2].split(",")),
+                      "master": None if f[3] == "-" else f[3], "link": f[7], "slots": slots})
+    return nodes
+
+
+class ClusterNodes:
+    """scripts/cluster.sh's cluster: `primaries` primaries with `replicas` replicas each."""
+
+    def __init__(self, workdir=None, primaries=3, replicas=1, node_timeout=2000):
+        self.workdir = workdir or harness.make_tmpdir("corral-cluster-")
+        self.dir = os.path.join(self.workdir, "cluster")
+        self.primaries_wanted, self.replicas_wanted = primaries, replicas
+        self.node_timeout = node_timeout
+        self.ports = []
+        self.down = set()  # nodes a test took down on purpose (not a fixture death)
+        self.paused = set()
+        self._started = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _script(self, *args, check=True, timeout=120):
+        env = dict(os.environ, CLUSTER_OWNER_PID=str(os.getpid()))
+        r = subprocess.run(["bash", CLUSTER_SCRIPT] + [str(a) for a in args], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError("cluster.sh %s failed (%d):\n%s%s" % (
+                " ".join(map(str, args)), r.returncode, r.stdout.decode(errors="replace"),
+                r.stderr.decode(errors="replace")))
+        return r.stdout.decode().strip()
+
+    def start(self):
+        # harness.cleanup_all() (atexit and its signal handlers) calls kill() on every registered
+        # process: registering here puts the cluster under that same guarantee.
+        with harness._lock:
+            harness._procs.append(self)
+        self._started = True
+        out = self._script("start", self.dir, "--primaries", self.primaries_wanted, "--replicas",
+                           self.replicas_wanted, "--node-timeout", self.node_timeout)
+        self.ports = [int(p) for p in out.split()]
+        return self
+
+    def stop(self):
+        if self._started:
+            self._started = False
+            self._script("stop", self.dir, check=False)
+
+    kill = stop  # what harness.cleanup_all() calls
+
+    def alive(self):
+        """Every node no test took down on purpose is running."""
+        return self._started and all(self.node_alive(p) for p in self.ports
+                                     if p not in self.down)
+
+    def node_pid(self, port):
+        try:
+            with open(os.path.join(self.dir, str(port), "redis.pid")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def node_alive(self, port):
+        pid = self.node_pid(port)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+    # -- addresses and roles ---------------------------------------------------------------------
+
+    def addresses(self):
+        return ["%s:%d" % (HOST, p) for p in self.ports]
+
+    def seeds(self, ports=None):
+        """redis:// URLs for Corral's `upstream: cluster:` (all nodes unless `ports` says)."""
+        return ["redis://%s:%d" % (HOST, p) for p in (ports or self.ports)]
+
+    def node(self, port, **kw):
+        import redis
+        kw.setdefault("socket_timeout", 10)
+        return redis.Redis(host=HOST, port=port, **kw)
+
+    def cluster_client(self, **kw):
+        """redis-py's own cluster client straight to the nodes (the reference for the tests)."""
+        from redis.cluster import ClusterNode, RedisCluster
+        live = [p for p in self.ports if p not in self.down and p not in self.paused]
+        kw.setdefault("socket_timeout", 10)
+        return RedisCluster(startup_nodes=[ClusterNode(HOST, p) for p in live], **kw)
+
+    def nodes(self, via=None):
+        """The cluster as one live node sees it (parse_cluster_nodes)."""
+        for port in ([via] if via else [p for p in self.ports
+                                         if p not in self.down and p not in self.paused]):
+            try:
+                return parse_cluster_nodes(self.node(port, socket_timeout=3).execute_command(
+                    "CLUSTER", "NODES").decode())
+            except Exception:  # noqa: BLE001 - try the next node
+                continue
+        raise AssertionError("no live node answered CLUSTER NODES")
+
+    def primaries(self):
+        """Ports of the primaries that serve slots and are not failed, in slot order."""
+        ps = [n for n in self.nodes() if "master" in n["flags"] and n["slots"]
+              and "fail" not in n["flags"]]
+        return [n["port"] for n in sorted(ps, key=lambda n: n["slots"][0][0])]
+
+    def replicas(self):
+        return [n["port"] for n in self.nodes() if "slave" in n["flags"]]
+
+    def node_id(self, port):
+        return next(n["id"] for n in self.nodes() if n["port"] == port)
+
+    def slot_owner(self, slot):
+        for n in self.nodes():
+            if "master" in n["flags"] and any(lo <= slot <= hi for lo, hi in n["slots"]):
+                return n["port"]
+        raise AssertionError("no node owns slot %d" % slot)
+
+    def owner_of(self, key):
+        return self.slot_owner(key_slot(key))
+
+    def slot_map(self):
+        """slot -> owning port for all 16384 slots, from one CLUSTER NODES."""
+        owners = [None] * SLOTS
+        for n in self.nodes():
+            if "master" in n["flags"]:
+                for lo, hi in n["slots"]:
+                    for s in range(lo, hi + 1):
+                        owners[s] = n["port"]
+        return owners
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def kill_node(self, port, sig=signal.SIGKILL):
+        pid = self.node_pid(port)
+        assert pid is not None, "no pid for node %d" % port
+        self.down.add(port)
+        os.kill(pid, sig)
+        if sig == signal.SIGKILL:
+            wait_until(lambda: not self.node_alive(port), 5, what="node %d to die" % port)
+
+    def pause(self, port):
+        """SIGSTOP: the node keeps its sockets open but answers nothing (a hung node)."""
+        self.paused.add(port)
+        os.kill(self.node_pid(port), signal.SIGSTOP)
+
+    def resume(self, port):
+        os.kill(self.node_pid(port), signal.SIGCONT)
+        self.paused.discard(port)
+
+    def restart(self, port):
+        """Starts a killed node again on its port with its nodes.conf: it rejoins the cluster."""
+        self._script("restart", self.dir, port)
+        self.down.discard(port)
+
+    def wait_failover(self, dead_port, timeout=None):
+        """Waits until the slots of the dead primary `dead_port` belong to a live primary."""
+        timeout = timeout or self.node_timeout / 1000.0 * 3 + 15
+
+        def promoted():
+            ns = self.nodes()
+            return all(n["port"] != dead_port for n in ns if "master" in n["flags"]
+                       and n["slots"] and "fail" not in n["flags"]) and \
+                len([n for n in ns if "master" in n["flags"] and n["slots"]
+                     and "fail" not in n["flags"]]) == self.primaries_wanted and \
+                all(self.node(p, socket_timeout=2).execute_command("CLUSTER", "INFO")
+                    .decode().find("cluster_state:ok") >= 0
+                    for p in self.ports if p not in self.down and p not in self.paused)
+        wait_until(promoted, timeout, 0.1, what="failover of %d" % dead_port)
+
+    def wait_healthy(self, timeout=60):
+        """Every node running, cluster_state:ok everywhere, replicas in sync (cluster.sh wait)."""
+        self._script("wait", self.dir, int(timeout), timeout=timeout + 10)
+
+    def restore(self):
+        """Brings every node taken down back and waits for health: tests after a fault start
+        from a whole cluster (the roles may have swapped)."""
+        for port in list(self.paused):
+            self.resume(port)
+        for port in list(self.down):
+            if not self.node_alive(port):
+                self.restart(port)
+            self.down.discard(port)
+        self.wait_healthy()
+
+    def reshard(self, src_port, dst_port, slots, timeout=120):
+        """`redis-cli --cluster reshard` of `slots` slots from one primary to another."""
+        args = [REDIS_CLI, "--cluster", "reshard", "%s:%d" % (HOST, dst_port), "--cluster-from",
+                self.node_id(src_port), "--cluster-to", self.node_id(dst_port), "--cluster-slots",
+                str(slots), "--cluster-yes", "--cluster-pipeline", "100"]
+        r = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        out = (r.stdout + r.stderr).decode(errors="replace")
+        if r.returncode != 0 or "[ERR]" in out:
+            raise AssertionError("reshard %d -> %d failed (%d):\n%s"
+                                 % (src_port, dst_port, r.returncode, out[-3000:]))
+        return out
+
+    def flushall(self):
+        for port in self.primaries():
+            self.node(port).flushall()
+
+    def describe_failure(self):
+        out = [self._script("status", self.dir, check=False)]
+        for port in self.ports:
+            path = os.path.join(self.dir, str(port), "redis.log")
+            try:
+                with open(path, "rb") as f:
+                    tail = f.read()[-1500:].decode(errors="replace")
+            except OSError:
+                tail = "(no log)"
+            out.append("--- node %d log tail ---\n%s" % (port, tail))
+        return "\n".join(out)
+
+
+# -- checks against the nodes themselves (the ground truth for the tests) --------------------------
+
+def tagged_keys(prefix):
+    """One key per slot, in slot order: `prefix{tag}` where tag hashes to that slot (the prefix
+    first, so that cache policies, which match key prefixes, apply to them)."""
+    return ["%s{%s}" % (prefix, t) for t in slot_tags()]
+
+
+def _by_owner(cluster, keys):
+    owners = cluster.slot_map()
+    groups = {}
+    for k in keys:
+        groups.setdefault(owners[key_slot(k)], []).append(k)
+    return groups
+
+
+def nodes_get(cluster, keys):
+    """{key: value or None} read with GET from each key's owning primary."""
+    out = {}
+    for port, group in _by_owner(cluster, keys).items():
+        pipe = cluster.node(port).pipeline(transaction=False)
+        for k in group:
+            pipe.get(k)
+        out.update(zip(group, pipe.execute()))
+    return out
+
+
+def write_direct(cluster, mapping):
+    """SETs straight on each key's owning primary (bypassing Corral)."""
+    for port, group in _by_owner(cluster, list(mapping)).items():
+        pipe = cluster.node(port).pipeline(transaction=False)
+        for k in group:
+            pipe.set(k, mapping[k])
+        pipe.execute()
+
+
+def nodes_keys(cluster, pattern="*"):
+    """Every key on every primary (as str)."""
+    keys = set()
+    for port in cluster.primaries():
+        keys.update(k.decode() for k in cluster.node(port).scan_iter(match=pattern, count=1000))
+    return keys
+
+
+def commandstat_calls(cluster, names):
+    """{name: calls + rejected_calls + failed_calls summed over every node} from INFO
+    commandstats: proof of whether any node saw a command at all."""
+    totals = {n: 0 for n in names}
+    for port in cluster.ports:
+        if port in cluster.down or port in cluster.paused:
+            continue
+        stats = cluster.node(port).info("commandstats")
+        for n in names:
+            entry = stats.get("cmdstat_" + n, {})
+            totals[n] += sum(int(entry.get(f, 0)) for f in ("calls", "rejected_calls",
+                                                              "failed_calls"))
+    return totals
+
+
+def each_primary_key(cluster, prefix):
+    """{primary port: a key it owns}, keys named `prefix{tag}` (policies match the prefix)."""
+    out, owners = {}, cluster.slot_map()
+    for slot, tag in enumerate(slot_tags()):
+        out.setdefault(owners[slot], "%s{%s}" % (prefix, tag))
+    return out
+
+
+def corral_overrides(seeds, extra=None):
+    """Corral settings for `upstream: cluster: seeds` instead of a single address."""
+    base = {"upstream": {"address": None, "cluster": list(seeds)}}
+    return harness.deep_merge(base, extra or {})
+
+
+class ClusterStack:
+    """A cluster and a Corral in front of it (seeded with every node unless `seed_ports`)."""
+
+    def __init__(self, name, corral_config=None, node_timeout=2000, replicas=1):
+        self.name = name
+        self.workdir = harness.make_tmpdir("corral-%s-" % name)
+        self.corral_config = corral_config
+        self.cluster = ClusterNodes(self.workdir, replicas=replicas, node_timeout=node_timeout)
+        self.corral = None
+        self.extra_corrals = []
+
+    def start(self):
+        try:
+            self.cluster.start()
+            self.corral = self.new_corral("corral")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def new_corral(self, name, seeds=None, extra=None):
+        """Another Corral on this cluster (stopped with the stack): e.g. with a seed down."""
+        config = harness.deep_merge(self.corral_config or {}, extra or {})
+        c = harness.Corral(self.workdir, 0, corral_overrides(seeds or self.cluster.seeds(),
+                                                            config), name=name)
+        if name != "corral":
+            self.extra_corrals.append(c)
+        return c.start()
+
+    def stop(self):
+        for c in [self.corral] + self.extra_corrals:
+            if c is not None:
+                c.stop()
+        self.cluster.stop()
+
+    @property
+    def port(self):
+        return self.corral.port
+
+    def client(self, **kw):
+        import redis
+        kw.setdefault("socket_timeout", 10)
+        return redis.Redis(host=HOST, port=self.corral.port, **kw)
+
+    def raw(self, timeout=10.0):
+        return harness.Raw(self.corral.port, timeout=timeout)
+
+    def alive(self):
+        return self.cluster.alive() and self.corral is not None and self.corral.alive()
+
+    def describe_failure(self):
+        out = [self.cluster.describe_failure()]
+        for c in [self.corral] + self.extra_corrals:
+            if c is not None:
+                out.append("--- %s (exit %s) log tail ---\n%s" % (c.name, c.returncode(),
+                                                                 c.log_text(4000)))
+        return "\n".join(out)

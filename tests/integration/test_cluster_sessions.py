@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+# Corral on a real Redis Cluster, the stateful side of issue 10: MULTI/WATCH bound to one slot's node,
+# pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node, a write straight to a
+# primary invalidating Corral's cached copy, and hiredis (the C client, through ctypes) over all slots.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_sessions.py [filter]
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from cluster_process import (ClusterStack, each_primary_key, nodes_get, slot_tags,  # noqa: E402
+                             tagged_keys)
+from harness import Err, check, eq, is_err  # noqa: E402
+
+suite = harness.Suite("cluster_sessions")
+
+CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
+          "beta": 0}
+CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
+                     "admin_password": "admin-secret"},
+          "policies": [CACHED]}
+
+
+@suite.fixture
+def fixture():
+    return ClusterStack("cluster-sessions", CONFIG).start()
+
+
+@suite.before_each
+def clean(stack):
+    stack.cluster.flushall()
+
+
+@suite.test
+def multi_exec_in_one_slot(stack):
+    raw = stack.raw()
+    t = "{%s}" % slot_tags()[9000]
+    eq(raw.call("MULTI"), b"OK", "MULTI")
+    eq(raw.call("PING"), b"QUEUED", "a keyless command before the first key is held")
+    eq(raw.call("SET", t + "a", "1"), b"QUEUED", "SET")
+    eq(raw.call("INCR", t + "a"), b"QUEUED", "INCR")
+    eq(raw.call("GET", t + "b"), b"QUEUED", "GET")
+    eq(raw.call("EXEC"), [b"PONG", b"OK", 2, None], "EXEC")
+    eq(stack.cluster.node(stack.cluster.owner_of(t)).get(t + "a"), b"2", "written on the owner")
+    # redis-py's transaction pipeline, and WATCH aborting on a write from elsewhere.
+    pipe = stack.client().pipeline(transaction=True)
+    pipe.set(t + "c", "x").append(t + "c", "y").get(t + "c")
+    eq(pipe.execute(), [True, 2, b"xy"], "redis-py transaction")
+    eq(raw.call("WATCH", t + "a"), b"OK", "WATCH")
+    stack.cluster.node(stack.cluster.owner_of(t)).set(t + "a", "changed")
+    eq(raw.call("MULTI"), b"OK", "MULTI after WATCH")
+    eq(raw.call("SET", t + "a", "mine"), b"QUEUED", "SET under WATCH")
+    eq(raw.call("EXEC"), None, "EXEC aborted by the watched key's change")
+    eq(stack.cluster.node(stack.cluster.owner_of(t)).get(t + "a"), b"changed", "not overwritten")
+
+
+@suite.test
+def multi_across_slots_aborts(stack):
+    raw = stack.raw()
+    tags = slot_tags()
+    a, b = "{%s}a" % tags[100], "{%s}b" % tags[15000]
+    eq(raw.call("MULTI"), b"OK", "MULTI")
+    eq(raw.call("SET", a, "1"), b"QUEUED", "SET in the first slot")
+    second = raw.call("SET", b, "2")
+    exec_reply = raw.call("EXEC")
+    is_err(exec_reply, "EXECABORT", "EXEC after a command in another slot")
+    check(b"CROSSSLOT" in bytes(second) + bytes(exec_reply),
+          "CROSSSLOT named (queued reply %r, EXEC %r)" % (second, exec_reply))
+    eq(nodes_get(stack.cluster, [a, b]), {a: None, b: None}, "nothing of the transaction ran")
+    eq(raw.call("SET", a, "after"), b"OK", "the connection works after EXECABORT")
+
+
+@suite.test
+def pubsub_classic_reaches_across_nodes(stack):
+    with stack.raw() as sub:
+        eq(sub.call("SUBSCRIBE", "cps:ch"), [b"subscribe", b"cps:ch", 1], "SUBSCRIBE")
+        eq(sub.call("PSUBSCRIBE", "cps:news.*"), [b"psubscribe", b"cps:news.*", 2], "PSUBSCRIBE")
+        # The cluster broadcasts PUBLISH, so a message published on any primary reaches Corral's
+        # subscription wherever Corral placed it.
+        for port in stack.cluster.primaries():
+            stack.cluster.node(port).publish("cps:ch", "from-%d" % port)
+            eq(sub.read(), [b"message", b"cps:ch", b"from-%d" % port], "message from %d" % port)
+            stack.cluster.node(port).publish("cps:news.x", "n-%d" % port)
+            eq(sub.read(), [b"pmessage", b"cps:news.*", b"cps:news.x", b"n-%d" % port],
+               "pmessage from %d" % port)
+        eq(sub.call("UNSUBSCRIBE", "cps:ch"), [b"unsubscribe", b"cps:ch", 1], "UNSUBSCRIBE")
+        eq(sub.call("PUNSUBSCRIBE", "cps:news.*"), [b"punsubscribe", b"cps:news.*", 0],
+           "PUNSUBSCRIBE")
+        eq(sub.call("SET", "cps:k", "v"), b"OK", "an ordinary command after unsubscribing")
+    # PUBLISH through Corral reaches a subscriber on every node.
+    subs = []
+    for port in stack.cluster.ports:
+        ps = stack.cluster.node(port).pubsub()
+        ps.subscribe("cps:out")
+        ps.get_message(timeout=2)  # the subscribe confirmation
+        subs.append((port, ps))
+    stack.client().publish("cps:out", "hello")
+    for port, ps in subs:
+        msg = ps.get_message(timeout=5)
+        eq(msg and msg["data"], b"hello", "message on node %d" % port)
+        ps.close()
+
+
+@suite.test
+def pubsub_sharded_by_slot(stack):
+    for port, channel in each_primary_key(stack.cluster, "sch").items():
+        with stack.raw() as sub:
+            eq(sub.call("SSUBSCRIBE", channel), [b"ssubscribe", channel.encode(), 1],
+               "SSUBSCRIBE %s" % channel)
+            eq(stack.cluster.node(port).execute_command("SPUBLISH", channel, "direct"), 1,
+               "the owner %d has Corral's shard subscription" % port)
+            eq(sub.read(), [b"smessage", channel.encode(), b"direct"], "smessage")
+            eq(stack.client().execute_command("SPUBLISH", channel, "via-corral"), 1,
+               "SPUBLISH through corral reaches the slot's node")
+            eq(sub.read(), [b"smessage", channel.encode(), b"via-corral"], "smessage via corral")
+            eq(sub.call("SUNSUBSCRIBE", channel), [b"sunsubscribe", channel.encode(), 0],
+               "SUNSUBSCRIBE")
+
+
+def _blpop(stack, key, timeout, out):
+    try:
+        with stack.raw(timeout=timeout + 10) as r:
+            out["reply"] = r.call("BLPOP", key, str(timeout))
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        out["reply"] = e
+
+
+@suite.test
+def blpop_on_every_node_at_once(stack):
+    keys = each_primary_key(stack.cluster, "bl")
+    threads, outs = [], {}
+    for port, key in keys.items():
+        outs[port] = {}
+        t = threading.Thread(target=_blpop, args=(stack, key, 20, outs[port]), daemon=True)
+        t.start()
+        threads.append(t)
+    # Every BLPOP must be parked on its node before the push (or LPUSH would be a plain list).
+    harness.wait_until(lambda: all(stack.cluster.node(p).info("clients")["blocked_clients"] >= 1
+                                   for p in keys), 10, what="a blocked BLPOP on every primary")
+    # Unblocked one at a time, last node first: no node's wait holds up another's reply.
+    for port, key in reversed(list(keys.items())):
+        eq(stack.client().get("bl:probe:%d" % port), None, "commands flow while BLPOPs block")
+        stack.cluster.node(port).lpush(key, "item-%d" % port)
+    for t in threads:
+        t.join(30)
+    for port, key in keys.items():
+        eq(outs[port].get("reply"), [key.encode(), b"item-%d" % port], "BLPOP on %d" % port)
+    out = {}
+    _blpop(stack, keys[stack.cluster.primaries()[0]], 0.2, out)
+    eq(out["reply"], None, "BLPOP times out with nil")
+
+
+def corral_info(stack, key):
+    admin = stack.client()
+    admin.execute_command("AUTH", "admin-secret")
+    flat = admin.execute_command("CORRAL.INFO", key)
+    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+@suite.test
+def direct_write_on_a_primary_invalidates_the_cached_copy(stack):
+    client = stack.client()
+    for port, key in each_primary_key(stack.cluster, "product:inv").items():
+        owner = stack.cluster.node(port)
+        owner.set(key, "v1")
+        eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
+        eq(corral_info(stack, key)["state"], b"fresh", "%s cached" % key)
+        owner.set(key, "v2")
+        harness.wait_until(lambda: client.get(key) == b"v2", 5.0,
+                           what="the write on primary %d to reach corral's cache" % port)
+    # MGET of cached keys over every slot: split by slot, filled, and invalidated the same way.
+    keys = tagged_keys("product:m")
+    stack.cluster.flushall()
+    pipe = stack.cluster.cluster_client().pipeline()
+    for i, k in enumerate(keys):
+        pipe.set(k, "a%d" % i)
+    pipe.execute()
+    eq(client.mget(keys), [b"a%d" % i for i in range(len(keys))], "cached MGET over all slots")
+    changed = keys[::1000]
+    for k in changed:
+        stack.cluster.node(stack.cluster.owner_of(k)).set(k, "b")
+    want = [b"b" if k in changed else b"a%d" % i for i, k in enumerate(keys)]
+    harness.wait_until(lambda: client.mget(keys) == want, 5.0,
+                       what="MGET to show the writes made on the primaries")
+
+
+# -- hiredis, the C client, through ctypes (Debian's libhiredis 0.14) ---------------------------
+
+class _Reply(ctypes.Structure):
+    pass
+
+
+_Reply._fields_ = [("type", ctypes.c_int), ("integer", ctypes.c_longlong),
+                   ("len", ctypes.c_size_t), ("str", ctypes.POINTER(ctypes.c_char)),
+                   ("elements", ctypes.c_size_t), ("element", ctypes.POINTER(ctypes.POINTER(_Reply)))]
+
+
+class _Context(ctypes.Structure):
+    _fields_ = [("err", ctypes.c_int), ("errstr", ctypes.c_char * 128)]
+
+
+class _Timeval(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_usec", ctypes.c_long)]
+
+
+class Hiredis:
+    """Pipelined commands with hiredis's redisAppendCommandArgv / redisGetReply."""
+
+    lib = None
+
+    def __init__(self, port, timeout=10):
+        if Hiredis.lib is None:
+            name = ctypes.util.find_library("hiredis") or "libhiredis.so.0.14"
+            lib = ctypes.CDLL(name)
+            lib.redisConnectWithTimeout.restype = ctypes.POINTER(_Context)
+            lib.redisConnectWithTimeout.argtypes = [ctypes.c_char_p, ctypes.c_int, _Timeval]
+            lib.redisSetTimeout.argtypes = [ctypes.POINTER(_Context), _Timeval]
+            lib.redisAppendCommandArgv.argtypes = [ctypes.POINTER(_Context), ctypes.c_int,
+                                                   ctypes.POINTER(ctypes.c_char_p),
+                                                   ctypes.POINTER(ctypes.c_size_t)]
+            lib.redisGetReply.argtypes = [ctypes.POINTER(_Context),
+                                          ctypes.POINTER(ctypes.c_void_p)]
+            lib.freeReplyObject.argtypes = [ctypes.c_void_p]
+            lib.redisFree.argtypes = [ctypes.POINTER(_Context)]
+            Hiredis.lib = lib
+        self.ctx = self.lib.redisConnectWithTimeout(harness.HOST.encode(), port, _Timeval(timeout, 0))
+        check(bool(self.ctx) and self.ctx.contents.err == 0, "hiredis connect to %d" % port)
+        self.lib.redisSetTimeout(self.ctx, _Timeval(timeout, 0))
+
+    def close(self):
+        self.lib.redisFree(self.ctx)
+
+    def append(self, *args):
+        bs = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+        argv = (ctypes.c_char_p * len(bs))(*bs)
+        lens = (ctypes.c_size_t * len(bs))(*[len(b) for b in bs])
+        eq(self.lib.redisAppendCommandArgv(self.ctx, len(bs), argv, lens), 0, "hiredis append")
+
+    def reply(self):
+        out = ctypes.c_void_p()
+        rc = self.lib.redisGetReply(self.ctx, ctypes.byref(out))
+        check(rc == 0, "hiredis reply: %s" % self.ctx.contents.errstr.decode(errors="replace"))
+        try:
+            return self._convert(ctypes.cast(out, ctypes.POINTER(_Reply)).contents)
+        finally:
+            self.lib.freeReplyObject(out)
+
+    def _convert(self, r):
+        if r.type in (1, 5):  # string, status
+            return ctypes.string_at(r.str, r.len)
+        if r.type == 6:
+            return Err(ctypes.string_at(r.str, r.len))
+        if r.type == 3:
+            return r.integer
+        if r.type == 4:
+            return None
+        return [self._convert(r.element[i].contents) for i in range(r.elements)]
+
+    def call(self, *args):
+        self.append(*args)
+        return self.reply()
+
+
+@suite.test
+def hiredis_pipeline_and_mget_over_all_slots(stack):
+    h = Hiredis(stack.port)
+    try:
+        keys = tagged_keys("hi")
+        for i, k in enumerate(keys):
+            h.append("SET", k, "h%d" % i)
+        eq([h.reply() for _ in keys], [b"OK"] * len(keys), "pipelined SETs")
+        eq(nodes_get(stack.cluster, keys), {k: b"h%d" % i for i, k in enumerate(keys)},
+           "values on the owning nodes")
+        eq(h.call("MGET", *keys), [b"h%d" % i for i in range(len(keys))], "MGET over all slots")
+        eq(h.call("DEL", *keys[:5000]), 5000, "DEL count")
+        t = "{%s}" % slot_tags()[777]
+        for cmd in (("MULTI",), ("INCR", t + "n"), ("INCR", t + "n"), ("EXEC",)):
+            h.append(*cmd)
+        eq([h.reply() for _ in range(4)], [b"OK", b"QUEUED", b"QUEUED", [1, 2]],
+           "pipelined MULTI/EXEC in one slot")
+        is_err(h.call("MSETNX", keys[0], "1", keys[-1], "2"), "CROSSSLOT", "MSETNX across slots")
+    finally:
+        h.close()
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())

@@ -1,0 +1,469 @@
+// Cluster routing through the dispatcher over the recording cluster seam: slot routing, the
+// redirects a client must never see, CROSSSLOT refusals, splits and fan-outs with their merges,
+// SCAN cursors, failing fast without a primary, and dedicated connections by slot.
+#include <catch2/catch.hpp>
+
+#include "proxy/cluster_scan.hpp"
+#include "recording_cluster.hpp"
+#include "resp/reply.hpp"
+#include "upstream/cluster_command.hpp"
+#include "upstream/key_slot.hpp"
+
+namespace corral::proxy::test {
+
+namespace {
+using upstream::key_slot;
+using upstream::RedirectKind;
+using upstream::RefreshReason;
+
+// Keys whose slots are known: "bar" is in the first shard (port 7000), "foo" in the second.
+const bool kKeysAsExpected = key_slot("bar") < 8192 && key_slot("foo") >= 8192;
+
+std::uint64_t redirects(RecordingClusterLinks& links, RedirectKind kind) {
+  return links.counters().redirects[static_cast<std::size_t>(kind)].load();
+}
+}  // namespace
+
+TEST_CASE("a keyed command goes to its slot's primary", "[cluster]") {
+  REQUIRE(kKeysAsExpected);
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7001).bytes() == std::vector<std::string>{wire({"GET", "foo"})});
+  CHECK_FALSE(c.links.used(7000));
+  c.links.at(7001).answer("$1\r\nx\r\n");
+  CHECK(client.reply() == "$1\r\nx\r\n");
+  client.send({"SET", "bar", "1"});
+  CHECK(c.links.at(7000).bytes() == std::vector<std::string>{wire({"SET", "bar", "1"})});
+}
+
+TEST_CASE("MOVED re-routes the slot and retries; the client sees only the answer", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  const auto slot = std::to_string(key_slot("foo"));
+  c.links.at(7001).answer("-MOVED " + slot + " 127.0.0.1:7000\r\n");
+  CHECK(client.reply().empty());
+  CHECK(c.links.at(7000).bytes() == std::vector<std::string>{wire({"GET", "foo"})});
+  c.links.at(7000).answer("$1\r\ny\r\n");
+  CHECK(client.reply() == "$1\r\ny\r\n");
+  CHECK(c.links.map.owner[key_slot("foo")] == 0);  // later commands go straight there
+  CHECK(c.links.refreshes == std::vector<RefreshReason>{RefreshReason::moved});
+  CHECK(redirects(c.links, RedirectKind::moved) == 1);
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7000).sent.size() == 2);
+}
+
+TEST_CASE("MOVED to a node the map does not know adds it", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  c.links.at(7001).answer("-MOVED " + std::to_string(key_slot("foo")) + " 10.1.1.1:7777\r\n");
+  CHECK(c.links.at(7777).bytes() == std::vector<std::string>{wire({"GET", "foo"})});
+  CHECK(c.links.map.nodes[c.links.map.owner[key_slot("foo")]].endpoint.host == "10.1.1.1");
+}
+
+TEST_CASE("ASK sends ASKING and the command to the target without changing the map", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  c.links.at(7001).answer("-ASK " + std::to_string(key_slot("foo")) + " 127.0.0.1:7000\r\n");
+  CHECK(c.links.at(7000).bytes() ==
+        std::vector<std::string>{wire({"ASKING"}), wire({"GET", "foo"})});
+  c.links.at(7000).answer("+OK\r\n");
+  c.links.at(7000).answer("$1\r\nz\r\n");
+  CHECK(client.reply() == "$1\r\nz\r\n");
+  CHECK(c.links.map.owner[key_slot("foo")] == 1);
+  CHECK(c.links.refreshes.empty());
+  CHECK(redirects(c.links, RedirectKind::ask) == 1);
+}
+
+TEST_CASE("TRYAGAIN retries after a short backoff", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  c.links.at(7001).answer("-TRYAGAIN Multiple keys request during rehashing of slot\r\n");
+  REQUIRE(c.links.later.size() == 1);
+  CHECK(c.links.delays.front().count() > 0);
+  CHECK(client.reply().empty());
+  c.links.run_later();
+  CHECK(c.links.at(7001).sent.size() == 2);
+  c.links.at(7001).answer(":1\r\n");
+  CHECK(client.reply() == ":1\r\n");
+  CHECK(redirects(c.links, RedirectKind::tryagain) == 1);
+}
+
+TEST_CASE("redirects stop after max_redirects hops with an error, never a MOVED", "[cluster]") {
+  ClusterProxy c;  // max_redirects: 3
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  const auto slot = std::to_string(key_slot("foo"));
+  for (int hop = 0; hop < 4; ++hop) {
+    const std::uint16_t from = hop % 2 == 0 ? 7001 : 7000;
+    const std::string to = hop % 2 == 0 ? "7000" : "7001";
+    c.links.at(from).answer("-MOVED " + slot + " 127.0.0.1:" + to + "\r\n");
+  }
+  CHECK(client.reply().empty());
+  CHECK(client.failure().starts_with(
+      "ERR too many cluster redirects (max_redirects 3), last: MOVED"));
+}
+
+TEST_CASE("keys in several slots: CROSSSLOT locally unless the command splits", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"RENAME", "foo", "bar"});
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  client.send({"MSETNX", "foo", "1", "bar", "2"});
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  client.send({"EVAL", "return 1", "2", "foo", "bar"});
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  CHECK(c.links.shared.empty());
+  CHECK(c.links.counters().crossslot_refused.load() == 3);
+  client.send({"RENAME", "{foo}a", "{foo}b"});  // one slot: passes
+  CHECK(c.links.at(7001).sent.size() == 1);
+}
+
+TEST_CASE("MGET splits by slot and answers in the request's key order", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MGET", "foo", "bar", "{foo}x", "nope"});
+  const bool nope_first_shard = key_slot("nope") < 8192;
+  // One sub-command per slot (not per node): foo and {foo}x share a slot.
+  auto& second = c.links.at(7001);
+  auto& first = c.links.at(7000);
+  CHECK(second.sent.front().bytes == wire({"MGET", "foo", "{foo}x"}));
+  CHECK(first.sent.front().bytes == wire({"MGET", "bar"}));
+  CHECK(first.sent.size() + second.sent.size() == 3);
+  first.answer("*1\r\n$1\r\nB\r\n");
+  second.answer("*2\r\n$1\r\nF\r\n$1\r\nX\r\n");
+  CHECK(client.reply().empty());
+  (nope_first_shard ? first : second).answer("*1\r\n$-1\r\n");
+  CHECK(client.reply() == "*4\r\n$1\r\nF\r\n$1\r\nB\r\n$1\r\nX\r\n$-1\r\n");
+}
+
+TEST_CASE("DEL sums its parts, MSET answers OK, a failing part gives its error", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"DEL", "foo", "bar"});
+  c.links.at(7001).answer(":1\r\n");
+  c.links.at(7000).answer(":0\r\n");
+  CHECK(client.reply() == ":1\r\n");
+  client.send({"MSET", "foo", "1", "bar", "2"});
+  CHECK(c.links.at(7001).sent.back().bytes == wire({"MSET", "foo", "1"}));
+  CHECK(c.links.at(7000).sent.back().bytes == wire({"MSET", "bar", "2"}));
+  c.links.at(7001).answer("+OK\r\n");
+  c.links.at(7000).answer("+OK\r\n");
+  CHECK(client.reply() == "+OK\r\n");
+  client.send({"EXISTS", "foo", "bar"});
+  c.links.at(7001).answer("-OOM command not allowed\r\n");
+  c.links.at(7000).answer(":1\r\n");
+  CHECK(client.reply() == "-OOM command not allowed\r\n");
+}
+
+TEST_CASE("keyless fan-out: DBSIZE sums, KEYS joins, SCRIPT LOAD must agree", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"DBSIZE"});
+  c.links.at(7000).answer(":3\r\n");
+  c.links.at(7001).answer(":4\r\n");
+  CHECK(client.reply() == ":7\r\n");
+  CHECK_FALSE(c.links.used(7100));  // replicas are not asked
+  client.send({"KEYS", "*"});
+  c.links.at(7000).answer("*1\r\n$1\r\na\r\n");
+  c.links.at(7001).answer("*2\r\n$1\r\nb\r\n$1\r\nc\r\n");
+  CHECK(client.reply() == "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
+  client.send({"SCRIPT", "LOAD", "return 1"});
+  c.links.at(7000).answer("$2\r\nab\r\n");
+  c.links.at(7001).answer("$2\r\ncd\r\n");
+  CHECK(client.failure() == "ERR the cluster's primaries answered differently");
+}
+
+TEST_CASE("SCAN walks every primary with a cursor of Corral's", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"SCAN", "0", "COUNT", "10"});
+  CHECK(c.links.at(7000).sent.back().bytes == wire({"SCAN", "0", "COUNT", "10"}));
+  c.links.at(7000).answer("*2\r\n$2\r\n12\r\n*1\r\n$1\r\na\r\n");
+  const auto first = resp::decode_reply(client.reply());
+  REQUIRE(first);
+  const std::string cursor = first->elements[0].text;
+  CHECK(cursor != "0");
+  client.send({"SCAN", cursor, "COUNT", "10"});
+  CHECK(c.links.at(7000).sent.back().bytes == wire({"SCAN", "12", "COUNT", "10"}));
+  c.links.at(7000).answer("*2\r\n$1\r\n0\r\n*0\r\n");  // first primary done: on to the second
+  const std::string next = resp::decode_reply(client.reply())->elements[0].text;
+  CHECK(next != "0");
+  client.send({"SCAN", next});
+  CHECK(c.links.at(7001).sent.back().bytes == wire({"SCAN", "0"}));
+  c.links.at(7001).answer("*2\r\n$1\r\n0\r\n*1\r\n$1\r\nb\r\n");
+  CHECK(client.reply() == "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nb\r\n");  // the walk is over
+
+  // A walk whose primaries changed is refused rather than skipping keys.
+  c.links.map.nodes[1].endpoint.port = 7002;
+  client.send({"SCAN", next});
+  CHECK(client.failure() == kErrScanTopologyChanged);
+  client.send({"SCAN", "banana"});
+  CHECK(client.failure() == "ERR invalid cursor");
+}
+
+TEST_CASE("no primary for the slot: fail fast and ask for a refresh", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  c.links.map.owner[key_slot("foo")] = -1;
+  client.send({"GET", "foo"});
+  CHECK(client.failure() == upstream::kErrSlotUnserved);
+  CHECK(c.links.refreshes == std::vector<RefreshReason>{RefreshReason::clusterdown});
+  c.links.map.nodes[0].healthy = false;  // the cluster says the primary is failing
+  client.send({"GET", "bar"});
+  CHECK(client.failure() == upstream::kErrPrimaryFailing);
+  CHECK_FALSE(c.links.used(7000));
+  CHECK(c.links.refreshes.size() == 2);  // until the map names the promoted replica
+}
+
+TEST_CASE("before the first slot map a request waits for one, for a bounded time", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  const auto map = c.links.map;
+  c.links.map = upstream::SlotMap();  // no map yet at all
+  client.send({"GET", "foo"});
+  CHECK(client.failure().empty());
+  c.links.run_later();
+  c.links.run_later();
+  CHECK(c.links.shared.empty());
+  c.links.map = map;  // the first refresh answered
+  c.links.run_later();
+  CHECK(c.links.at(7001).bytes() == std::vector<std::string>{wire({"GET", "foo"})});
+
+  c.links.map = upstream::SlotMap();
+  client.send({"DBSIZE"});
+  // connect_timeout + 2 x command_timeout (1 s + 4 s by default), polled every 50 ms.
+  for (int i = 0; i < 99; ++i) c.links.run_later();
+  CHECK(client.failure().empty());
+  c.links.run_later();
+  CHECK(client.failure() == upstream::kErrSlotUnserved);
+  CHECK(c.links.later.empty());
+}
+
+TEST_CASE("a node that cannot take the command, or loses it, triggers a refresh", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "bar"});
+  c.links.at(7000).answer("$1\r\nv\r\n");
+  c.links.at(7000).refuse = true;
+  client.send({"GET", "bar"});
+  CHECK(client.failure() == "ERR upstream unavailable");
+  CHECK(c.links.refreshes == std::vector<RefreshReason>{RefreshReason::connection});
+  c.links.at(7000).refuse = false;
+  client.send({"GET", "bar"});
+  auto pending = c.links.at(7000).pending.front();
+  pending.target->on_failure(pending.tag, "ERR upstream connection lost");
+  CHECK(client.failure() == "ERR upstream connection lost");
+  CHECK(c.links.refreshes.size() == 2);
+}
+
+TEST_CASE("CLUSTERDOWN is retried for up to command_timeout, then answered", "[cluster]") {
+  auto settings = ClusterProxy::cluster_settings();
+  settings.upstream.command_timeout = std::chrono::milliseconds(200);  // two retries
+  ClusterProxy c(settings);
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  c.links.at(7001).answer("-CLUSTERDOWN The cluster is down\r\n");
+  CHECK(client.reply().empty());
+  CHECK(c.links.refreshes.back() == RefreshReason::clusterdown);
+  c.links.run_later();
+  c.links.at(7001).answer("$2\r\nok\r\n");  // the failover completed meanwhile
+  CHECK(client.reply() == "$2\r\nok\r\n");
+  client.send({"GET", "foo"});
+  for (int i = 0; i < 3; ++i) {
+    c.links.at(7001).answer("-CLUSTERDOWN The cluster is down\r\n");
+    c.links.run_later();
+  }
+  CHECK(client.reply() == "-CLUSTERDOWN The cluster is down\r\n");
+  CHECK(c.links.at(7001).sent.size() == 5);  // 2 for the first GET, 1 + 2 retries
+}
+
+TEST_CASE("read_from: replica sends reads to a replica and writes to the primary", "[cluster]") {
+  auto settings = ClusterProxy::cluster_settings();
+  settings.upstream.read_from = config::ReadFrom::replica;
+  ClusterProxy c(settings);
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7101).sent.size() == 1);
+  client.send({"SET", "foo", "1"});
+  CHECK(c.links.at(7001).sent.size() == 1);
+  c.links.map.nodes[3].healthy = false;  // no healthy replica: the primary serves the read
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7001).sent.size() == 2);
+}
+
+TEST_CASE("SELECT other than 0 is refused; blocking commands get their slot's node", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"SELECT", "1"});
+  CHECK(client.reply() == "-ERR SELECT is not allowed in cluster mode\r\n");
+  client.send({"SELECT", "0"});
+  CHECK(client.reply() == "+OK\r\n");
+  client.send({"BLPOP", "foo", "0"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].first == 7001);
+  CHECK(c.links.dedicated[0].second->bytes() ==
+        std::vector<std::string>{wire({"BLPOP", "foo", "0"})});
+  Client other(c.proxy);
+  other.send({"BLMOVE", "foo", "bar", "LEFT", "RIGHT", "0"});
+  CHECK(other.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  CHECK(c.links.dedicated.size() == 1);
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("MULTI is held until its first key, then bound to that slot's node", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MULTI"});
+  CHECK(client.reply() == "+OK\r\n");
+  client.send({"PING"});
+  CHECK(client.reply() == "+QUEUED\r\n");
+  CHECK(c.links.dedicated.empty());
+  client.send({"SET", "foo", "1"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].first == 7001);
+  auto& link = *c.links.dedicated[0].second;
+  CHECK(link.bytes() ==
+        std::vector<std::string>{wire({"MULTI"}), wire({"PING"}), wire({"SET", "foo", "1"})});
+  link.answer("+OK\r\n");
+  link.answer("+QUEUED\r\n");
+  link.answer("+QUEUED\r\n");
+  CHECK(client.reply() == "+QUEUED\r\n");
+  client.send({"INCR", "{foo}n"});  // same slot: joins
+  CHECK(link.sent.size() == 4);
+  client.send({"GET", "bar"});  // another slot: refused, and EXEC aborts
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  CHECK(link.sent.size() == 4);
+  client.send({"EXEC"});
+  CHECK(link.sent.back().bytes == wire({"DISCARD"}));
+  link.answer("+QUEUED\r\n");
+  link.answer("+OK\r\n");
+  CHECK(client.reply() == "-EXECABORT Transaction discarded because of previous errors.\r\n");
+}
+
+TEST_CASE("a held MULTI: DISCARD and a keyless EXEC need no key", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MULTI"});
+  client.send({"DISCARD"});
+  CHECK(client.reply() == "+OK\r\n");
+  CHECK(c.links.dedicated.empty());
+  client.send({"MULTI"});
+  client.send({"MGET", "foo", "bar"});  // keys in two slots inside MULTI
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  client.send({"EXEC"});
+  CHECK(client.reply() == "-EXECABORT Transaction discarded because of previous errors.\r\n");
+  client.send({"MULTI"});
+  client.send({"DBSIZE"});
+  client.send({"EXEC"});  // bound to a primary at EXEC
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].second->bytes() ==
+        std::vector<std::string>{wire({"MULTI"}), wire({"DBSIZE"}), wire({"EXEC"})});
+}
+
+TEST_CASE("WATCH binds the connection to its key's slot", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"WATCH", "foo"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].first == 7001);
+  c.links.dedicated[0].second->answer("+OK\r\n");
+  client.send({"MULTI"});
+  CHECK(c.links.dedicated[0].second->sent.back().bytes == wire({"MULTI"}));
+  c.links.dedicated[0].second->answer("+OK\r\n");
+  client.send({"SET", "bar", "1"});
+  CHECK(client.reply() == "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("after a blocking command, a command of another slot leaves its connection",
+          "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"BLPOP", "foo", "1"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(client.send({"BLPOP", "bar", "1"}, 1) == session::Action::drain_then_retry);
+  c.links.dedicated[0].second->answer("*-1\r\n");
+  client.retry({"BLPOP", "bar", "1"});
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[1].first == 7000);
+  CHECK(c.links.dedicated[0].second->closes == 1);
+  c.links.dedicated[1].second->answer("*-1\r\n");
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7001).sent.size() == 1);
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("CORRAL.CLUSTER shows the slot map and INFO a per-node summary", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"CORRAL.CLUSTER"});
+  const auto reply = resp::decode_reply(client.reply());
+  REQUIRE(reply);
+  REQUIRE(reply->elements.size() == 14);
+  CHECK(reply->elements[0].text == "slots_served");
+  CHECK(reply->elements[1].integer == 16384);
+  const auto& nodes = reply->elements[13].elements;
+  REQUIRE(nodes.size() == 4);
+  CHECK(nodes[0].elements[1].text == "127.0.0.1:7000");
+  CHECK(nodes[0].elements[5].text == "primary");
+  CHECK(nodes[0].elements[9].text == "0-8191");
+  CHECK(nodes[3].elements[5].text == "replica");
+  client.send({"INFO"});  // no upstream INFO answer needed: the recording Links has none
+  const auto& info_link = c.proxy.links.shared_of(0);
+  REQUIRE(info_link.pending.size() == 1);
+  c.proxy.links.shared_of(0).answer("$21\r\n# Server\r\nredis:7.0\r\n\r\n");
+  CHECK(client.reply().find("node1:address=127.0.0.1:7001,role=primary,health=online,"
+                            "slots=8192-16383") != std::string::npos);
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("a cache fetch waits out a failover: unreachable nodes are retried on the new map",
+          "[cluster]") {
+  RecordingClusterLinks links;
+  auto replies = std::make_shared<Replies>();
+  upstream::ClusterCommandOptions options;
+  options.slot = key_slot("foo");
+  options.read_only = true;
+  options.unreachable_retries = 3;
+  auto fetch =
+      std::make_shared<upstream::ClusterCommand>(links, wire({"GET", "foo"}), options, replies, 7);
+  fetch->start();
+  auto pending = links.at(7001).pending.front();
+  links.at(7001).pending.clear();
+  pending.target->on_failure(pending.tag, "ERR upstream connection lost");  // the primary died
+  CHECK(replies->failures.empty());
+  CHECK(links.refreshes.back() == RefreshReason::connection);
+  links.at(7001).refuse = true;  // still down: retried again
+  links.run_later();
+  CHECK(replies->failures.empty());
+  for (std::size_t slot = 8192; slot < upstream::kSlotCount; ++slot) links.map.owner[slot] = 3;
+  links.run_later();  // the map now names the promoted replica
+  links.at(7101).answer("$1\r\nv\r\n");
+  CHECK(replies->replies[7] == "$1\r\nv\r\n");
+
+  auto give_up =
+      std::make_shared<upstream::ClusterCommand>(links, wire({"GET", "foo"}), options, replies, 8);
+  links.at(7101).refuse = true;
+  give_up->start();
+  for (int i = 0; i < 3; ++i) links.run_later();
+  CHECK(replies->failures[8] == "ERR upstream unavailable");
+}
+
+}  // namespace corral::proxy::test
