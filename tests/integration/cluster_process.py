@@ -80,7 +80,8 @@ def parse_cluster_nodes(text):
                 continue  # a slot being migrated or imported: the owner is listed separately
             lo, _, hi = s.partition("-")
             slots.append((int(lo), int(hi or lo)))
-        nodes.append({"id": f[0], "port": int(addr.rsplit(":", 1)[1]), "flags": set(f[2].split(",")),
+        nodes.append({"id": f[0], "port": int(addr.rsplit(":", 1)[1]),
+                      "flags": set(f[2].split(",")),
                       "master": None if f[3] == "-" else f[3], "link": f[7], "slots": slots})
     return nodes
 
@@ -298,9 +299,10 @@ class ClusterNodes:
 
 # -- checks against the nodes themselves (the ground truth for the tests) --------------------------
 
-def tagged_keys(prefix):
-    """One key per slot, in slot order: `{tag}prefix` where tag hashes to that slot."""
-    return ["{%s}%s" % (t, prefix) for t in slot_tags()]
+def tagged_keys(name, prefix=""):
+    """One key per slot, in slot order: `prefix{tag}name` where tag hashes to that slot (a policy's
+    prefix must start the key, so it goes before the tag)."""
+    return ["%s{%s}%s" % (prefix, t, name) for t in slot_tags()]
 
 
 def _by_owner(cluster, keys):
@@ -354,11 +356,11 @@ def commandstat_calls(cluster, names):
     return totals
 
 
-def each_primary_key(cluster, prefix):
-    """{primary port: a key it owns}, keys named `{tag}prefix`."""
+def each_primary_key(cluster, name, prefix=""):
+    """{primary port: a key it owns}, keys named `prefix{tag}name`."""
     out, owners = {}, cluster.slot_map()
     for slot, tag in enumerate(slot_tags()):
-        out.setdefault(owners[slot], "{%s}%s" % (tag, prefix))
+        out.setdefault(owners[slot], "%s{%s}%s" % (prefix, tag, name))
     return out
 
 

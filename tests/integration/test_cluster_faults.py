@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-# Corral on a real Redis Cluster under faults (issue 10): kill -9 of a primary under load, slots moved
-# by `redis-cli --cluster reshard` under load, Corral started with a seed down, a seed that answers
-# garbage or nothing, and a primary frozen by SIGSTOP. Each test leaves the cluster whole again.
+# Corral on a real Redis Cluster under faults (issue 10): kill -9 of a primary under load, slots
+# moved by `redis-cli --cluster reshard` under load, Corral started with a seed down, a seed that
+# answers garbage or nothing, and a primary frozen by SIGSTOP. Each test leaves the cluster whole.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_faults.py [filter]
 import os
 import socket
@@ -117,7 +117,7 @@ def stop_all(threads):
 def cache_keys(stack, count=300):
     """Keys of the cached prefix over all slots, written to the primaries, replicated to their
     replicas (WAIT), and read once through Corral so that they are cached."""
-    keys = tagged_keys("cached:v")[::16384 // count]
+    keys = tagged_keys("v", prefix="cached:")[::16384 // count]
     values = {k: b"c-" + k.encode() for k in keys}
     for port in stack.cluster.primaries():
         node = stack.cluster.node(port)
@@ -204,12 +204,10 @@ def reshard_under_load_without_errors(stack):
     eq([w for t in loads for w in t.wrong][:5], [], "wrong values during resharding")
     # The last value each worker wrote is on the node that owns the key now.
     for t in loads:
-        last = {}
-        for k in t.keys:
-            got = nodes_get(cluster, [k])[k]
-            check(got is None or got in t.written[k], "value of %s on its new owner" % k)
-            last[k] = got
-        check(any(v is not None for v in last.values()), "worker %d's keys survived" % t.idx)
+        stored = nodes_get(cluster, t.keys)
+        for k, got in stored.items():
+            check(got is None or got in t.written[k], "value of %s on its owner now: %r" % (k, got))
+        check(any(v is not None for v in stored.values()), "worker %d's keys survived" % t.idx)
     check(stack.corral.metric("corral_cluster_redirects_total") > redirects_before,
           "MOVED/ASK seen and absorbed (corral_cluster_redirects_total)")
 
@@ -226,7 +224,8 @@ def starts_with_a_seed_down(stack):
     down = cluster.replicas()[0]
     cluster.kill_node(down)
     # The dead node first, then one live primary: start-up must not need every seed.
-    corral = stack.new_corral("corral-seed-down", seeds=cluster.seeds([down, cluster.primaries()[0]]))
+    seeds = cluster.seeds([down, cluster.primaries()[0]])
+    corral = stack.new_corral("corral-seed-down", seeds=seeds)
     try:
         _all_slots_work(harness_client(corral), "seeddown")
     finally:
