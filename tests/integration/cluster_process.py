@@ -409,10 +409,15 @@ class ClusterStack:
     def port(self):
         return self.corral.port
 
-    def client(self, **kw):
+    def cached_corral(self, name, policies):
+        """Another Corral with read-through `policies`: the suites' main Corral has none, so that a
+        missing cache feature fails the cache tests alone, not every test of the module."""
+        return self.new_corral(name, extra={"policies": policies})
+
+    def client(self, corral=None, **kw):
         import redis
         kw.setdefault("socket_timeout", 10)
-        return redis.Redis(host=HOST, port=self.corral.port, **kw)
+        return redis.Redis(host=HOST, port=(corral or self.corral).port, **kw)
 
     def raw(self, timeout=10.0):
         return harness.Raw(self.corral.port, timeout=timeout)

@@ -20,8 +20,7 @@ suite = harness.Suite("cluster_sessions")
 CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
           "beta": 0}
 CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
-                     "admin_password": "admin-secret"},
-          "policies": [CACHED]}
+                     "admin_password": "admin-secret"}}
 
 
 @suite.fixture
@@ -153,8 +152,8 @@ def blpop_on_every_node_at_once(stack):
     eq(out["reply"], None, "BLPOP times out with nil")
 
 
-def corral_info(stack, key):
-    admin = stack.client()
+def corral_info(stack, corral, key):
+    admin = stack.client(corral)
     admin.execute_command("AUTH", "admin-secret")
     flat = admin.execute_command("CORRAL.INFO", key)
     return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
@@ -162,12 +161,20 @@ def corral_info(stack, key):
 
 @suite.test
 def direct_write_on_a_primary_invalidates_the_cached_copy(stack):
-    client = stack.client()
+    corral = stack.cached_corral("corral-cache", [CACHED])
+    try:
+        invalidated_by_direct_writes(stack, corral)
+    finally:
+        corral.stop()
+
+
+def invalidated_by_direct_writes(stack, corral):
+    client = stack.client(corral)
     for port, key in each_primary_key(stack.cluster, "inv", prefix="product:").items():
         owner = stack.cluster.node(port)
         owner.set(key, "v1")
         eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
-        eq(corral_info(stack, key)["state"], b"fresh", "%s cached" % key)
+        eq(corral_info(stack, corral, key)["state"], b"fresh", "%s cached" % key)
         owner.set(key, "v2")
         harness.wait_until(lambda: client.get(key) == b"v2", 5.0,
                            what="the write on primary %d to reach corral's cache" % port)
