@@ -411,8 +411,17 @@ class ClusterStack:
 
     def cached_corral(self, name, policies):
         """Another Corral with read-through `policies`: the suites' main Corral has none, so that a
-        missing cache feature fails the cache tests alone, not every test of the module."""
-        return self.new_corral(name, extra={"policies": policies})
+        missing cache feature fails the cache tests alone, not every test of the module. Returns
+        once every primary has a tracking connection (Corral names them corral-tracking), as the
+        single-redis suites wait for theirs: before that a read need not be cached."""
+        corral = self.new_corral(name, extra={"policies": policies})
+
+        def tracked():
+            return all(any(c.get("name") == "corral-tracking"
+                           for c in self.cluster.node(p).client_list())
+                       for p in self.cluster.primaries())
+        wait_until(tracked, 10.0, what="a corral-tracking connection on every primary")
+        return corral
 
     def client(self, corral=None, **kw):
         import redis
