@@ -18,8 +18,8 @@
 # cluster, hence this section): 1,000 clients GET one hot key whose TTL expires while a fetch takes
 # 200 ms; "aside" rows are cache-aside clients (stampede_load --cache-aside) against the hot key's
 # primary directly and through predixy; the Corral row is a fleet of STAMPEDE_FLEET_SIZE processes
-# on the cluster with an HTTP origin (tests/origin_server.py) and `shared: true`, whose origin
-# fetches are counted at the origin.
+# on the cluster with an HTTP origin (tests/origin_server.py) and `shared: true` (corral-one: one
+# process without it), whose origin fetches are counted at the origin.
 # Progress goes to stderr; the report (markdown) to stdout.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
@@ -113,6 +113,7 @@ seeds_yaml() {
 # start_corral NAME [POLICY_YAML]: a Corral on the cluster; sets started_port (or fails, the reason in
 # skipped[NAME]). Not called in $(...): its pid must reach `pids` for the cleanup.
 started_port=""
+started_pid=""
 start_corral() {
   local name=$1 policy=${2:-} port metrics check
   port=$(free_port)
@@ -131,7 +132,8 @@ start_corral() {
   fi
   "$corral_bin" -c "$workdir/$name.yml" >"$workdir/$name.log" 2>&1 &
   pids+=("$!")
-  wait_port "$port" "$!" "$workdir/$name.log" "$name" || return 1
+  started_pid=$!
+  wait_port "$port" "$started_pid" "$workdir/$name.log" "$name" || return 1
   started_port=$port
 }
 
@@ -289,36 +291,58 @@ run_stampede() {
       st_fetches[aside-predixy]=$(st_field aside-predixy computes)
     fi
   fi
-  # The Corral fleet on the cluster, its origin the scriptable HTTP server.
-  local origin_port origin_pid
+  # Corral on the cluster, its origin the scriptable HTTP server: one process, then the fleet.
   origin_port=$(free_port)
   /usr/bin/python3 "$CORRAL_ROOT/tests/origin_server.py" "$origin_port" >"$workdir/origin.log" 2>&1 &
-  origin_pid=$!
-  pids+=("$origin_pid")
+  pids+=("$!")
   for _ in $(seq 100); do curl -sf "http://$host:$origin_port/_stats" >/dev/null 2>&1 && break; sleep 0.1; done
+  corral_stampede corral-one 1 "" "$owner"
+  corral_stampede corral-fleet "$st_fleet" ", shared: true" "$owner"
+}
+
+origin_port=""
+# origin_reset: counters to zero, and the hot path answers a 32-byte value after the fetch time.
+origin_reset() {
   curl -sf -X POST --data "{\"reset\": true, \"default\": {\"body\": \"$(printf 'v%.0s' $(seq 32))\", \"delay_ms\": $st_fetch_ms}}" \
     "http://$host:$origin_port/_control" >/dev/null
-  local policy="  - {prefix: \"hot:\", commands: [GET], ttl: ${st_ttl_ms}ms, jitter: 0, beta: 1.0, grace: 10s, shared: true, origin: {http: \"http://$host:$origin_port/features/{suffix}\", timeout: 2s}}"
-  local fleet_ports="" i
+}
+
+# corral_stampede NAME COUNT EXTRA_POLICY OWNER: COUNT Corrals (stopped afterwards) with the http
+# policy plus EXTRA_POLICY; origin fetches counted at the origin.
+corral_stampede() {
+  local name=$1 count=$2 extra=$3 owner=$4 ports="" i started=()
+  local policy="  - {prefix: \"hot:\", commands: [GET], ttl: ${st_ttl_ms}ms, jitter: 0, beta: 1.0, grace: 10s$extra, origin: {http: \"http://$host:$origin_port/features/{suffix}\", timeout: 2s}}"
   redis-cli -h "$host" -p "$owner" DEL "$hot_key" >/dev/null
-  for i in $(seq "$st_fleet"); do
-    start_corral "fleet-$i" "$policy" || { skipped["stampede corral-fleet"]=${skipped[fleet-$i]}; return 0; }
-    fleet_ports+="${fleet_ports:+,}$started_port"
+  origin_reset
+  for i in $(seq "$count"); do
+    if ! start_corral "$name-$i" "$policy"; then
+      skipped["stampede $name"]=${skipped[$name-$i]}
+      unset "skipped[$name-$i]"
+      break
+    fi
+    ports+="${ports:+,}$started_port"
+    started+=("$started_pid")
   done
-  # Only a Corral that routes by slot answers the hot key right: check before measuring.
-  local got
-  got=$(redis-cli -h "$host" -p "${fleet_ports%%,*}" GET "$hot_key" 2>&1)
-  if [ "${#got}" -ne 32 ]; then
-    skipped["stampede corral-fleet"]="GET $hot_key through the fleet answered '$got'"
-    return 0
+  if [ -z "${skipped["stampede $name"]:-}" ]; then
+    # Only a Corral that routes by slot answers the hot key right: check before measuring.
+    local got
+    got=$(redis-cli -h "$host" -p "${ports%%,*}" GET "$hot_key" 2>&1)
+    if [ "${#got}" -ne 32 ]; then
+      skipped["stampede $name"]="GET $hot_key answered '$got'"
+    else
+      origin_reset
+      if stampede_run "$name" "$ports"; then
+        st_fetches[$name]=$(curl -sf "http://$host:$origin_port/_stats" |
+          python3 -c 'import json, sys; print(json.load(sys.stdin)["requests"].get("/features/key", 0))')
+      fi
+    fi
   fi
-  curl -sf -X POST --data '{"reset": true}' "http://$host:$origin_port/_control" >/dev/null || true
-  curl -sf -X POST --data "{\"default\": {\"body\": \"$(printf 'v%.0s' $(seq 32))\", \"delay_ms\": $st_fetch_ms}}" \
-    "http://$host:$origin_port/_control" >/dev/null
-  if stampede_run corral-fleet "$fleet_ports"; then
-    st_fetches[corral-fleet]=$(curl -sf "http://$host:$origin_port/_stats" |
-      python3 -c 'import json, sys; print(json.load(sys.stdin)["requests"].get("/features/key", 0))')
-  fi
+  local pid
+  for pid in "${started[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    forget_pid "$pid"
+  done
 }
 [ "$stampede" -eq 0 ] || run_stampede
 
@@ -353,7 +377,7 @@ report() {
     echo "|---|---|---|---|---|---|---|---|---|"
     local name windows
     windows=$(awk -v d="$st_duration" -v t="$st_ttl_ms" 'BEGIN { printf "%.2f", d * 1000 / t }')
-    for name in aside-direct aside-predixy corral-fleet; do
+    for name in aside-direct aside-predixy corral-one corral-fleet; do
       [ -n "${st_out[$name]:-}" ] || continue
       echo "| $name | ${st_fetches[$name]:-n/a} | $(awk -v f="${st_fetches[$name]:-0}" -v w="$windows" 'BEGIN { printf "%.2f", f / w }') |" \
         "$(st_field "$name" rps) | $(st_field "$name" errors) | $(st_field "$name" all_p50_ms) | $(st_field "$name" all_p99_ms) |" \

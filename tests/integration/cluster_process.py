@@ -80,7 +80,8 @@ def parse_cluster_nodes(text):
                 continue  # a slot being migrated or imported: the owner is listed separately
             lo, _, hi = s.partition("-")
             slots.append((int(lo), int(hi or lo)))
-        nodes.append({"id": f[0], "port": int(addr.rsplit(":", 1)[1]), "flags": set(f[2].split(",")),
+        nodes.append({"id": f[0], "port": int(addr.rsplit(":", 1)[1]),
+                      "flags": set(f[2].split(",")),
                       "master": None if f[3] == "-" else f[3], "link": f[7], "slots": slots})
     return nodes
 
@@ -298,10 +299,10 @@ class ClusterNodes:
 
 # -- checks against the nodes themselves (the ground truth for the tests) --------------------------
 
-def tagged_keys(prefix):
-    """One key per slot, in slot order: `prefix{tag}` where tag hashes to that slot (the prefix
-    first, so that cache policies, which match key prefixes, apply to them)."""
-    return ["%s{%s}" % (prefix, t) for t in slot_tags()]
+def tagged_keys(name, prefix=""):
+    """One key per slot, in slot order: `prefix{tag}name` where tag hashes to that slot (a policy's
+    prefix must start the key, so it goes before the tag)."""
+    return ["%s{%s}%s" % (prefix, t, name) for t in slot_tags()]
 
 
 def _by_owner(cluster, keys):
@@ -355,11 +356,11 @@ def commandstat_calls(cluster, names):
     return totals
 
 
-def each_primary_key(cluster, prefix):
-    """{primary port: a key it owns}, keys named `prefix{tag}` (policies match the prefix)."""
+def each_primary_key(cluster, name, prefix=""):
+    """{primary port: a key it owns}, keys named `prefix{tag}name`."""
     out, owners = {}, cluster.slot_map()
     for slot, tag in enumerate(slot_tags()):
-        out.setdefault(owners[slot], "%s{%s}" % (prefix, tag))
+        out.setdefault(owners[slot], "%s{%s}%s" % (prefix, tag, name))
     return out
 
 
@@ -408,10 +409,24 @@ class ClusterStack:
     def port(self):
         return self.corral.port
 
-    def client(self, **kw):
+    def cached_corral(self, name, policies):
+        """Another Corral with read-through `policies`: the suites' main Corral has none, so that a
+        missing cache feature fails the cache tests alone, not every test of the module. Returns
+        once every primary has a tracking connection (Corral names them corral-tracking), as the
+        single-redis suites wait for theirs: before that a read need not be cached."""
+        corral = self.new_corral(name, extra={"policies": policies})
+
+        def tracked():
+            return all(any(c.get("name") == "corral-tracking"
+                           for c in self.cluster.node(p).client_list())
+                       for p in self.cluster.primaries())
+        wait_until(tracked, 10.0, what="a corral-tracking connection on every primary")
+        return corral
+
+    def client(self, corral=None, **kw):
         import redis
         kw.setdefault("socket_timeout", 10)
-        return redis.Redis(host=HOST, port=self.corral.port, **kw)
+        return redis.Redis(host=HOST, port=(corral or self.corral).port, **kw)
 
     def raw(self, timeout=10.0):
         return harness.Raw(self.corral.port, timeout=timeout)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-# Corral on a real Redis Cluster, the stateful side of issue 10: MULTI/WATCH bound to one slot's node,
-# pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node, a write straight to a
-# primary invalidating Corral's cached copy, and hiredis (the C client, through ctypes) over all slots.
+# Corral on a real Redis Cluster, the stateful side of issue 10: MULTI/WATCH bound to one slot's
+# node, pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node, a write
+# straight to a primary invalidating Corral's cached copy, and hiredis (ctypes) over all slots.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_sessions.py [filter]
 import ctypes
 import ctypes.util
@@ -20,8 +20,7 @@ suite = harness.Suite("cluster_sessions")
 CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
           "beta": 0}
 CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
-                     "admin_password": "admin-secret"},
-          "policies": [CACHED]}
+                     "admin_password": "admin-secret"}}
 
 
 @suite.fixture
@@ -153,8 +152,8 @@ def blpop_on_every_node_at_once(stack):
     eq(out["reply"], None, "BLPOP times out with nil")
 
 
-def corral_info(stack, key):
-    admin = stack.client()
+def corral_info(stack, corral, key):
+    admin = stack.client(corral)
     admin.execute_command("AUTH", "admin-secret")
     flat = admin.execute_command("CORRAL.INFO", key)
     return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
@@ -162,17 +161,25 @@ def corral_info(stack, key):
 
 @suite.test
 def direct_write_on_a_primary_invalidates_the_cached_copy(stack):
-    client = stack.client()
-    for port, key in each_primary_key(stack.cluster, "product:inv").items():
+    corral = stack.cached_corral("corral-cache", [CACHED])
+    try:
+        invalidated_by_direct_writes(stack, corral)
+    finally:
+        corral.stop()
+
+
+def invalidated_by_direct_writes(stack, corral):
+    client = stack.client(corral)
+    for port, key in each_primary_key(stack.cluster, "inv", prefix="product:").items():
         owner = stack.cluster.node(port)
         owner.set(key, "v1")
         eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
-        eq(corral_info(stack, key)["state"], b"fresh", "%s cached" % key)
+        eq(corral_info(stack, corral, key)["state"], b"fresh", "%s cached" % key)
         owner.set(key, "v2")
         harness.wait_until(lambda: client.get(key) == b"v2", 5.0,
                            what="the write on primary %d to reach corral's cache" % port)
     # MGET of cached keys over every slot: split by slot, filled, and invalidated the same way.
-    keys = tagged_keys("product:m")
+    keys = tagged_keys("m", prefix="product:")
     stack.cluster.flushall()
     pipe = stack.cluster.cluster_client().pipeline()
     for i, k in enumerate(keys):
@@ -195,7 +202,8 @@ class _Reply(ctypes.Structure):
 
 _Reply._fields_ = [("type", ctypes.c_int), ("integer", ctypes.c_longlong),
                    ("len", ctypes.c_size_t), ("str", ctypes.POINTER(ctypes.c_char)),
-                   ("elements", ctypes.c_size_t), ("element", ctypes.POINTER(ctypes.POINTER(_Reply)))]
+                   ("elements", ctypes.c_size_t),
+                   ("element", ctypes.POINTER(ctypes.POINTER(_Reply)))]
 
 
 class _Context(ctypes.Structure):
@@ -226,7 +234,8 @@ class Hiredis:
             lib.freeReplyObject.argtypes = [ctypes.c_void_p]
             lib.redisFree.argtypes = [ctypes.POINTER(_Context)]
             Hiredis.lib = lib
-        self.ctx = self.lib.redisConnectWithTimeout(harness.HOST.encode(), port, _Timeval(timeout, 0))
+        self.ctx = self.lib.redisConnectWithTimeout(harness.HOST.encode(), port,
+                                                    _Timeval(timeout, 0))
         check(bool(self.ctx) and self.ctx.contents.err == 0, "hiredis connect to %d" % port)
         self.lib.redisSetTimeout(self.ctx, _Timeval(timeout, 0))
 
