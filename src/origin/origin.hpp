@@ -28,6 +28,9 @@ struct SharedLifetime {
   std::chrono::milliseconds usable_for{0};  // until the shadow copy expires (>= fresh_for)
   std::chrono::milliseconds delta{0};       // the recompute time stored with it, for XFetch
   bool fetched = false;  // this process asked the origin (else: read from the shared store)
+  // The copy's stale-if-error window (an http response may widen the policy's); unset: the
+  // policy's.
+  std::optional<std::chrono::milliseconds> stale_if_error;
 };
 
 // Why the engine asks: a cold miss, or a background refresh of a copy it still serves.

@@ -29,15 +29,6 @@ bool refused(LocalCall& call) {
   return true;
 }
 
-void pair(std::string& out, std::string_view name, std::string_view value) {
-  resp::append_bulk(out, name);
-  resp::append_bulk(out, value);
-}
-
-void pair(std::string& out, std::string_view name, std::int64_t value) {
-  resp::append_bulk(out, name);
-  resp::append_integer(out, value);
-}
 // Answers a tag purge once Redis has counted it: every process tracking the tag keys (the whole
 // fleet) purges the tag when the INCR's invalidation reaches it.
 class TagPurgeTarget final : public upstream::ReplyTarget {
@@ -96,16 +87,16 @@ Action corral_info(LocalCall& call) {
   const auto index = policies->matcher.match(key);
   if (!index) {
     resp::append_array_header(call.reply, 4);
-    pair(call.reply, "policy", "none");
-    pair(call.reply, "state", "uncached");
+    resp::append_field(call.reply, "policy", "none");
+    resp::append_field(call.reply, "state", "uncached");
     return Action::done;
   }
   const auto now = runtime.clock().now();
   const auto entry = runtime.store().peek(cache::CacheKey{key, "GET"}, now);
   if (!entry) {
     resp::append_array_header(call.reply, 4);
-    pair(call.reply, "policy", policies->settings[*index].prefix);
-    pair(call.reply, "state", "absent");
+    resp::append_field(call.reply, "policy", policies->settings[*index].prefix);
+    resp::append_field(call.reply, "state", "absent");
     return Action::done;
   }
   const auto state = entry->state(now);
@@ -113,14 +104,16 @@ Action corral_info(LocalCall& call) {
                                       : state == cache::EntryState::fresh ? "fresh"
                                                                           : "stale";
   resp::append_array_header(call.reply, 16);
-  pair(call.reply, "policy", policies->settings[*index].prefix);
-  pair(call.reply, "state", state_name);
-  pair(call.reply, "age_ms", millis_between(entry->stored_at, now));
-  pair(call.reply, "ttl_ms", std::max<std::int64_t>(0, millis_between(now, entry->soft_expiry)));
-  pair(call.reply, "grace_ms", std::max<std::int64_t>(0, millis_between(now, entry->hard_expiry)));
-  pair(call.reply, "delta_ms", duration_cast<milliseconds>(entry->delta).count());
-  pair(call.reply, "hits", entry->hits);
-  pair(call.reply, "bytes", static_cast<std::int64_t>(entry->value.size()));
+  resp::append_field(call.reply, "policy", policies->settings[*index].prefix);
+  resp::append_field(call.reply, "state", state_name);
+  resp::append_field(call.reply, "age_ms", millis_between(entry->stored_at, now));
+  resp::append_field(call.reply, "ttl_ms",
+                     std::max<std::int64_t>(0, millis_between(now, entry->soft_expiry)));
+  resp::append_field(call.reply, "grace_ms",
+                     std::max<std::int64_t>(0, millis_between(now, entry->hard_expiry)));
+  resp::append_field(call.reply, "delta_ms", duration_cast<milliseconds>(entry->delta).count());
+  resp::append_field(call.reply, "hits", entry->hits);
+  resp::append_field(call.reply, "bytes", static_cast<std::int64_t>(entry->value.size()));
   return Action::done;
 }
 
@@ -164,10 +157,10 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
                                              InvalidationSource::tracking,
                                              InvalidationSource::admin, InvalidationSource::flush};
   const auto counter = [&out](std::string_view name, std::uint64_t value) {
-    pair(out, name, static_cast<std::int64_t>(value));
+    resp::append_field(out, name, static_cast<std::int64_t>(value));
   };
   resp::append_array_header(out, 2 * (1 + std::size(kOutcomes) + 11 + std::size(kSources) + 2));
-  pair(out, "policy", stats.prefix);
+  resp::append_field(out, "policy", stats.prefix);
   for (auto outcome : kOutcomes) {
     counter(std::string("lookups_") + std::string(stampede::to_string(outcome)),
             stats.lookup(outcome));
@@ -188,7 +181,8 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
             stats.invalidation(source));
   }
   const auto breaker = static_cast<std::size_t>(stats.breaker_state);
-  pair(out, "breaker", breaker < std::size(kBreakerStates) ? kBreakerStates[breaker] : "unknown");
+  resp::append_field(out, "breaker",
+                     breaker < std::size(kBreakerStates) ? kBreakerStates[breaker] : "unknown");
   counter("origin_in_flight", static_cast<std::uint64_t>(stats.origin_in_flight));
 }
 }  // namespace

@@ -36,16 +36,6 @@ std::string_view role(const upstream::SlotMap& map, int node) {
   return slot_ranges(map, node).empty() ? "primary-without-slots" : "primary";
 }
 
-void pair(std::string& out, std::string_view name, std::string_view value) {
-  resp::append_bulk(out, name);
-  resp::append_bulk(out, value);
-}
-
-void pair(std::string& out, std::string_view name, std::int64_t value) {
-  resp::append_bulk(out, name);
-  resp::append_integer(out, value);
-}
-
 }  // namespace
 
 Action corral_cluster(LocalCall& call) {
@@ -62,24 +52,27 @@ Action corral_cluster(LocalCall& call) {
   const auto& map = links.routes();
   const auto& counters = links.counters();
   resp::append_array_header(call.reply, 14);
-  pair(call.reply, "slots_served", static_cast<std::int64_t>(map.slots_covered()));
-  pair(call.reply, "primaries", static_cast<std::int64_t>(map.primaries.size()));
-  pair(call.reply, "topology_refreshes", static_cast<std::int64_t>(counters.refreshes.load()));
-  pair(call.reply, "moved", static_cast<std::int64_t>(counters.redirects[0].load()));
-  pair(call.reply, "ask", static_cast<std::int64_t>(counters.redirects[1].load()));
-  pair(call.reply, "crossslot_refused", static_cast<std::int64_t>(counters.crossslot_refused));
+  resp::append_field(call.reply, "slots_served", static_cast<std::int64_t>(map.slots_covered()));
+  resp::append_field(call.reply, "primaries", static_cast<std::int64_t>(map.primaries.size()));
+  resp::append_field(call.reply, "topology_refreshes",
+                     static_cast<std::int64_t>(counters.refreshes.load()));
+  resp::append_field(call.reply, "moved", static_cast<std::int64_t>(counters.redirects[0].load()));
+  resp::append_field(call.reply, "ask", static_cast<std::int64_t>(counters.redirects[1].load()));
+  resp::append_field(call.reply, "crossslot_refused",
+                     static_cast<std::int64_t>(counters.crossslot_refused));
   resp::append_bulk(call.reply, "nodes");
   resp::append_array_header(call.reply, map.nodes.size());
   for (std::size_t i = 0; i < map.nodes.size(); ++i) {
     const auto& node = map.nodes[i];
     const int index = static_cast<int>(i);
     resp::append_array_header(call.reply, 12);
-    pair(call.reply, "address", address(node.endpoint));
-    pair(call.reply, "id", node.id);
-    pair(call.reply, "role", role(map, index));
-    pair(call.reply, "health", node.healthy ? "online" : "failing");
-    pair(call.reply, "slots", slot_ranges(map, index));
-    pair(call.reply, "connections", static_cast<std::int64_t>(links.node_connections(index)));
+    resp::append_field(call.reply, "address", address(node.endpoint));
+    resp::append_field(call.reply, "id", node.id);
+    resp::append_field(call.reply, "role", role(map, index));
+    resp::append_field(call.reply, "health", node.healthy ? "online" : "failing");
+    resp::append_field(call.reply, "slots", slot_ranges(map, index));
+    resp::append_field(call.reply, "connections",
+                       static_cast<std::int64_t>(links.node_connections(index)));
   }
   return Action::done;
 }

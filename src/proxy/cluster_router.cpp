@@ -106,17 +106,25 @@ void ClusterRouter::send(const ClientState& client, const CommandSpec& row,
   }
 }
 
-void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row,
-                               std::string_view bytes, int slot, std::uint64_t tag,
-                               const std::shared_ptr<upstream::ReplyTarget>& target) {
+// What every command routed by its keys' slot carries: redirects and CLUSTERDOWN are followed,
+// reads may go to replicas as read_from says.
+upstream::ClusterCommandOptions ClusterRouter::keyed_options(const ClientState& client,
+                                                             const CommandSpec& row) const {
   upstream::ClusterCommandOptions options;
-  options.slot = slot;
   options.read_only = (row.flags & kReadOnly) != 0;
   options.affinity = client.id;
   options.protocol = client.protocol;
   options.max_redirects = settings_.max_redirects;
   options.clusterdown_retries = clusterdown_retries();
   options.read_from = settings_.read_from;
+  return options;
+}
+
+void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row,
+                               std::string_view bytes, int slot, std::uint64_t tag,
+                               const std::shared_ptr<upstream::ReplyTarget>& target) {
+  upstream::ClusterCommandOptions options = keyed_options(client, row);
+  options.slot = slot;
   std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)
       ->start();
 }
@@ -135,15 +143,8 @@ void ClusterRouter::to_node(const ClientState& client, int node, std::string_vie
 void ClusterRouter::split(const ClientState& client, const CommandSpec& row,
                           const ClusterRouteRow& route, std::span<const std::string_view> argv,
                           std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
-  upstream::ClusterCommandOptions options;
-  options.read_only = (row.flags & kReadOnly) != 0;
-  options.affinity = client.id;
-  options.protocol = client.protocol;
-  options.max_redirects = settings_.max_redirects;
-  options.clusterdown_retries = clusterdown_retries();
-  options.read_from = settings_.read_from;
-  upstream::send_split_by_slot(links_, argv, keys_, argument_group(row), route.merge, options,
-                               target, tag);
+  upstream::send_split_by_slot(links_, argv, keys_, argument_group(row), route.merge,
+                               keyed_options(client, row), target, tag);
 }
 
 void ClusterRouter::fan_out(const ClientState& client, const ClusterRouteRow& route,

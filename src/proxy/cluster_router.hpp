@@ -14,6 +14,7 @@
 #include "proxy/client_state.hpp"
 #include "proxy/cluster_routes.hpp"
 #include "proxy/command_table.hpp"
+#include "upstream/cluster_command.hpp"
 #include "upstream/cluster_links.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -56,6 +57,8 @@ class ClusterRouter {
                const std::shared_ptr<upstream::ReplyTarget>& target);
   std::uint16_t fingerprint();
   int clusterdown_retries() const;
+  upstream::ClusterCommandOptions keyed_options(const ClientState& client,
+                                                const CommandSpec& row) const;
   void send_when_mapped(const ClientState& client, const CommandSpec& row,
                         std::span<const std::string_view> argv, std::string_view bytes,
                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,

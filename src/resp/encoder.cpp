@@ -75,4 +75,14 @@ void append_command(std::string& out, std::span<const std::string_view> argv) {
   for (const std::string_view arg : argv) append_bulk(out, arg);
 }
 
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  append_bulk(out, name);
+  append_bulk(out, value);
+}
+
+void append_field(std::string& out, std::string_view name, std::int64_t value) {
+  append_bulk(out, name);
+  append_integer(out, value);
+}
+
 }  // namespace corral::resp

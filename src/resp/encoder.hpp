@@ -14,6 +14,10 @@ void append_error(
     std::string_view message);  // -message\r\n (message has its prefix, e.g. "ERR ...")
 void append_integer(std::string& out, std::int64_t value);
 void append_bulk(std::string& out, std::string_view value);
+// One name/value entry of a flat field list (admin replies): the name as a bulk string, then the
+// value as a bulk string or an integer.
+void append_field(std::string& out, std::string_view name, std::string_view value);
+void append_field(std::string& out, std::string_view name, std::int64_t value);
 void append_null(std::string& out);        // $-1\r\n
 void append_null_array(std::string& out);  // *-1\r\n
 void append_array_header(std::string& out, std::size_t count);

@@ -272,6 +272,7 @@ void Fetch::store_key(KeyFetch& key, std::string_view reply, bool negative,
     // The shared store's clock decides, so every process of a fleet expires it together.
     lifetime.ttl = shared->fresh_for;
     lifetime.grace = shared->usable_for - shared->fresh_for;
+    if (shared->stale_if_error) lifetime.stale_if_error = *shared->stale_if_error;
     delta = shared->delta;
     if (caching && !caching->tags.empty()) {
       // The fleet layer checked the shared copy's tags; this process's copy follows purges too.

@@ -3,6 +3,7 @@
 # Corral in front of it; stopped however the suite ends (harness cleanup, atexit, and the script's
 # watcher, which stops the nodes when this Python process dies even by SIGKILL).
 import os
+import time
 import signal
 import subprocess
 
@@ -417,10 +418,14 @@ class ClusterStack:
         corral = self.new_corral(name, extra={"policies": policies})
 
         def tracked():
-            return all(any(c.get("name") == "corral-tracking"
+            # flags 't': CLIENT TRACKING is on, so Corral has its answer or is about to read it.
+            return all(any(c.get("name") == "corral-tracking" and "t" in c.get("flags", "")
                            for c in self.cluster.node(p).client_list())
                        for p in self.cluster.primaries())
-        wait_until(tracked, 10.0, what="a corral-tracking connection on every primary")
+        wait_until(tracked, 10.0, what="a tracking corral-tracking connection on every primary")
+        # Each listener drops the policies' cached keys when its tracking starts (writes made
+        # before it went unseen): let the last of those flushes land before the test caches.
+        time.sleep(0.3)
         return corral
 
     def client(self, corral=None, **kw):

@@ -92,6 +92,14 @@ class OriginStack:
     def alive(self):
         return self.origin.alive() and self.stack.alive()
 
+    def raw_call(self, *args):
+        """One command on a fresh raw connection (replies as the wire gives them)."""
+        r = self.stack.raw()
+        try:
+            return r.call(*args)
+        finally:
+            r.close()
+
     def stop(self):
         self.stack.stop()
         self.origin.stop()

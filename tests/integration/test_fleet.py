@@ -35,6 +35,13 @@ def fleet_config(origin_port):
             "ttl": "%dms" % int(TTL_S * 1000), "grace": "30s", "beta": 0, "jitter": 0,
             "negative_ttl": "30s", "shared": True, "lock_ttl": LOCK_TTL, "wait_timeout": "8s",
         }, {
+            # A shared policy without grace: only a response's stale-while-revalidate gives one.
+            "prefix": "ng:",
+            "origin": {"http": "http://127.0.0.1:%d/nograce/{suffix}" % origin_port,
+                       "timeout": "5s", "retries": 0},
+            "ttl": "%dms" % int(TTL_S * 1000), "grace": "0s", "beta": 0, "jitter": 0,
+            "shared": True, "lock_ttl": LOCK_TTL, "wait_timeout": "8s",
+        }, {
             # Each process caches these on its own (no shared copy): tag purges must still
             # reach every process.
             "prefix": "tagged:",
@@ -380,6 +387,22 @@ def the_shared_copy_takes_max_age_from_the_origin(fleet):
     eq(origin_count(fleet, path), 1, "no refresh: the shared copy is fresh for max-age")
     pttl = fleet.direct().pttl("feat:ma")
     check(2500 < pttl <= 5000, "the plain key lives for max-age (PTTL %d ms)" % pttl)
+
+
+@suite.test(corral_only=True)
+def the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
+    path = "/nograce/swr"
+    fleet.origin.control(paths={path: {"body": "v{n}", "headers": {
+        "Cache-Control": "max-age=1, stale-while-revalidate=30"}}})
+    eq(get(fleet.corrals[0], "ng:swr"), b"v1", "first GET, on corral0")
+    eq(fleet.direct().hget("{ng:swr}:corral:shadow", "win"), b"30000 0",
+       "the copy's own windows in the shadow")
+    time.sleep(1.3)  # stale; the policy has no grace, the response gave 30 s
+    # corral1 never fetched it: only the windows recorded with the shared copy let it serve v1.
+    eq(get(fleet.corrals[1], "ng:swr"), b"v1", "GET on corral1: the stale shared copy")
+    harness.wait_until(lambda: origin_count(fleet, path) == 2, 5.0, what="one background refresh")
+    harness.wait_until(lambda: get(fleet.corrals[2], "ng:swr") == b"v2", 5.0,
+                       what="the refreshed copy on corral2")
 
 
 @suite.test(corral_only=True)

@@ -45,13 +45,6 @@ class Fixture(OriginStack):
             {"prefix": "corral:", "ttl": "60s"},
         ])
 
-    def raw_call(self, *args):
-        r = self.stack.raw()
-        try:
-            return r.call(*args)
-        finally:
-            r.close()
-
 
 @suite.fixture
 def fixture():

@@ -46,13 +46,6 @@ class Fixture(OriginStack):
             _policy(origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1),
         ])
 
-    def raw_call(self, *args):
-        r = self.stack.raw()
-        try:
-            return r.call(*args)
-        finally:
-            r.close()
-
 
 @suite.fixture
 def fixture():

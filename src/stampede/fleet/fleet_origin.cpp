@@ -22,6 +22,7 @@
 #include "resp/reply_constants.hpp"
 #include "stampede/core/ewma.hpp"
 #include "stampede/core/jitter.hpp"
+#include "stampede/core/response_lifetime.hpp"
 #include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_scripts.hpp"
 #include "stampede/fleet/fleet_wakeups.hpp"
@@ -291,9 +292,9 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     if (caching && !caching->store) {
       // no-store / private: answered, never written (the engine keeps no local copy either).
       release();
-      auto answer = value_answer(
-          text_of(fetched.reply), nil,
-          {milliseconds(0), milliseconds(0), duration_cast<milliseconds>(delta_), true});
+      auto answer = value_answer(text_of(fetched.reply), nil,
+                                 {milliseconds(0), milliseconds(0),
+                                  duration_cast<milliseconds>(delta_), true, std::nullopt});
       answer.caching = std::move(caching);
       co_return answer;
     }
@@ -341,13 +342,18 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   }
 
   // The fenced write of value + shadow + metadata; answers with what the client should get.
-  // The shared copy takes the response's freshness (Cache-Control / Expires) and validators;
-  // grace and stale_if_error stay the policy's, which every process's reads assume.
+  // The shared copy takes the response's freshness, grace and stale-if-error (Cache-Control /
+  // Expires) and validators; its windows are recorded so every process serves it alike.
   awaitable<Answer> write(std::string value, bool nil,
                           std::optional<origin::ResponseCaching> caching) {
     const auto& p = shared_->policy;
     auto lifetime = entry_lifetime(p, nil, cache::thread_random());
-    if (caching && caching->fresh_for) lifetime.ttl = *caching->fresh_for;
+    if (caching) {
+      lifetime = response_lifetime(lifetime, *caching, nil, 0, cache::Duration::zero()).lifetime;
+    }
+    const fleet::CopyWindows own{
+        nil ? milliseconds(0) : duration_cast<milliseconds>(lifetime.grace),
+        duration_cast<milliseconds>(lifetime.stale_if_error)};
     const std::string validators = caching ? caching->validators : std::string();
     std::string tags;
     if (caching && !caching->tags.empty() && shared_->tags) {
@@ -355,7 +361,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         // Purged while the origin answered: the answer may predate the purge; not written.
         release();
         const origin::SharedLifetime unstored{milliseconds(0), milliseconds(0), smoothed_delta(),
-                                              true};
+                                              true, std::nullopt};
         auto answer = value_answer(value, nil, unstored);
         answer.caching = std::move(caching);
         co_return answer;
@@ -367,19 +373,20 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
       tags = fleet::encode_tags(recorded);
     }
     const auto fresh = std::max(milliseconds(1), duration_cast<milliseconds>(lifetime.ttl));
-    const auto keep = nil ? fresh : fresh + std::max(p.grace, p.stale_if_error);
+    const auto keep = nil ? fresh : fresh + std::max(own.grace, own.stale_if_error);
     const auto delta = duration_cast<milliseconds>(
         ewma(delta_, origin_duration_ + std::chrono::nanoseconds(p.fetch_delay)));
     const std::string fresh_ms = std::to_string(fresh.count());
     const std::string keep_ms = std::to_string(keep.count());
     const std::string delta_ms = std::to_string(delta.count());
-    const std::string_view args[] = {token_,   value,           fresh_ms,   keep_ms,
-                                     delta_ms, nil ? "1" : "0", validators, tags};
+    const std::string windows_text = fleet::encode_windows(own);
+    const std::string_view args[] = {token_,          value,      fresh_ms, keep_ms,     delta_ms,
+                                     nil ? "1" : "0", validators, tags,     windows_text};
     const auto key_list = keys();
     const auto written =
         co_await upstream::call(shared_->connection(), fleet::write_script(), key_list, args);
-    const auto grace = nil ? milliseconds(0) : p.grace;
-    const origin::SharedLifetime stored{fresh, std::min(keep, fresh + grace), delta, true};
+    const origin::SharedLifetime stored{fresh, std::min(keep, fresh + own.grace), delta, true,
+                                        own.stale_if_error};
     if (written.ok() && written.reply == resp::kReplyOne) {
       auto answer = value_answer(value, nil, stored);
       answer.caching = std::move(caching);  // its tags: the local copy is purged with them
@@ -491,23 +498,18 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
 
   bool in_grace(const fleet::SharedState& state) const { return usable_for(state).count() > 0; }
 
-  // How long the local copy may serve: the shadow's life, but no further than the grace window.
-  milliseconds usable_for(const fleet::SharedState& state) const {
-    if (!state.has_value) return milliseconds(0);
-    const auto grace = state.nil ? milliseconds(0) : shared_->policy.grace;
-    const auto window =
-        state.fresh_for.count() > 0 ? state.fresh_for + grace : grace - stale_age(state);
-    return std::clamp(window, milliseconds(0), state.shadow_for);
-  }
-  // Time since the soft expiry, derived from the shadow's remaining life.
-  milliseconds stale_age(const fleet::SharedState& state) const {
+  fleet::CopyWindows windows(const fleet::SharedState& state) const {
     const auto& p = shared_->policy;
-    return std::max(p.grace, p.stale_if_error) - state.shadow_for;
+    return fleet::copy_windows(state, {p.grace, p.stale_if_error});
+  }
+  milliseconds usable_for(const fleet::SharedState& state) const {
+    return fleet::usable_for(state, windows(state));
   }
 
   Answer answer(const fleet::SharedState& state, bool fetched) {
     delta_ = state.delta;
-    origin::SharedLifetime lifetime{state.fresh_for, usable_for(state), state.delta, fetched};
+    origin::SharedLifetime lifetime{state.fresh_for, usable_for(state), state.delta, fetched,
+                                    windows(state).stale_if_error};
     auto out = value_answer(state.value, state.nil, lifetime);
     if (!state.tags.empty()) {
       // The local copy carries the tags too, so a purge drops it from this process's memory.

@@ -1,6 +1,7 @@
 // The Lua scripts of fleet mode and the decoding of their replies.
 #include "stampede/fleet/fleet_scripts.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "resp/reply.hpp"
@@ -17,9 +18,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // A value is fresh while its soft expiry is ahead and the plain key still holds it.
 constexpr std::string_view kRead = R"(
-local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil', 'val', 'tags')
+local s = redis.call('HMGET', KEYS[2], 'v', 'stored', 'delta', 'soft', 'nil', 'val', 'tags', 'win')
 return {now, s[1], s[2], s[3], s[4], s[5], redis.call('PTTL', KEYS[2]),
-        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3]), s[6], s[7]})";
+        redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[3]), s[6], s[7], s[8]})";
 
 constexpr std::string_view kLock = R"(
 local min_left = tonumber(ARGV[3])
@@ -44,7 +45,8 @@ else
 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'v', ARGV[2], 'stored', now, 'delta', ARGV[5],
-           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6], 'val', ARGV[7], 'tags', ARGV[8])
+           'soft', now + tonumber(ARGV[3]), 'nil', ARGV[6], 'val', ARGV[7], 'tags', ARGV[8],
+           'win', ARGV[9])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('DEL', KEYS[3])
 return 1)";
@@ -100,6 +102,29 @@ std::vector<TagCount> decode_tags(std::string_view text) {
   return out;
 }
 
+std::string encode_windows(const CopyWindows& windows) {
+  return std::to_string(windows.grace.count()) + ' ' +
+         std::to_string(windows.stale_if_error.count());
+}
+
+namespace {
+std::optional<CopyWindows> decode_windows(std::string_view text) {
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::int64_t grace = 0;
+  std::int64_t stale_if_error = 0;
+  const auto g = text.substr(0, space);
+  const auto s = text.substr(space + 1);
+  const auto [g_end, g_ec] = std::from_chars(g.data(), g.data() + g.size(), grace);
+  const auto [s_end, s_ec] = std::from_chars(s.data(), s.data() + s.size(), stale_if_error);
+  if (g_ec != std::errc() || s_ec != std::errc() || g_end != g.data() + g.size() ||
+      s_end != s.data() + s.size() || grace < 0 || stale_if_error < 0) {
+    return std::nullopt;
+  }
+  return CopyWindows{std::chrono::milliseconds(grace), std::chrono::milliseconds(stale_if_error)};
+}
+}  // namespace
+
 FleetKeys::FleetKeys(std::string_view user_key)
     : plain(user_key),
       shadow(upstream::companion_key(user_key, "corral:shadow")),
@@ -124,9 +149,9 @@ const upstream::Script& release_script() {
 
 std::optional<SharedState> parse_state(std::string_view bytes) {
   const auto reply = resp::decode_reply(bytes);
-  // Nine or ten elements: the reply of an older read script (no 'val' or 'tags' field read).
+  // Nine to eleven elements: the reply of an older read script (no 'val', 'tags' or 'win').
   if (!reply || reply->type != resp::Reply::Type::array || reply->elements.size() < 9 ||
-      reply->elements.size() > 11) {
+      reply->elements.size() > 12) {
     return std::nullopt;
   }
   const auto& e = reply->elements;
@@ -142,7 +167,9 @@ std::optional<SharedState> parse_state(std::string_view bytes) {
   const bool plain_exists = number(e[7]) == 1;
   state.lock_for = milliseconds(std::max<std::int64_t>(0, number(e[8])));
   if (e.size() >= 10 && e[9].type == resp::Reply::Type::bulk) state.validators = e[9].text;
-  if (e.size() == 11 && e[10].type == resp::Reply::Type::bulk) state.tags = decode_tags(e[10].text);
+  if (e.size() >= 11 && e[10].type == resp::Reply::Type::bulk) state.tags = decode_tags(e[10].text);
+  if (e.size() == 12 && e[11].type == resp::Reply::Type::bulk)
+    state.windows = decode_windows(e[11].text);
   const std::int64_t soft = number(e[4]);
   if (state.has_value && (plain_exists || state.nil) && soft > now) {
     state.fresh_for = milliseconds(soft - now);
@@ -155,6 +182,23 @@ std::optional<SharedState> parse_state(std::string_view bytes) {
     state.deleted = true;
   }
   return state;
+}
+
+CopyWindows copy_windows(const SharedState& state, const CopyWindows& policy) {
+  CopyWindows windows = state.windows.value_or(policy);
+  if (state.nil) windows.grace = std::chrono::milliseconds(0);
+  return windows;
+}
+
+std::chrono::milliseconds usable_for(const SharedState& state, const CopyWindows& windows) {
+  using std::chrono::milliseconds;
+  if (!state.has_value) return milliseconds(0);
+  // The shadow was kept for max(grace, stale_if_error) past the soft expiry: what is left of
+  // that says how long ago the copy went stale.
+  const auto stale_age = std::max(windows.grace, windows.stale_if_error) - state.shadow_for;
+  const auto window =
+      state.fresh_for.count() > 0 ? state.fresh_for + windows.grace : windows.grace - stale_age;
+  return std::clamp(window, milliseconds(0), state.shadow_for);
 }
 
 }  // namespace corral::stampede::fleet

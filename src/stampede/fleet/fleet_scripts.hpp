@@ -22,16 +22,17 @@ struct FleetKeys {
 };
 
 // KEYS plain shadow lock -> {now_ms, value, stored_ms, delta_ms, soft_ms, nil, shadow_pttl,
-// plain_exists, lock_pttl, validators, tags}
+// plain_exists, lock_pttl, validators, tags, windows}
 const upstream::Script& read_script();
 // KEYS plain shadow lock, ARGV token lock_ttl_ms min_left_ms -> 1 won, 0 held, 2 already fresh:
 // the shared copy has more than min_left_ms of freshness left, so someone refreshed since the
 // caller's copy went stale (min_left 0) or was refreshed early (min_left ttl/2). -1: no check.
 const upstream::Script& lock_script();
-// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil validators tags -> 1
-// written (and the lock released), 0 fenced: the lock is no longer this token's, nothing written.
-// `validators` (an http origin's ETag / Last-Modified, may be empty) let any process revalidate;
-// `tags` (encode_tags) record the purge count of each of the value's tags when it was fetched.
+// KEYS plain shadow lock, ARGV token value fresh_ms shadow_ms delta_ms nil validators tags windows
+// -> 1 written (and the lock released), 0 fenced: the lock is no longer this token's, nothing
+// written. `validators` (an http origin's ETag / Last-Modified, may be empty) let any process
+// revalidate; `tags` (encode_tags) record the purge count of each of the value's tags when it was
+// fetched; `windows` (encode_windows) the copy's own grace and stale-if-error.
 const upstream::Script& write_script();
 // KEYS lock, ARGV token -> 1 released, 0 not ours (compare-and-delete).
 const upstream::Script& release_script();
@@ -44,6 +45,15 @@ struct TagCount {
 };
 std::string encode_tags(const std::vector<TagCount>& tags);  // "tag count\n" per tag
 std::vector<TagCount> decode_tags(std::string_view text);    // skips malformed lines
+
+// A copy's grace and stale-if-error windows. An http response's stale-while-revalidate,
+// stale-if-error or no-cache make them differ from the policy's, so the writer records them and
+// every process serves the shared copy as the one that fetched it would.
+struct CopyWindows {
+  std::chrono::milliseconds grace{0};
+  std::chrono::milliseconds stale_if_error{0};
+};
+std::string encode_windows(const CopyWindows& windows);  // "grace_ms stale_if_error_ms"
 
 // A decoded read_script reply.
 struct SharedState {
@@ -58,11 +68,17 @@ struct SharedState {
   std::string value;                      // the raw value (not RESP encoded)
   std::string validators;                 // origin::ResponseCaching::validators of the value
   std::vector<TagCount> tags;             // the value's tags with their purge counts
+  std::optional<CopyWindows> windows;     // as written; unset (an older writer): the policy's
 
   bool fresh() const { return has_value && fresh_for.count() > 0; }
 };
 
 // nullopt when the reply is not what read_script returns (an error, a garbled array).
 std::optional<SharedState> parse_state(std::string_view reply);
+
+// The copy's windows: its own when recorded, else the policy's. A cached "not found" has no grace.
+CopyWindows copy_windows(const SharedState& state, const CopyWindows& policy);
+// How long a local copy of `state` may serve: the shadow's life, no further than its grace.
+std::chrono::milliseconds usable_for(const SharedState& state, const CopyWindows& windows);
 
 }  // namespace corral::stampede::fleet

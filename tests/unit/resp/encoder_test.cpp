@@ -54,6 +54,10 @@ TEST_CASE("encoder writes each RESP2 type", "[encoder]") {
   const std::vector<std::string_view> argv{"GET", "key"};
   CHECK(encoded([&](auto& o) { append_command(o, argv); }) == "*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n");
   CHECK(encoded([](auto& o) { append_command(o, {}); }) == "*0\r\n");
+  CHECK(encoded([](auto& o) { append_field(o, "state", "fresh"); }) ==
+        "$5\r\nstate\r\n$5\r\nfresh\r\n");
+  CHECK(encoded([](auto& o) { append_field(o, "hits", std::int64_t{-3}); }) ==
+        "$4\r\nhits\r\n:-3\r\n");
 }
 
 TEST_CASE("append_command matches hiredis", "[encoder][hiredis]") {

@@ -136,3 +136,51 @@ TEST_CASE("a shared copy's tags and their purge counts round-trip", "[fleet]") {
   CHECK(state->tags[0].tag == "red");
   CHECK(state->tags[0].count == 2);
 }
+
+TEST_CASE("a shared copy's own windows decide how long every process serves it", "[fleet]") {
+  using stampede::fleet::copy_windows;
+  using stampede::fleet::CopyWindows;
+  using stampede::fleet::parse_state;
+  using stampede::fleet::usable_for;
+  CHECK(stampede::fleet::encode_windows({5000ms, 60000ms}) == "5000 60000");
+
+  // Written with stale-while-revalidate 5 s and stale-if-error 60 s over a policy of 1 s / 2 s:
+  // the shadow lives fresh + 60 s, 700 ms of freshness left.
+  const auto without = state_reply("hello", 100700, 60700, 1, -2);
+  const std::string with = "*12" + without.substr(2) + "$-1\r\n$-1\r\n$10\r\n5000 60000\r\n";
+  const auto state = parse_state(with);
+  REQUIRE(state);
+  REQUIRE(state->windows);
+  const CopyWindows policy{1000ms, 2000ms};
+  const auto own = copy_windows(*state, policy);
+  CHECK(own.grace == 5000ms);
+  CHECK(own.stale_if_error == 60000ms);
+  CHECK(usable_for(*state, own) == 5700ms);  // fresh 700 ms, then its own 5 s of grace
+
+  // Stale for 3 s (shadow: 57 s of its 60 s left): 2 s of the copy's grace remain; with the
+  // policy's 1 s none would.
+  const auto stale = parse_state("*12" + state_reply("hello", 97000, 57000, 0, -2).substr(2) +
+                                 "$-1\r\n$-1\r\n$10\r\n5000 60000\r\n");
+  REQUIRE(stale);
+  CHECK(usable_for(*stale, copy_windows(*stale, policy)) == 2000ms);
+
+  // no-cache was written as grace 0: not served once stale, whatever the policy says.
+  const auto no_cache = parse_state("*12" + state_reply("hello", 99900, 1900, 0, -2).substr(2) +
+                                    "$-1\r\n$-1\r\n$6\r\n0 2000\r\n");
+  REQUIRE(no_cache);
+  CHECK(usable_for(*no_cache, copy_windows(*no_cache, policy)) == 0ms);
+
+  // Nothing recorded (an older writer) or garbage: the policy's windows.
+  const auto older = parse_state(without);
+  REQUIRE(older);
+  CHECK_FALSE(older->windows);
+  CHECK(copy_windows(*older, policy).grace == 1000ms);
+  const auto garbled = parse_state("*12" + without.substr(2) + "$-1\r\n$-1\r\n$3\r\nx y\r\n");
+  REQUIRE(garbled);
+  CHECK_FALSE(garbled->windows);
+  // A cached "not found" has no grace, even when one was recorded.
+  const auto nil = parse_state("*12" + state_reply("", 100500, 500, 0, -2, "1").substr(2) +
+                               "$-1\r\n$-1\r\n$10\r\n5000 60000\r\n");
+  REQUIRE(nil);
+  CHECK(copy_windows(*nil, policy).grace == 0ms);
+}
