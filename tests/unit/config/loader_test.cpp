@@ -234,7 +234,7 @@ policies:
   CHECK(s.policies[0].http.max_ttl == std::chrono::seconds(300));
   CHECK(s.policies[1].http.cache_control == CacheControlMode::ignore);
   CHECK(s.policies[1].http.max_ttl == std::chrono::hours(1));
-  CHECK_FALSE(s.policies[2].versioned);
+  CHECK_FALSE(s.policies[1].versioned);
 }
 
 TEST_CASE("${ENV} is expanded before the typed value is parsed", "[config][loader]") {
