@@ -12,7 +12,6 @@
 #include <boost/asio/post.hpp>
 
 #include "cache/clock.hpp"
-#include "cluster_metrics.hpp"
 #include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
@@ -21,6 +20,7 @@
 #include "stampede/invalidation_listener.hpp"
 #include "stampede/read_through.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
+#include "upstream/cluster_collector.hpp"
 #include "upstream/cluster_pool.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/ready_probe.hpp"
@@ -133,7 +133,7 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   if (settings_.upstream.cluster) {
     topology_ =
         std::make_shared<upstream::Topology>(server_.io(0).get_executor(), settings_.upstream);
-    cluster_metrics_ = make_cluster_metrics(topology_);
+    cluster_metrics_ = upstream::make_cluster_metrics(topology_);
     metrics.add_collectable(cluster_metrics_);
   }
   for (int i = 0; i < server_.threads(); ++i) {

@@ -7,14 +7,12 @@ namespace prometheus {
 class Collectable;
 }
 namespace corral::upstream {
-class Topology;
-}
 
-namespace corral {
+class Topology;
 
 // corral_cluster_redirects_total{kind}, corral_cluster_topology_refreshes_total{reason},
 // corral_cluster_nodes{role}, corral_cluster_slots_served, corral_cluster_crossslot_refused_total.
 std::shared_ptr<prometheus::Collectable> make_cluster_metrics(
-    std::shared_ptr<const upstream::Topology> topology);
+    std::shared_ptr<const Topology> topology);
 
-}  // namespace corral
+}  // namespace corral::upstream

@@ -1,5 +1,5 @@
 // The cluster collector: counters live as atomics in the topology; this only formats them.
-#include "cluster_metrics.hpp"
+#include "upstream/cluster_collector.hpp"
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 
 #include "upstream/topology.hpp"
 
-namespace corral {
+namespace corral::upstream {
 
 namespace {
 
@@ -37,7 +37,7 @@ void add(MetricFamily& f, double value, std::string label = {}, std::string labe
 
 class ClusterMetrics final : public prometheus::Collectable {
  public:
-  explicit ClusterMetrics(std::shared_ptr<const upstream::Topology> topology)
+  explicit ClusterMetrics(std::shared_ptr<const Topology> topology)
       : topology_(std::move(topology)) {}
 
   std::vector<MetricFamily> Collect() const override {
@@ -47,17 +47,17 @@ class ClusterMetrics final : public prometheus::Collectable {
                             "MOVED, ASK and TRYAGAIN replies Corral followed for its clients.",
                             MetricType::Counter);
     constexpr const char* kKinds[] = {"moved", "ask", "tryagain"};
-    for (std::size_t i = 0; i < upstream::kRedirectKinds; ++i) {
+    for (std::size_t i = 0; i < kRedirectKinds; ++i) {
       add(redirects, static_cast<double>(counters.redirects[i].load()), "kind", kKinds[i]);
     }
     out.push_back(std::move(redirects));
     auto refreshes =
         family("corral_cluster_topology_refreshes_total",
                "Slot map refreshes started, by what asked for them.", MetricType::Counter);
-    for (std::size_t i = 0; i < upstream::kRefreshReasons; ++i) {
-      const auto reason = static_cast<upstream::RefreshReason>(i);
+    for (std::size_t i = 0; i < kRefreshReasons; ++i) {
+      const auto reason = static_cast<RefreshReason>(i);
       add(refreshes, static_cast<double>(topology_->refreshes(reason)), "reason",
-          std::string(upstream::refresh_reason_name(reason)));
+          std::string(refresh_reason_name(reason)));
     }
     out.push_back(std::move(refreshes));
     auto failures =
@@ -110,14 +110,14 @@ class ClusterMetrics final : public prometheus::Collectable {
     out.push_back(std::move(slots));
   }
 
-  std::shared_ptr<const upstream::Topology> topology_;
+  std::shared_ptr<const Topology> topology_;
 };
 
 }  // namespace
 
 std::shared_ptr<prometheus::Collectable> make_cluster_metrics(
-    std::shared_ptr<const upstream::Topology> topology) {
+    std::shared_ptr<const Topology> topology) {
   return std::make_shared<ClusterMetrics>(std::move(topology));
 }
 
-}  // namespace corral
+}  // namespace corral::upstream
