@@ -2,6 +2,8 @@
 // process families (start time, CPU, memory, descriptors) that every Prometheus client exports.
 #include "metrics/metrics.hpp"
 
+#include "metrics/metric_families.hpp"
+
 #include <prometheus/collectable.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -56,23 +58,9 @@ std::size_t bucket_index(std::uint64_t ns) {
   return i;
 }
 
-MetricFamily family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
 MetricFamily single(std::string name, std::string help, MetricType type, double value) {
-  MetricFamily f = family(std::move(name), std::move(help), type);
-  ClientMetric m;
-  if (type == MetricType::Counter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
-  f.metric.push_back(std::move(m));
+  MetricFamily f = make_family(std::move(name), std::move(help), type);
+  f.metric.push_back(make_sample({}, type, value));
   return f;
 }
 
@@ -240,11 +228,11 @@ class Metrics::ThreadStatsCollector : public prometheus::Collectable {
  private:
   void collect_commands(std::vector<MetricFamily>& out) const {
     MetricFamily commands =
-        family("corral_commands_total", "Client commands answered, by command and result.",
-               MetricType::Counter);
+        make_family("corral_commands_total", "Client commands answered, by command and result.",
+                    MetricType::Counter);
     MetricFamily durations =
-        family("corral_command_duration_seconds",
-               "Latency of client commands in seconds, by command.", MetricType::Histogram);
+        make_family("corral_command_duration_seconds",
+                    "Latency of client commands in seconds, by command.", MetricType::Histogram);
     for (std::size_t id = 0; id < command_count_; ++id) {
       CommandTotals totals;
       for (const auto& t : threads_) totals.add(t->commands()[id]);

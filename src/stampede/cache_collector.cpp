@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "metrics/metric_families.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/policy_runtime.hpp"
 
@@ -17,24 +18,8 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-MetricFamily family(std::string name, std::string help, MetricType type) {
-  MetricFamily out;
-  out.name = std::move(name);
-  out.help = std::move(help);
-  out.type = type;
-  return out;
-}
-
-ClientMetric sample(std::vector<ClientMetric::Label> labels, MetricType type, double value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  if (type == MetricType::Counter) {
-    metric.counter.value = value;
-  } else {
-    metric.gauge.value = value;
-  }
-  return metric;
-}
+using metrics::make_family;
+using metrics::make_sample;
 
 ClientMetric histogram(std::vector<ClientMetric::Label> labels,
                        const DurationHistogram::Snapshot& snapshot) {
@@ -55,73 +40,76 @@ ClientMetric histogram(std::vector<ClientMetric::Label> labels,
 
 // One family per metric, filled policy by policy.
 struct Families {
-  MetricFamily lookups = family("corral_cache_lookups_total",
-                                "Cached-read lookups by policy and outcome.", MetricType::Counter);
-  MetricFamily early = family("corral_cache_early_refreshes_total",
-                              "Background refreshes started early by XFetch.", MetricType::Counter);
+  MetricFamily lookups =
+      make_family("corral_cache_lookups_total", "Cached-read lookups by policy and outcome.",
+                  MetricType::Counter);
+  MetricFamily early =
+      make_family("corral_cache_early_refreshes_total",
+                  "Background refreshes started early by XFetch.", MetricType::Counter);
   MetricFamily background =
-      family("corral_cache_background_refreshes_total",
-             "Background refreshes started (XFetch or grace).", MetricType::Counter);
+      make_family("corral_cache_background_refreshes_total",
+                  "Background refreshes started (XFetch or grace).", MetricType::Counter);
   MetricFamily background_seconds =
-      family("corral_cache_background_refresh_duration_seconds",
-             "Duration of background refreshes in seconds.", MetricType::Histogram);
-  MetricFamily origin_requests =
-      family("corral_origin_requests_total", "Requests made to the origin.", MetricType::Counter);
-  MetricFamily origin_errors =
-      family("corral_origin_errors_total",
-             "Origin requests that failed (unavailable, lost, timed out).", MetricType::Counter);
+      make_family("corral_cache_background_refresh_duration_seconds",
+                  "Duration of background refreshes in seconds.", MetricType::Histogram);
+  MetricFamily origin_requests = make_family("corral_origin_requests_total",
+                                             "Requests made to the origin.", MetricType::Counter);
+  MetricFamily origin_errors = make_family(
+      "corral_origin_errors_total", "Origin requests that failed (unavailable, lost, timed out).",
+      MetricType::Counter);
   MetricFamily origin_seconds =
-      family("corral_origin_request_duration_seconds", "Origin request duration in seconds.",
-             MetricType::Histogram);
-  MetricFamily origin_in_flight =
-      family("corral_origin_requests_in_flight", "Origin requests in flight.", MetricType::Gauge);
+      make_family("corral_origin_request_duration_seconds", "Origin request duration in seconds.",
+                  MetricType::Histogram);
+  MetricFamily origin_in_flight = make_family("corral_origin_requests_in_flight",
+                                              "Origin requests in flight.", MetricType::Gauge);
   MetricFamily revalidations =
-      family("corral_origin_revalidations_total",
-             "Conditional requests to an HTTP origin (If-None-Match / If-Modified-Since) by "
-             "result: not_modified (a 304 renewed the stored copy) or modified (a new body).",
-             MetricType::Counter);
-  MetricFamily blocked =
-      family("corral_stampede_blocked_total",
-             "Requests that did not reach the origin because a fetch of the key was in flight.",
-             MetricType::Counter);
+      make_family("corral_origin_revalidations_total",
+                  "Conditional requests to an HTTP origin (If-None-Match / If-Modified-Since) by "
+                  "result: not_modified (a 304 renewed the stored copy) or modified (a new body).",
+                  MetricType::Counter);
+  MetricFamily blocked = make_family(
+      "corral_stampede_blocked_total",
+      "Requests that did not reach the origin because a fetch of the key was in flight.",
+      MetricType::Counter);
   MetricFamily overflowed =
-      family("corral_cache_waiters_overflowed_total",
-             "Requests that found the key's waiter queue full.", MetricType::Counter);
-  MetricFamily timed_out =
-      family("corral_cache_waiters_timed_out_total",
-             "Requests that stopped waiting for a fetch after wait_timeout.", MetricType::Counter);
+      make_family("corral_cache_waiters_overflowed_total",
+                  "Requests that found the key's waiter queue full.", MetricType::Counter);
+  MetricFamily timed_out = make_family(
+      "corral_cache_waiters_timed_out_total",
+      "Requests that stopped waiting for a fetch after wait_timeout.", MetricType::Counter);
   MetricFamily breaker =
-      family("corral_circuit_breaker_state",
-             "Origin circuit breaker: 0 closed, 1 open, 2 half-open.", MetricType::Gauge);
-  MetricFamily locks =
-      family("corral_fleet_locks_total",
-             "Fleet refresh lock attempts by result (acquired, contended).", MetricType::Counter);
+      make_family("corral_circuit_breaker_state",
+                  "Origin circuit breaker: 0 closed, 1 open, 2 half-open.", MetricType::Gauge);
+  MetricFamily locks = make_family("corral_fleet_locks_total",
+                                   "Fleet refresh lock attempts by result (acquired, contended).",
+                                   MetricType::Counter);
   MetricFamily fenced =
-      family("corral_fleet_writes_fenced_total",
-             "Fleet refresh writes refused because the lock had passed to another process.",
-             MetricType::Counter);
+      make_family("corral_fleet_writes_fenced_total",
+                  "Fleet refresh writes refused because the lock had passed to another process.",
+                  MetricType::Counter);
   MetricFamily fallbacks =
-      family("corral_version_fallbacks_total",
-             "Versioned reads answered from the previous version (nil in the current one).",
-             MetricType::Counter);
-  MetricFamily stale_serves =
-      family("corral_cache_stale_serves_total",
-             "Copies served past their ttl, by reason: grace (a refresh is on its way) or "
-             "stale_if_error (past grace: the origin failed, is backed off or its breaker is open, "
-             "or the wait gave up).",
-             MetricType::Counter);
-  MetricFamily version_reads =
-      family("corral_version_reads_total",
-             "Versioned reads by the version they were resolved to (the last few versions only).",
-             MetricType::Counter);
-  MetricFamily ttl = family("corral_policy_ttl_seconds",
-                            "The policy's configured ttl (origin fetches per ttl window = fetches "
-                            "per second x ttl).",
-                            MetricType::Gauge);
+      make_family("corral_version_fallbacks_total",
+                  "Versioned reads answered from the previous version (nil in the current one).",
+                  MetricType::Counter);
+  MetricFamily stale_serves = make_family(
+      "corral_cache_stale_serves_total",
+      "Copies served past their ttl, by reason: grace (a refresh is on its way) or "
+      "stale_if_error (past grace: the origin failed, is backed off or its breaker is open, "
+      "or the wait gave up).",
+      MetricType::Counter);
+  MetricFamily version_reads = make_family(
+      "corral_version_reads_total",
+      "Versioned reads by the version they were resolved to (the last few versions only).",
+      MetricType::Counter);
+  MetricFamily ttl =
+      make_family("corral_policy_ttl_seconds",
+                  "The policy's configured ttl (origin fetches per ttl window = fetches "
+                  "per second x ttl).",
+                  MetricType::Gauge);
   MetricFamily invalidations =
-      family("corral_cache_invalidations_total",
-             "Invalidations by source (write through Corral, tracking, admin, flush).",
-             MetricType::Counter);
+      make_family("corral_cache_invalidations_total",
+                  "Invalidations by source (write through Corral, tracking, admin, flush).",
+                  MetricType::Counter);
 
   void add(const PolicyStats& stats, const PolicyRuntime& runtime, std::string_view origin,
            const config::PolicySettings& settings) {
@@ -131,11 +119,11 @@ struct Families {
     constexpr auto gauge = MetricType::Gauge;
     for (std::size_t i = 0; i < kLookupOutcomes; ++i) {
       const std::string outcome(to_string(static_cast<LookupOutcome>(i)));
-      lookups.metric.push_back(sample({{"policy", policy}, {"outcome", outcome}}, counter,
-                                      static_cast<double>(snapshot.lookups[i])));
+      lookups.metric.push_back(make_sample({{"policy", policy}, {"outcome", outcome}}, counter,
+                                           static_cast<double>(snapshot.lookups[i])));
     }
     const auto by_policy = [&](MetricFamily& f, MetricType type, std::uint64_t value) {
-      f.metric.push_back(sample({{"policy", policy}}, type, static_cast<double>(value)));
+      f.metric.push_back(make_sample({{"policy", policy}}, type, static_cast<double>(value)));
     };
     by_policy(early, counter, snapshot.early_refreshes);
     by_policy(background, counter, snapshot.background_refreshes);
@@ -144,9 +132,9 @@ struct Families {
     const std::vector<ClientMetric::Label> by_origin{{"policy", policy},
                                                      {"origin", std::string(origin)}};
     origin_requests.metric.push_back(
-        sample(by_origin, counter, static_cast<double>(snapshot.origin_requests)));
+        make_sample(by_origin, counter, static_cast<double>(snapshot.origin_requests)));
     origin_errors.metric.push_back(
-        sample(by_origin, counter, static_cast<double>(snapshot.origin_errors)));
+        make_sample(by_origin, counter, static_cast<double>(snapshot.origin_errors)));
     origin_seconds.metric.push_back(histogram(by_origin, stats.origin_durations()));
     if (settings.origin == config::OriginKind::http) {
       const auto counts = stats.revalidations();
@@ -154,7 +142,7 @@ struct Families {
         auto labels = by_origin;
         labels.push_back({"result", std::string(to_string(static_cast<RevalidationResult>(i)))});
         revalidations.metric.push_back(
-            sample(std::move(labels), counter, static_cast<double>(counts[i])));
+            make_sample(std::move(labels), counter, static_cast<double>(counts[i])));
       }
     }
     by_policy(origin_in_flight, gauge, static_cast<std::uint64_t>(runtime.fetches_in_flight()));
@@ -162,32 +150,32 @@ struct Families {
     by_policy(overflowed, counter, snapshot.waiters_overflowed);
     by_policy(timed_out, counter, snapshot.waiters_timed_out);
     by_policy(breaker, gauge, static_cast<std::uint64_t>(runtime.breaker()->state()));
-    locks.metric.push_back(sample({{"policy", policy}, {"result", "acquired"}}, counter,
-                                  static_cast<double>(snapshot.locks_acquired)));
-    locks.metric.push_back(sample({{"policy", policy}, {"result", "contended"}}, counter,
-                                  static_cast<double>(snapshot.locks_contended)));
+    locks.metric.push_back(make_sample({{"policy", policy}, {"result", "acquired"}}, counter,
+                                       static_cast<double>(snapshot.locks_acquired)));
+    locks.metric.push_back(make_sample({{"policy", policy}, {"result", "contended"}}, counter,
+                                       static_cast<double>(snapshot.locks_contended)));
     by_policy(fenced, counter, snapshot.writes_fenced);
     by_policy(fallbacks, counter, snapshot.version_fallbacks);
     const auto stale = stats.stale_serves();
     for (std::size_t i = 0; i < kStaleReasons; ++i) {
       const std::string reason(to_string(static_cast<StaleReason>(i)));
-      stale_serves.metric.push_back(
-          sample({{"policy", policy}, {"reason", reason}}, counter, static_cast<double>(stale[i])));
+      stale_serves.metric.push_back(make_sample({{"policy", policy}, {"reason", reason}}, counter,
+                                                static_cast<double>(stale[i])));
     }
-    ttl.metric.push_back(
-        sample({{"policy", policy}}, gauge, std::chrono::duration<double>(settings.ttl).count()));
+    ttl.metric.push_back(make_sample({{"policy", policy}}, gauge,
+                                     std::chrono::duration<double>(settings.ttl).count()));
     if (settings.versioned) {
       for (const auto& slot : stats.version_reads()) {
         if (slot.version == 0) continue;
         version_reads.metric.push_back(
-            sample({{"policy", policy}, {"version", std::to_string(slot.version)}}, counter,
-                   static_cast<double>(slot.reads)));
+            make_sample({{"policy", policy}, {"version", std::to_string(slot.version)}}, counter,
+                        static_cast<double>(slot.reads)));
       }
     }
     for (std::size_t i = 0; i < kInvalidationSources; ++i) {
       const std::string source(to_string(static_cast<InvalidationSource>(i)));
-      invalidations.metric.push_back(sample({{"policy", policy}, {"source", source}}, counter,
-                                            static_cast<double>(snapshot.invalidations[i])));
+      invalidations.metric.push_back(make_sample({{"policy", policy}, {"source", source}}, counter,
+                                                 static_cast<double>(snapshot.invalidations[i])));
     }
   }
 
@@ -233,8 +221,8 @@ std::vector<MetricFamily> CacheCollector::Collect() const {
 
   const auto store = runtime_.store().stats();
   const auto add = [&](std::string name, std::string help, MetricType type, std::uint64_t value) {
-    auto f = family(std::move(name), std::move(help), type);
-    f.metric.push_back(sample({}, type, static_cast<double>(value)));
+    auto f = make_family(std::move(name), std::move(help), type);
+    f.metric.push_back(make_sample({}, type, static_cast<double>(value)));
     out.push_back(std::move(f));
   };
   add("corral_cache_entries", "Entries in the cache.", MetricType::Gauge, store.entries);

@@ -7,6 +7,7 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include "metrics/metric_families.hpp"
 #include "upstream/topology.hpp"
 
 namespace corral::upstream {
@@ -16,23 +17,12 @@ namespace {
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-MetricFamily family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
+using metrics::make_family;
 
 void add(MetricFamily& f, double value, std::string label = {}, std::string label_value = {}) {
-  f.metric.emplace_back();
-  auto& m = f.metric.back();
-  if (!label.empty()) m.label.push_back({std::move(label), std::move(label_value)});
-  if (f.type == MetricType::Counter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
+  std::vector<prometheus::ClientMetric::Label> labels;
+  if (!label.empty()) labels.push_back({std::move(label), std::move(label_value)});
+  f.metric.push_back(metrics::make_sample(std::move(labels), f.type, value));
 }
 
 class ClusterMetrics final : public prometheus::Collectable {
@@ -43,31 +33,31 @@ class ClusterMetrics final : public prometheus::Collectable {
   std::vector<MetricFamily> Collect() const override {
     std::vector<MetricFamily> out;
     const auto& counters = topology_->counters();
-    auto redirects = family("corral_cluster_redirects_total",
-                            "MOVED, ASK and TRYAGAIN replies Corral followed for its clients.",
-                            MetricType::Counter);
+    auto redirects = make_family("corral_cluster_redirects_total",
+                                 "MOVED, ASK and TRYAGAIN replies Corral followed for its clients.",
+                                 MetricType::Counter);
     constexpr const char* kKinds[] = {"moved", "ask", "tryagain"};
     for (std::size_t i = 0; i < kRedirectKinds; ++i) {
       add(redirects, static_cast<double>(counters.redirects[i].load()), "kind", kKinds[i]);
     }
     out.push_back(std::move(redirects));
     auto refreshes =
-        family("corral_cluster_topology_refreshes_total",
-               "Slot map refreshes started, by what asked for them.", MetricType::Counter);
+        make_family("corral_cluster_topology_refreshes_total",
+                    "Slot map refreshes started, by what asked for them.", MetricType::Counter);
     for (std::size_t i = 0; i < kRefreshReasons; ++i) {
       const auto reason = static_cast<RefreshReason>(i);
       add(refreshes, static_cast<double>(topology_->refreshes(reason)), "reason",
           std::string(refresh_reason_name(reason)));
     }
     out.push_back(std::move(refreshes));
-    auto failures =
-        family("corral_cluster_topology_refresh_failures_total",
-               "Refreshes in which no node answered with a usable slot map.", MetricType::Counter);
+    auto failures = make_family("corral_cluster_topology_refresh_failures_total",
+                                "Refreshes in which no node answered with a usable slot map.",
+                                MetricType::Counter);
     add(failures, static_cast<double>(counters.refresh_failures.load()));
     out.push_back(std::move(failures));
-    auto crossslot =
-        family("corral_cluster_crossslot_refused_total",
-               "Commands refused with CROSSSLOT without touching a node.", MetricType::Counter);
+    auto crossslot = make_family("corral_cluster_crossslot_refused_total",
+                                 "Commands refused with CROSSSLOT without touching a node.",
+                                 MetricType::Counter);
     add(crossslot, static_cast<double>(counters.crossslot_refused.load()));
     out.push_back(std::move(crossslot));
     add_map_gauges(out);
@@ -93,19 +83,20 @@ class ClusterMetrics final : public prometheus::Collectable {
         role += 1;
       }
     }
-    auto nodes = family("corral_cluster_nodes",
-                        "Nodes in the slot map Corral routes by, by role: healthy primaries "
-                        "owning slots, healthy primaries owning none, healthy replicas, and nodes "
-                        "the cluster reports failed (any role).",
-                        MetricType::Gauge);
+    auto nodes =
+        make_family("corral_cluster_nodes",
+                    "Nodes in the slot map Corral routes by, by role: healthy primaries "
+                    "owning slots, healthy primaries owning none, healthy replicas, and nodes "
+                    "the cluster reports failed (any role).",
+                    MetricType::Gauge);
     add(nodes, primaries, "role", "primary");
     add(nodes, empty_primaries, "role", "primary_without_slots");
     add(nodes, replicas, "role", "replica");
     add(nodes, failing, "role", "failed");
     out.push_back(std::move(nodes));
-    auto slots = family("corral_cluster_slots_served",
-                        "Hash slots (of 16384) that have a primary in Corral's slot map.",
-                        MetricType::Gauge);
+    auto slots = make_family("corral_cluster_slots_served",
+                             "Hash slots (of 16384) that have a primary in Corral's slot map.",
+                             MetricType::Gauge);
     add(slots, map ? static_cast<double>(map->slots_covered()) : 0.0);
     out.push_back(std::move(slots));
   }
