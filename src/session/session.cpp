@@ -214,20 +214,25 @@ bool Session<Stream>::dispatch_now(const resp::Request& request,
   if (handler_->tunneling() || slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
     return false;
   }
-  const auto classified = handler_->classify(request);
+  // A handler that asks for a retry has done nothing yet: the coroutine asks again after waiting.
+  const auto action = handle_in_slot(request, handler_->classify(request), target);
+  return action != Action::wait_then_retry && action != Action::drain_then_retry;
+}
+
+template <class Stream>
+Action Session<Stream>::handle_in_slot(const resp::Request& request, const Classified& classified,
+                                       const std::shared_ptr<upstream::ReplyTarget>& target) {
   const std::uint64_t tag = first_tag_ + slots_.size();
   auto& slot = slots_.emplace_back();
   slot.started = read_at_;
   slot.metric_id = classified.metric_id;
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
-    // A handler that asks for a retry has done nothing yet: the coroutine asks again after
-    // waiting.
     slots_.pop_back();
-    return false;
+  } else {
+    after_handle(action, tag);
   }
-  after_handle(action, tag);
-  return true;
+  return action;
 }
 
 template <class Stream>
@@ -253,29 +258,22 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
   const auto classified = handler_->classify(request);
   for (;;) {
     if (closed_) co_return;
-    const std::uint64_t tag = first_tag_ + slots_.size();
-    auto& slot = slots_.emplace_back();
-    slot.started = read_at_;
-    slot.metric_id = classified.metric_id;
-    const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
+    const auto action = handle_in_slot(request, classified, target);
     if (action == Action::wait_then_retry) {
       // Held by the handler (CLIENT PAUSE): later requests wait behind this one, so the client's
       // commands still run in the order it sent them.
-      slots_.pop_back();
       asio::steady_timer timer(stream_.get_executor(), kHeldRetry);
       error_code ignored;
       co_await timer.async_wait(asio::redirect_error(use_awaitable, ignored));
       continue;
     }
     if (action == Action::drain_then_retry) {
-      slots_.pop_back();
       while (!slots_.empty() && !closed_) {
         waiting_for_slots_ = true;
         co_await slots_drained_.wait();
       }
       continue;
     }
-    after_handle(action, tag);
     co_return;
   }
 }

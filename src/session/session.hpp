@@ -66,6 +66,9 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
                     const std::shared_ptr<upstream::ReplyTarget>& target);
   boost::asio::awaitable<void> dispatch(std::string_view raw, bool inline_form,
                                         std::shared_ptr<upstream::ReplyTarget> target);
+  // Takes a reply slot and hands the request over; a retry action gives the slot back.
+  Action handle_in_slot(const resp::Request& request, const Classified& classified,
+                        const std::shared_ptr<upstream::ReplyTarget>& target);
   void after_handle(Action action, std::uint64_t tag);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
   void push(std::string_view bytes);
