@@ -1,10 +1,12 @@
 // The tracking session: CLIENT SETNAME, CLIENT ID, CLIENT TRACKING ... BCAST PREFIX ...,
 // SUBSCRIBE __redis__:invalidate, then invalidation messages; tracked prefixes are flushed
-// whenever tracking is (re)established, since writes made while nobody tracked went unseen.
+// whenever tracking is (re)established after a gap, since writes made while nobody tracked went
+// unseen. A policy reload opens the new session before closing the old one: no gap, no flush.
 #include "stampede/invalidation_listener.hpp"
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
@@ -64,21 +66,33 @@ upstream::ConnectionOptions session_options(const config::UpstreamSettings& upst
 
 // The subscribed connection's pushes (replies no command asked for), applied as they are read:
 // a hop through the event loop would let a client's read cache a value whose invalidation had
-// already arrived. Also tells when the connection has ended.
+// already arrived. Also tells when the connection has ended, or when run() should look again.
 class InvalidationListener::Inbox final : public upstream::ReplyTarget {
  public:
   Inbox(const asio::any_io_executor& executor, std::function<void(std::string_view)> apply)
-      : ended_(executor), apply_(std::move(apply)) {}
+      : wake_(executor), apply_(std::move(apply)) {}
 
   void on_reply(std::uint64_t, std::string_view message) override { apply_(message); }
-  void on_failure(std::uint64_t, std::string_view) override { ended_.notify(); }
+  void on_failure(std::uint64_t, std::string_view) override {
+    ended_ = true;
+    wake_.notify();
+  }
 
-  awaitable<void> connection_ended() { co_await ended_.wait(); }
+  bool ended() const { return ended_; }
+  void wake() { wake_.notify(); }
+  awaitable<void> woken() { co_await wake_.wait(); }
 
  private:
-  upstream::AsyncEvent ended_;
+  upstream::AsyncEvent wake_;
+  bool ended_ = false;
   std::function<void(std::string_view)> apply_;
 };
+
+bool InvalidationListener::Session::live() const { return inbox && !inbox->ended(); }
+
+void InvalidationListener::Session::close() const {
+  if (connection) connection->close();
+}
 
 InvalidationListener::InvalidationListener(const asio::any_io_executor& executor,
                                            const config::UpstreamSettings& upstream,
@@ -100,87 +114,114 @@ void InvalidationListener::start() {
 void InvalidationListener::stop() {
   stopping_ = true;
   backoff_timer_.cancel();
-  if (connection_) connection_->close();
+  if (current_) {
+    current_->close();
+    if (current_->inbox) current_->inbox->wake();
+  }
 }
 
 void InvalidationListener::restart() {
-  // Ending the session makes run() start over with the current prefixes.
-  if (connection_) connection_->close();
+  // The running session stays until its successor tracks the new prefix set (run()).
+  restart_requested_ = true;
   backoff_timer_.cancel();
+  if (current_ && current_->inbox) current_->inbox->wake();
 }
 
 awaitable<void> InvalidationListener::run() {
   auto backoff = upstream_.reconnect_backoff_min;
   while (!stopping_) {
-    const auto prefixes = tracked_prefixes(*runtime_.policies());
-    wanted_.store(!prefixes.empty(), std::memory_order_relaxed);
-    if (prefixes.empty()) {
+    restart_requested_ = false;
+    const auto prefixes =
+        std::make_shared<const std::vector<std::string>>(tracked_prefixes(*runtime_.policies()));
+    wanted_.store(!prefixes->empty(), std::memory_order_relaxed);
+    if (prefixes->empty()) {
+      end_current();
       // Nothing to track: wait for a reload to restart us.
       backoff_timer_.expires_at(asio::steady_timer::time_point::max());
-    } else {
-      co_await serve(prefixes);
-      // The tracked prefixes are flushed when tracking is re-established, not now: if Redis
-      // itself went away, the cached copies are what stale-if-error serves meanwhile.
-      runtime_.fleet_wakeups().set_live(false);
-      if (tracking_.exchange(false)) {
-        spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
-        backoff = upstream_.reconnect_backoff_min;
+    } else if (auto next = co_await open(prefixes)) {
+      // Make before break: when the previous session was still tracking until this one was, no
+      // write went unseen and nothing needs flushing (a policy reload keeps the cache warm).
+      const bool seamless = current_ && current_->live();
+      if (current_) current_->close();
+      current_ = std::move(next);
+      if (!seamless) flush(*prefixes);
+      tracking_.store(true, std::memory_order_relaxed);
+      // Fleet waiters may now rely on pushes; any that waited meanwhile look again at once.
+      runtime_.fleet_wakeups().set_live(true);
+      runtime_.fleet_wakeups().notify_all();
+      spdlog::info("tracking {} prefixes on the upstream for invalidation{}", prefixes->size(),
+                   seamless ? " (handed over from the previous session)" : "");
+      backoff = upstream_.reconnect_backoff_min;
+      while (!restart_requested_ && !stopping_ && current_->live())
+        co_await current_->inbox->woken();
+      if (!current_->live()) {
+        end_current();
+        reconnects_.fetch_add(1, std::memory_order_relaxed);
       }
+      if (restart_requested_ || stopping_) continue;
+      backoff_timer_.expires_after(backoff);
+    } else {
+      // The handshake failed; a still-live previous session keeps tracking meanwhile.
+      if (current_ && !current_->live()) end_current();
       reconnects_.fetch_add(1, std::memory_order_relaxed);
       backoff_timer_.expires_after(backoff);
       backoff = std::min(backoff * 2, upstream_.reconnect_backoff_max);
     }
-    if (stopping_) break;
+    if (stopping_ || restart_requested_) continue;
     error_code ignored;
     co_await backoff_timer_.async_wait(asio::redirect_error(use_awaitable, ignored));
   }
+  end_current();
 }
 
-awaitable<void> InvalidationListener::serve(const std::vector<std::string>& prefixes) {
-  connection_ =
-      std::make_shared<upstream::Connection>(executor_, session_options(upstream_), nullptr);
-  const auto connection = connection_;  // restart() may replace connection_ meanwhile
-  connection->start();
-  co_await track(*connection, prefixes);
-  connection->close();
-  if (connection_ == connection) connection_.reset();
+void InvalidationListener::end_current() {
+  if (!current_) return;
+  current_->close();
+  current_.reset();
+  // The tracked prefixes are flushed when tracking is re-established, not now: if Redis itself
+  // went away, the cached copies are what stale-if-error serves meanwhile.
+  runtime_.fleet_wakeups().set_live(false);
+  if (tracking_.exchange(false) && !stopping_) {
+    spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
+  }
 }
 
-awaitable<void> InvalidationListener::track(upstream::Connection& connection,
-                                            const std::vector<std::string>& prefixes) {
+awaitable<std::optional<InvalidationListener::Session>> InvalidationListener::open(
+    std::shared_ptr<const std::vector<std::string>> prefixes) {
+  Session session{
+      std::make_shared<upstream::Connection>(executor_, session_options(upstream_), nullptr),
+      nullptr};
+  session.connection->start();
+  auto& connection = *session.connection;
   // Named arrays, not braced temporaries: g++ 12 miscompiles those inside co_await operands.
   const std::string_view set_name[] = {"CLIENT", "SETNAME", kConnectionName};
   const std::string_view client_id[] = {"CLIENT", "ID"};
   const std::string_view subscribe[] = {"SUBSCRIBE", kChannel};
-  if (!(co_await upstream::call(connection, set_name)).ok()) co_return;
+  const auto failed = [&session]() -> std::optional<Session> {
+    session.close();
+    return std::nullopt;
+  };
+  if (!(co_await upstream::call(connection, set_name)).ok()) co_return failed();
   const auto id = co_await upstream::call(connection, client_id);
-  if (!id.ok() || id.reply.front() != ':') co_return;
+  if (!id.ok() || id.reply.front() != ':') co_return failed();
   const std::string own_id = id.reply.substr(1, id.reply.size() - 3);
 
   std::vector<std::string_view> tracking{"CLIENT", "TRACKING", "on", "REDIRECT", own_id, "BCAST"};
-  for (const auto& prefix : prefixes) {
+  for (const auto& prefix : *prefixes) {
     tracking.push_back("PREFIX");
     tracking.push_back(prefix);
   }
   const auto tracked = co_await upstream::call(connection, tracking);
   if (!tracked.ok() || tracked.redis_error()) {
     spdlog::error("CLIENT TRACKING refused: {}", tracked.ok() ? tracked.reply : tracked.error);
-    co_return;
+    co_return failed();
   }
   // Set before SUBSCRIBE: a message may follow its confirmation in the same read.
-  const auto inbox = std::make_shared<Inbox>(
-      executor_, [this, &prefixes](std::string_view message) { apply(message, prefixes); });
-  connection.set_unsolicited_target(inbox);
-  if (!(co_await upstream::call(connection, subscribe)).ok()) co_return;
-
-  // Writes made while nobody was tracking went unseen: start from an empty cache for these.
-  flush(prefixes);
-  tracking_.store(true, std::memory_order_relaxed);
-  // Fleet waiters may now rely on pushes; any that waited meanwhile look again at once.
-  runtime_.fleet_wakeups().set_live(true);
-  runtime_.fleet_wakeups().notify_all();
-  spdlog::info("tracking {} prefixes on the upstream for invalidation", prefixes.size());
-  co_await inbox->connection_ended();
+  session.inbox = std::make_shared<Inbox>(
+      executor_, [this, prefixes](std::string_view message) { apply(message, *prefixes); });
+  connection.set_unsolicited_target(session.inbox);
+  if (!(co_await upstream::call(connection, subscribe)).ok()) co_return failed();
+  co_return session;
 }
 
 void InvalidationListener::apply(std::string_view message,

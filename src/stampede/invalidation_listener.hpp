@@ -9,6 +9,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
 
   void start();
   void stop();
-  // The policies changed: re-establish tracking for the new prefix set.
+  // The policies changed: track the new prefix set on a new session, then close the old one.
   void restart();
 
   // True while tracking is established (a gauge for metrics and CORRAL.STATS).
@@ -47,13 +48,19 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
 
  private:
   class Inbox;
+  struct Session {
+    std::shared_ptr<upstream::Connection> connection;
+    std::shared_ptr<Inbox> inbox;
+
+    bool live() const;  // subscribed and not ended
+    void close() const;
+  };
 
   boost::asio::awaitable<void> run();
-  // One tracking session on a fresh connection: handshake, then invalidation messages until the
-  // connection ends (dropped, or closed by stop() / restart()).
-  boost::asio::awaitable<void> serve(const std::vector<std::string>& prefixes);
-  boost::asio::awaitable<void> track(upstream::Connection& connection,
-                                     const std::vector<std::string>& prefixes);
+  // A tracking session on a fresh connection, handshake done (nullopt if it failed).
+  boost::asio::awaitable<std::optional<Session>> open(
+      std::shared_ptr<const std::vector<std::string>> prefixes);
+  void end_current();
   void apply(std::string_view message, const std::vector<std::string>& prefixes);
   void flush(const std::vector<std::string>& prefixes);
 
@@ -61,9 +68,10 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   config::UpstreamSettings upstream_;
   CacheRuntime& runtime_;
   std::function<void(std::string_view)> invalidated_;
-  std::shared_ptr<upstream::Connection> connection_;  // the current session's
+  std::optional<Session> current_;  // the session tracking now (or just ended)
   boost::asio::steady_timer backoff_timer_;
   bool stopping_ = false;
+  bool restart_requested_ = false;
   std::atomic<bool> tracking_{false};
   std::atomic<bool> wanted_{false};
   std::atomic<std::uint64_t> reconnects_{0};

@@ -186,7 +186,10 @@ def admin_needs_admin_password(stack):
 @suite.test(corral_only=True)
 def sighup_reloads_policies(stack):
     corral, operator = stack.corral, admin(stack)
+    wait_tracking(stack)
     eq(info(operator, "fresh:1")["policy"], b"none", "no policy before the reload")
+    stack.direct().set("product:kept", "warm")
+    eq(stack.client().get("product:kept"), b"warm", "cached before the reload")
     overrides = dict(CONFIG, policies=[POLICY, {"prefix": "fresh:", "origin": "redis",
                                                 "ttl": "30s", "beta": 0}])
     corral.overrides = overrides
@@ -195,6 +198,13 @@ def sighup_reloads_policies(stack):
     corral.signal(signal.SIGHUP)
     harness.wait_until(lambda: info(admin(stack), "fresh:1")["policy"] == b"fresh:", 3.0,
                        what="the new policy after SIGHUP")
+    # The new tracking session is opened before the old one closes: no gap, so nothing is flushed.
+    harness.wait_until(lambda: "handed over from the previous session" in corral.log_text(), 3.0,
+                       what="tracking handed over to the new prefix set")
+    eq(info(admin(stack), "product:kept")["state"], b"fresh", "the cache survives the reload")
+    stack.direct().set("product:kept", "changed")
+    harness.wait_until(lambda: stack.client().get("product:kept") == b"changed", 3.0,
+                       what="invalidations flowing on the handed-over session")
     stack.direct().set("fresh:1", "v")
     eq(stack.client().get("fresh:1"), b"v", "read under the new policy")
     eq(info(admin(stack), "fresh:1")["state"], b"fresh", "cached under the new policy")
