@@ -15,6 +15,7 @@
 #include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
+#include "proxy/idle_reaper.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/cluster_invalidation.hpp"
 #include "stampede/invalidation_listener.hpp"
@@ -175,6 +176,9 @@ void App::run() {
   const auto pointer_watch =
       std::make_shared<stampede::PointerWatch>(first_io.get_executor(), first.pool, *cache_);
   asio::post(first_io, [pointer_watch] { pointer_watch->start(); });
+  const auto idle_reaper =
+      std::make_shared<proxy::IdleReaper>(first_io.get_executor(), settings_.client.idle_timeout);
+  asio::post(first_io, [idle_reaper] { idle_reaper->start(); });
   // Commands of a newer or renamed upstream: learned once for the process, on the first thread.
   auto learner = std::make_shared<proxy::CommandLearner>(first.pool, settings_.upstream.database);
   for (int i = 0; i < server_.threads(); ++i) {

@@ -11,13 +11,15 @@ std::int64_t ClientRegistry::now_ms() {
       .count();
 }
 
-std::shared_ptr<ClientRecord> ClientRegistry::add(std::uint64_t id, std::string addr,
-                                                  std::string laddr, std::function<void()> close) {
+std::shared_ptr<ClientRecord> ClientRegistry::add(
+    std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
+    std::function<void(std::chrono::milliseconds)> close_if_idle) {
   auto record = std::make_shared<ClientRecord>();
   record->id = id;
   record->addr = std::move(addr);
   record->laddr = std::move(laddr);
   record->close = std::move(close);
+  record->close_if_idle = std::move(close_if_idle);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   clients_[id] = Entry{record, {}};
@@ -109,6 +111,22 @@ std::size_t ClientRegistry::kill(const ClientFilter& filter) const {
   // Outside the lock: a close posts to the client's thread, which removes it from here later.
   for (auto& close : closes) close();
   return closes.size();
+}
+
+std::size_t ClientRegistry::close_idle(std::chrono::milliseconds idle) const {
+  const std::int64_t quiet_since = now_ms() - idle.count();
+  std::vector<std::function<void(std::chrono::milliseconds)>> asks;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, entry] : clients_) {
+      const ClientRecord& r = *entry.record;
+      if (r.pubsub.load(std::memory_order_relaxed) || !r.close_if_idle) continue;
+      if (r.last_active_ms.load(std::memory_order_relaxed) > quiet_since) continue;
+      asks.push_back(r.close_if_idle);
+    }
+  }
+  for (auto& ask : asks) ask(idle);
+  return asks.size();
 }
 
 void ClientRegistry::pause(std::chrono::steady_clock::time_point until, bool all) {

@@ -24,6 +24,7 @@ struct ClientRecord {
   std::string addr;
   std::string laddr;
   std::function<void()> close;  // disconnects the client; callable from any thread
+  std::function<void(std::chrono::milliseconds)> close_if_idle;  // see session::Peer
   std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
   std::atomic<std::int64_t> last_active_ms{0};  // steady clock, milliseconds
   std::atomic<int> database{0};
@@ -47,7 +48,8 @@ struct ClientFilter {
 class ClientRegistry {
  public:
   std::shared_ptr<ClientRecord> add(std::uint64_t id, std::string addr, std::string laddr,
-                                    std::function<void()> close);
+                                    std::function<void()> close,
+                                    std::function<void(std::chrono::milliseconds)> close_if_idle);
   void remove(std::uint64_t id);
   void set_name(std::uint64_t id, std::string_view name);
 
@@ -57,6 +59,10 @@ class ClientRegistry {
   std::string info(std::uint64_t id) const;
   // Asks every matching client to close; returns how many.
   std::size_t kill(const ClientFilter& filter) const;
+  // client.idle_timeout, as Redis's `timeout`: asks each client that sent no command for `idle`
+  // to close unless it is subscribed or awaits a reply (its session decides); returns how many
+  // were asked.
+  std::size_t close_idle(std::chrono::milliseconds idle) const;
 
   // CLIENT PAUSE: until `until` (steady clock), writes only or everything.
   void pause(std::chrono::steady_clock::time_point until, bool all);

@@ -3,6 +3,7 @@
 // wiring next to main.cpp names a concrete Handler; tests and the I/O benchmark use a trivial one.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,9 @@ struct Peer {
   // Asks the session to disconnect the client. Callable from any thread (it posts to the
   // session's own), and harmless once the session has ended.
   std::function<void()> close;
+  // Disconnects the client if nothing came from it or was written to it for `idle`, and no reply
+  // is pending (client.idle_timeout; a blocked BLPOP is not idle). Callable from any thread.
+  std::function<void(std::chrono::milliseconds idle)> close_if_idle;
 };
 
 // What the handler learned of a request before handling it. The session keeps the metric id (for

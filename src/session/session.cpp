@@ -71,10 +71,16 @@ void Session<Stream>::start() {
       if (auto session = weak.lock()) session->abort();
     });
   };
+  peer.close_if_idle = [weak, executor = stream_.get_executor()](std::chrono::milliseconds idle) {
+    asio::post(executor, [weak, idle] {
+      if (auto session = weak.lock()) session->close_if_idle(idle);
+    });
+  };
   handler_ = worker_.handler->open_session(peer);
   worker_.stats.client_connected();
   worker_.info.connected_clients.fetch_add(1, std::memory_order_relaxed);
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
+  read_at_ = std::chrono::steady_clock::now();  // a client that never sends is idle from here
   loops_running_ = 2;
   auto self = this->shared_from_this();
   asio::co_spawn(
@@ -401,6 +407,16 @@ void Session<Stream>::abort() {
 }
 
 template <class Stream>
+void Session<Stream>::close_if_idle(std::chrono::milliseconds idle) {
+  if (!slots_.empty() || !output_.empty() || !writing_.empty()) return;
+  const auto last = std::max(read_at_, written_at_);
+  if (std::chrono::steady_clock::now() - last < idle) return;
+  spdlog::debug("client {}: idle for more than client.idle_timeout; disconnecting",
+                handler_->client_id());
+  abort();
+}
+
+template <class Stream>
 awaitable<void> Session<Stream>::write_loop() {
   auto self = this->shared_from_this();
   while (!closed_) {
@@ -414,6 +430,7 @@ awaitable<void> Session<Stream>::write_loop() {
     co_await asio::async_write(stream_, asio::buffer(writing_),
                                asio::redirect_error(use_awaitable, ec));
     if (ec) break;
+    written_at_ = std::chrono::steady_clock::now();
     writing_.clear();
     if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
   }

@@ -75,6 +75,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   void reject_protocol(std::string_view error);
   void check_output_limit();
   void abort();
+  void close_if_idle(std::chrono::milliseconds idle);
   void finish_loop();
 
   Stream stream_;
@@ -94,7 +95,8 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   std::size_t parked_bytes_ = 0;  // reply bytes waiting in slots for their turn
   std::string output_;            // replies in order, not yet handed to the socket
   std::string writing_;           // the batch being written
-  std::chrono::steady_clock::time_point read_at_;  // when the requests being parsed arrived
+  std::chrono::steady_clock::time_point read_at_;     // when the requests being parsed arrived
+  std::chrono::steady_clock::time_point written_at_;  // when the last reply batch was written
 
   upstream::AsyncEvent output_ready_;
   upstream::AsyncEvent slots_drained_;

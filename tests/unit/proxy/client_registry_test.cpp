@@ -17,7 +17,8 @@ namespace {
 // A client opened with an address and a close that only counts, as a session would give them.
 struct Peered {
   Peered(Proxy& proxy, std::string addr) : slots(std::make_shared<Replies>()) {
-    session::Peer peer{std::move(addr), "127.0.0.1:6380", [this] { ++closes; }};
+    session::Peer peer{std::move(addr), "127.0.0.1:6380", [this] { ++closes; },
+                       [this](std::chrono::milliseconds) { ++idle_asks; }};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {
@@ -31,6 +32,7 @@ struct Peered {
   std::shared_ptr<Replies> slots;
   std::uint64_t tag = 0;
   int closes = 0;
+  int idle_asks = 0;
 };
 
 config::Settings allowing_client() {
@@ -110,4 +112,20 @@ TEST_CASE("CLIENT PAUSE holds writes or everything until it ends", "[client]") {
   CHECK(admin.reply() == "-ERR timeout is not an integer or out of range\r\n");
   CHECK(admin.send({"CLIENT", "PAUSE", "10", "READ"}) == Action::done);
   CHECK(admin.reply() == "-ERR syntax error\r\n");
+}
+
+TEST_CASE("idle_timeout asks the clients quiet that long, never subscribed ones", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered quiet(proxy, "10.3.0.1:1");
+  Peered busy(proxy, "10.3.0.2:2");
+  Peered subscriber(proxy, "10.3.0.3:3");
+  subscriber.send({"SUBSCRIBE", "news"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(busy.send({"GET", "k"}) == Action::done);
+  client_registry().close_idle(std::chrono::milliseconds(200));
+  CHECK(quiet.idle_asks == 1);
+  CHECK(busy.idle_asks == 0);
+  CHECK(subscriber.idle_asks == 0);
+  client_registry().close_idle(std::chrono::hours(1));
+  CHECK(quiet.idle_asks == 1);
 }
