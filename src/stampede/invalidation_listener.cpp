@@ -93,12 +93,16 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
 InvalidationListener::~InvalidationListener() = default;
 
 void InvalidationListener::start() {
+  runtime_.fleet_wakeups().source_added();
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
 }
 
 void InvalidationListener::stop() {
   stopping_ = true;
+  // Here, not when the session ends later: the other listeners' liveness must not count for us.
+  if (tracking_.exchange(false)) runtime_.fleet_wakeups().source_live(false);
+  runtime_.fleet_wakeups().source_removed();
   backoff_timer_.cancel();
   if (connection_) connection_->close();
 }
@@ -121,8 +125,8 @@ awaitable<void> InvalidationListener::run() {
       co_await serve(prefixes);
       // The tracked prefixes are flushed when tracking is re-established, not now: if Redis
       // itself went away, the cached copies are what stale-if-error serves meanwhile.
-      runtime_.fleet_wakeups().set_live(false);
       if (tracking_.exchange(false)) {
+        runtime_.fleet_wakeups().source_live(false);
         spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
         backoff = upstream_.reconnect_backoff_min;
       }
@@ -176,8 +180,9 @@ awaitable<void> InvalidationListener::track(upstream::Connection& connection,
   // Writes made while nobody was tracking went unseen: start from an empty cache for these.
   flush(prefixes);
   tracking_.store(true, std::memory_order_relaxed);
-  // Fleet waiters may now rely on pushes; any that waited meanwhile look again at once.
-  runtime_.fleet_wakeups().set_live(true);
+  // Fleet waiters may now rely on pushes (once every primary's listener is live); any that
+  // waited meanwhile look again at once.
+  runtime_.fleet_wakeups().source_live(true);
   runtime_.fleet_wakeups().notify_all();
   spdlog::info("tracking {} prefixes on the upstream for invalidation", prefixes.size());
   co_await inbox->connection_ended();

@@ -88,6 +88,15 @@ std::string Script::command(std::string_view digest, std::span<const std::string
 
 std::string Script::prepare(Connection& connection, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args) const {
+  return prepare(
+      [&connection](std::string_view command, std::shared_ptr<ReplyTarget> target) {
+        return connection.send(command, std::move(target), 0);
+      },
+      keys, args);
+}
+
+std::string Script::prepare(const Sender& send_load, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args) const {
   std::string digest;
   bool load = false;
   {
@@ -100,9 +109,7 @@ std::string Script::prepare(Connection& connection, std::span<const std::string_
     std::string script_load;
     const std::string_view argv[] = {"SCRIPT", "LOAD", source_};
     resp::append_command(script_load, argv);
-    if (!connection.send(script_load, std::make_shared<ScriptDigestTarget>(*this), 0)) {
-      learn({});
-    }
+    if (!send_load(script_load, std::make_shared<ScriptDigestTarget>(*this))) learn({});
   }
   return command(digest, keys, args);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -33,6 +34,13 @@ class Script {
   // The command to send now: EVALSHA when the digest is known, else EVAL (and, the first time, a
   // SCRIPT LOAD queued ahead of it on `connection` to learn the digest).
   std::string prepare(Connection& connection, std::span<const std::string_view> keys,
+                      std::span<const std::string_view> args) const;
+  // Queues a command for the server the script will run on; false: not queued.
+  using Sender = std::function<bool(std::string_view command, std::shared_ptr<ReplyTarget>)>;
+  // prepare() for a caller that routes commands itself (a cluster node chosen by slot): the SCRIPT
+  // LOAD goes through `send_load`. The digest is the same on every node, so a node that lacks
+  // the script answers NOSCRIPT once and caches it from the EVAL fallback.
+  std::string prepare(const Sender& send_load, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) const;
   static bool is_evalsha(std::string_view command);
   static bool is_noscript(std::string_view reply);
