@@ -152,10 +152,10 @@ def clean(fleet):
     fleet.cluster.flushall()
     fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
     for corral in fleet.corrals:
-        r = Raw(corral.port)
-        for pattern in ("feat:*", "long:*", "wake:*", "ver:*"):
-            r.call("CORRAL.INVALIDATE", pattern)
-        r.close()
+        with admin(corral) as r:
+            for pattern in ("feat:*", "long:*", "wake:*", "ver:*"):
+                dropped = r.call("CORRAL.INVALIDATE", pattern)
+                check(isinstance(dropped, int), "CORRAL.INVALIDATE %s: %r" % (pattern, dropped))
 
 
 @suite.test(corral_only=True)
@@ -380,6 +380,78 @@ def versioned_rollover_and_purge_on_every_primary(fleet):
         eq(owner_keys(fleet, port, "ver:k*:v1"), set(), "version 1 keys left on %d" % port)
     eq(len(nodes_keys(fleet.cluster, "ver:k*:v2")), count, "version 2 keys kept")
     eq(read_versions(first, count), [b"v2:%d" % i for i in range(count)], "reads after the purge")
+
+
+def tag_per_primary(fleet):
+    """{primary port: a tag name} whose purge-count key (corral:tag:{name}) lives there."""
+    owners, out, i = fleet.cluster.slot_map(), {}, 0
+    while len(out) < len(fleet.cluster.primaries()):
+        name = "grp%d" % i
+        out.setdefault(owners[key_slot("corral:tag:{%s}" % name)], name)
+        i += 1
+    return out
+
+
+@suite.test(corral_only=True)
+def a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
+    tags = tag_per_primary(fleet)
+    keys = {}
+    for i, (port, tag) in enumerate(sorted(tags.items())):
+        key = "feat:tg%d" % i
+        keys[key] = (port, tag)
+        fleet.origin.control(paths={origin_path(key): {"body": "v{n}",
+                                                        "headers": {"Surrogate-Key": tag}}})
+        for corral in fleet.corrals:
+            eq(get(corral, key), b"v1", "GET %s on %s" % (key, corral.name))
+        owner = fleet.cluster.owner_of(key)
+        eq(fleet.cluster.node(owner).hget(shadow_of(key), "tags"), ("%s 0\n" % tag).encode(),
+           "the shared copy of %s records its tag's purge count" % key)
+    with admin(fleet.corrals[2]) as r:
+        for key, (port, tag) in keys.items():
+            # Not "-ERR ... purged on this process only": the INCR reached the tag key's node.
+            eq(r.call("CORRAL.INVALIDATE", "TAG", tag), b"OK", "CORRAL.INVALIDATE TAG " + tag)
+            eq(fleet.cluster.node(port).get("corral:tag:{%s}" % tag), b"1",
+               "the purge count of %s on its node %d" % (tag, port))
+    for key in keys:
+        for corral in fleet.corrals:
+            harness.wait_until(lambda key=key, corral=corral: get(corral, key) == b"v2", 5.0,
+                               what="%s serving the refetched %s" % (corral.name, key))
+        eq(fleet.origin.requests(origin_path(key)), 2, "one refetch of %s for the fleet" % key)
+
+
+@suite.test(corral_only=True)
+def a_hot_key_survives_its_primarys_failover(fleet):
+    victim = fleet.cluster.primaries()[-1]
+    key = each_primary_key(fleet.cluster, "fo", prefix="feat:")[victim]
+    path = origin_path(key)
+    eq(get(fleet.corrals[0], key), b"v1", "first read of " + key)
+    try:
+        with Readers(fleet.corrals, key, per_corral=10) as readers:
+            time.sleep(0.5)
+            t_kill = time.monotonic()
+            fleet.cluster.kill_node(victim)
+            fleet.cluster.wait_failover(victim)
+            failed_over = time.monotonic() - t_kill
+            fetched_before = fleet.origin.requests(path)
+            time.sleep(3 * TTL_S)
+            fetched_after = fleet.origin.requests(path)
+        eq(readers.errors(), [], "replies that were not values (grace covers the failover)")
+        check(fetched_after >= fetched_before + 2, "refreshes after the failover (%.1fs): origin "
+              "fetches %d -> %d over 3 ttls" % (failed_over, fetched_before, fetched_after))
+        times = fleet.origin.stats().get("times", {}).get(path, [])
+        late = [t for t in times if t > times[-1] - 2.5 * TTL_S]
+        gaps = [b - a for a, b in zip(late, late[1:])]
+        check(not gaps or min(gaps) > 0.8 * TTL_S, "one fetch per expiry after the failover: %s"
+              % ["%.3f" % g for g in gaps])
+        newest = max(int(r[1:]) for r in readers.replies if isinstance(r, bytes))
+        check(newest > fetched_before, "clients saw a value refreshed after the failover: v%d"
+              % newest)
+        owner = fleet.cluster.owner_of(key)
+        check(owner != victim and fleet.cluster.node(owner).exists(shadow_of(key)),
+              "the shadow copy is on the promoted primary %d" % owner)
+    finally:
+        fleet.cluster.restore()
+        fleet.wait_tracking()
 
 
 if __name__ == "__main__":
