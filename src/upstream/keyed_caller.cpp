@@ -117,8 +117,14 @@ class ClusterCaller final : public KeyedCaller {
 std::shared_ptr<KeyedCaller> make_keyed_caller(const boost::asio::any_io_executor& executor,
                                                Pool& pool, ClusterLinks* cluster,
                                                const KeyedCallerOptions& options) {
-  if (cluster != nullptr) return std::make_shared<ClusterCaller>(executor, *cluster, options);
+  if (cluster != nullptr) return make_cluster_caller(executor, *cluster, options);
   return std::make_shared<PoolCaller>(executor, pool, options.database);
+}
+
+std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
+                                                 ClusterLinks& links,
+                                                 const KeyedCallerOptions& options) {
+  return std::make_shared<ClusterCaller>(executor, links, options);
 }
 
 }  // namespace corral::upstream

@@ -56,5 +56,9 @@ struct KeyedCallerOptions {
 std::shared_ptr<KeyedCaller> make_keyed_caller(const boost::asio::any_io_executor& executor,
                                                Pool& pool, ClusterLinks* cluster,
                                                const KeyedCallerOptions& options);
+// The cluster one alone (`links` must outlive it).
+std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
+                                                 ClusterLinks& links,
+                                                 const KeyedCallerOptions& options);
 
 }  // namespace corral::upstream
