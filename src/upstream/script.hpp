@@ -35,13 +35,15 @@ class Script {
   // SCRIPT LOAD queued ahead of it on `connection` to learn the digest).
   std::string prepare(Connection& connection, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) const;
-  // Queues a command for the server the script will run on; false: not queued.
-  using Sender = std::function<bool(std::string_view command, std::shared_ptr<ReplyTarget>)>;
-  // prepare() for a caller that routes commands itself (a cluster node chosen by slot): the SCRIPT
-  // LOAD goes through `send_load`. The digest is the same on every node, so a node that lacks
-  // the script answers NOSCRIPT once and caches it from the EVAL fallback.
-  std::string prepare(const Sender& send_load, std::span<const std::string_view> keys,
+  // prepare() and run() for a caller that routes commands itself (a cluster node chosen by the
+  // keys' slot): the SCRIPT LOAD, the command and its EVAL retry go through `send`. The digest is
+  // the same on every node, so a node that lacks the script answers NOSCRIPT once and caches it
+  // from the EVAL fallback.
+  std::string prepare(const CommandSender& send, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) const;
+  bool run(CommandSender send, std::span<const std::string_view> keys,
+           std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
+           std::uint64_t tag) const;
   static bool is_evalsha(std::string_view command);
   static bool is_noscript(std::string_view reply);
 
