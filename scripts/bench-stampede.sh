@@ -8,8 +8,8 @@
 # Env: CORRAL_BIN, STAMPEDE_LOAD_BIN (use these binaries, skip the build), CORRAL_THREADS (auto),
 #      STAMPEDE_CLIENTS (1000), STAMPEDE_DURATION (12 s), STAMPEDE_THINK_MS (5), STAMPEDE_TTL_MS (2000),
 #      STAMPEDE_FETCH_MS (200), STAMPEDE_FLEET_SIZE (3),
-#      STAMPEDE_SETUPS ("grace http fleet grace@10000 fleet@10000"; add "aside coalesce" for the
-#      baselines). SETUP@N runs SETUP with N clients instead of STAMPEDE_CLIENTS.
+#      STAMPEDE_SETUPS ("grace http fleet fleet-cluster grace@10000 fleet@10000"; add "aside coalesce"
+#      for the baselines). SETUP@N runs SETUP with N clients instead of STAMPEDE_CLIENTS.
 #
 # The setups, the same duration, one after the other on one machine:
 #   aside     the clients do cache-aside themselves against redis-server: GET; on nil "compute" for the
@@ -22,6 +22,8 @@
 #   fleet     STAMPEDE_FLEET_SIZE Corral processes on the same redis-server, the http policy plus
 #             shared: true (value, shadow copy and refresh lock in Redis); the generator's connections
 #             go round-robin over their ports.
+#   fleet-cluster  the fleet on a Redis Cluster (scripts/cluster.sh: 3 primaries + 3 replicas) instead
+#             of one redis-server: value, shadow and lock on the hot key's node, found by its slot.
 # Origin fetches per TTL window = the fetches made during the run / (run seconds / ttl): what the origin
 # pays per TTL at any request rate (target <= 1.1 per fleet). Per refresh cycle: see below.
 # The generator (tests/bench/stampede_load.cpp) polls the key's expiry (PEXPIRETIME on Redis, CORRAL.INFO
@@ -67,7 +69,7 @@ think_ms=${STAMPEDE_THINK_MS:-5}
 ttl_ms=${STAMPEDE_TTL_MS:-2000}
 fetch_ms=${STAMPEDE_FETCH_MS:-200}
 fleet_size=${STAMPEDE_FLEET_SIZE:-3}
-setups=${STAMPEDE_SETUPS:-grace http fleet grace@10000 fleet@10000}
+setups=${STAMPEDE_SETUPS:-grace http fleet fleet-cluster grace@10000 fleet@10000}
 key=hot:key
 value=$(printf 'v%.0s' $(seq 32))
 origin_path=/features/${key#hot:}  # the http policy's URL template is /features/{suffix}
@@ -158,7 +160,29 @@ reset_origin() {
 # base SETUP: the setup without its @CLIENTS; clients_of SETUP: its client count.
 base() { echo "${1%@*}"; }
 clients_of() { if [ "${1#*@}" != "$1" ]; then echo "${1#*@}"; else echo "$clients"; fi; }
-uses_http() { [ "$(base "$1")" = http ] || [ "$(base "$1")" = fleet ]; }
+uses_http() { [ "$(base "$1")" = http ] || is_fleet "$1"; }
+is_fleet() { [ "$(base "$1")" = fleet ] || on_cluster "$1"; }
+on_cluster() { [ "$(base "$1")" = fleet-cluster ]; }
+
+# The cluster (fleet-cluster): started once, on first use; its watcher stops it when this script ends.
+cluster_ports=()
+start_cluster() {
+  [ ${#cluster_ports[@]} -eq 0 ] || return 0
+  read -ra cluster_ports <<<"$(CLUSTER_OWNER_PID=$$ bash "$CORRAL_ROOT/scripts/cluster.sh" start \
+    "$workdir/cluster" 2>"$out_dir/cluster.log")"
+}
+# FLUSHALL on every primary (replicas refuse it and follow theirs).
+flush_cluster() {
+  local port
+  for port in "${cluster_ports[@]}"; do redis-cli -h "$host" -p "$port" FLUSHALL >/dev/null 2>&1 || true; done
+}
+upstream_yaml() {
+  if on_cluster "$1"; then
+    echo "upstream: { cluster: [$(printf "redis://$host:%s, " "${cluster_ports[@]}" | sed 's/, $//')] }"
+  else
+    echo "upstream: { address: redis://$host:$redis_port }"
+  fi
+}
 
 # policy_yaml SETUP: the one policy of a Corral setup.
 policy_yaml() {
@@ -169,7 +193,7 @@ policy_yaml() {
     coalesce) echo "  - {$common, origin: redis, beta: 0, grace: 0s, fetch_delay: ${fetch_ms}ms}" ;;
     grace) echo "  - {$common, origin: redis, beta: 1.0, grace: 10s, fetch_delay: ${fetch_ms}ms}" ;;
     http) echo "  - {$common, $http, beta: 1.0, grace: 10s}" ;;
-    fleet) echo "  - {$common, $http, beta: 1.0, grace: 10s, shared: true}" ;;
+    fleet|fleet-cluster) echo "  - {$common, $http, beta: 1.0, grace: 10s, shared: true}" ;;
   esac
 }
 
@@ -181,7 +205,7 @@ config_yaml() {
   echo "log_level: warn"
   # Room for every client of the setup on one process, plus the generator's watcher.
   echo "client: { max_clients: $(($(clients_of "$1") + 100)) }"
-  echo "upstream: { address: redis://$host:$redis_port }"
+  upstream_yaml "$1"
   echo "policies:"
   policy_yaml "$(base "$1")"
 }
@@ -311,6 +335,7 @@ run_aside() {
 # in Redis (the fleet's shared copy, shadow and lock).
 prepare_origin() {
   redis_cmd FLUSHDB >/dev/null
+  if on_cluster "$1"; then start_cluster && flush_cluster; fi
   if uses_http "$1"; then
     start_origin
     reset_origin
@@ -348,7 +373,7 @@ count_corral() {
   done
   [ "$(grown_total "$setup" corral_cache_lookups_total 'outcome="hit"')" -gt 0 ] ||
     echo "   WARNING: $setup: no cache hits: the policy did not cache" >&2
-  [ "$(base "$setup")" = fleet ] || return 0
+  is_fleet "$setup" || return 0
   fleet_notes[$setup]="origin fetches per process (/metrics, cold fill included):"
   fleet_notes[$setup]+=" $(grown "$setup" corral_origin_requests_total); fleet locks acquired"
   fleet_notes[$setup]+=" $(grown "$setup" corral_fleet_locks_total 'result="acquired"'), contended"
@@ -359,7 +384,7 @@ count_corral() {
 # run_corral SETUP: one Corral (a fleet of them for `fleet`), the load through all of them.
 run_corral() {
   local setup=$1 count=1 i
-  [ "$(base "$setup")" != fleet ] || count=$fleet_size
+  ! is_fleet "$setup" || count=$fleet_size
   prepare_origin "$setup"
   if ! start_corrals "$setup" "$count"; then
     echo "   $setup: not run: ${skipped[$setup]}" >&2
@@ -391,6 +416,7 @@ describe() {
     grace) what="corral, grace + XFetch, redis origin" ;;
     http) what="corral, grace + XFetch, http origin" ;;
     fleet) what="$fleet_size corrals, fleet (shared: true), http origin" ;;
+    fleet-cluster) what="$fleet_size corrals, fleet (shared: true), http origin, Redis Cluster 3+3" ;;
   esac
   echo "$what, $(clients_of "$1") clients"
 }
@@ -489,7 +515,11 @@ report() {
     if [ "$setup" = aside ]; then
       echo "redis-cli -p $redis_port DEL $key"
     elif uses_http "$setup"; then
-      echo "redis-cli -p $redis_port FLUSHDB"
+      if on_cluster "$setup"; then
+        echo "scripts/cluster.sh start DIR   # ports of this run: ${cluster_ports[*]}; FLUSHALL on each"
+      else
+        echo "redis-cli -p $redis_port FLUSHDB"
+      fi
       echo "curl -X POST --data '$(origin_control_body)' $(origin_url /_control)"
     else
       echo "redis-cli -p $redis_port FLUSHDB; redis-cli -p $redis_port SET $key <32 bytes>"
@@ -527,12 +557,13 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for setup in $setups; do
   case "$(base "$setup")" in
     aside) [ "$setup" = aside ] || { echo "aside runs with STAMPEDE_CLIENTS only" >&2; exit 2; }; run_aside ;;
-    coalesce|grace|http|fleet) run_corral "$setup" ;;
-    *) echo "unknown setup $setup (aside, coalesce, grace, http, fleet)" >&2; exit 2 ;;
+    coalesce|grace|http|fleet|fleet-cluster) run_corral "$setup" ;;
+    *) echo "unknown setup $setup (aside, coalesce, grace, http, fleet, fleet-cluster)" >&2; exit 2 ;;
   esac
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 stop_pid "$redis_pid"
+[ ${#cluster_ports[@]} -eq 0 ] || bash "$CORRAL_ROOT/scripts/cluster.sh" stop "$workdir/cluster" >/dev/null 2>&1 || true
 
 echo "== plotting" >&2
 plot || { echo "   plotting failed" >&2; plot_file="(none: plotting failed)"; failures=$((failures + 1)); }

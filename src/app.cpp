@@ -23,6 +23,7 @@
 #include "stampede/versioned/pointer_watch.hpp"
 #include "upstream/cluster_collector.hpp"
 #include "upstream/cluster_pool.hpp"
+#include "upstream/keyed_caller.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/ready_probe.hpp"
 
@@ -42,12 +43,18 @@ struct App::ThreadParts {
         cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
                                     io.get_executor(), settings.upstream, topology, &stats)
                               : nullptr),
+        // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
+        // no retry after a lost connection.
+        keyed_caller(
+            upstream::make_keyed_caller(io.get_executor(), pool, cluster_pool.get(),
+                                        {cache.database(), settings.upstream.max_redirects, 0})),
         read_through(io.get_executor(), cache, pool, cluster_pool.get(),
                      settings.upstream.max_redirects),
         dispatcher(settings, pool, info, &read_through, &cache),
         probe(std::make_shared<upstream::ReadyProbe>(
             io.get_executor(), pool, settings.upstream.database, kProbeInterval,
             probe_deadline(settings), info.stalled_upstreams)) {
+    dispatcher.set_keyed_caller(keyed_caller);
     if (cluster_pool) {
       router = std::make_unique<proxy::ClusterRouter>(*cluster_pool, settings.upstream);
       dispatcher.set_cluster(router.get());
@@ -65,6 +72,7 @@ struct App::ThreadParts {
 
   upstream::Pool pool;
   std::unique_ptr<upstream::ClusterPool> cluster_pool;
+  std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
   std::shared_ptr<upstream::ReadyProbe> probe;
@@ -173,8 +181,8 @@ void App::run() {
   if (cluster_tracking_)
     asio::post(first_io, [tracking = cluster_tracking_] { tracking->start(); });
   // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
-  const auto pointer_watch =
-      std::make_shared<stampede::PointerWatch>(first_io.get_executor(), first.pool, *cache_);
+  const auto pointer_watch = std::make_shared<stampede::PointerWatch>(first_io.get_executor(),
+                                                                      first.keyed_caller, *cache_);
   asio::post(first_io, [pointer_watch] { pointer_watch->start(); });
   const auto idle_reaper =
       std::make_shared<proxy::IdleReaper>(first_io.get_executor(), settings_.client.idle_timeout);

@@ -257,21 +257,6 @@ void finalize(Settings& s) {
   if (s.upstream.servers.empty()) s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
 }
 
-// Fleet copies and version pointers talk to Redis through the first upstream server; on a
-// cluster that conversation is not slot-routed yet, so those policies are refused rather than
-// silently reading other shards' MOVED errors. (Redis-origin fetches are slot-routed.)
-void check_cluster_policies(Reader& r, const YAML::Node& root, const Settings& s) {
-  if (!s.upstream.cluster || !root.IsMap() || !has_key(root, "policies")) return;
-  const YAML::Node list = locate(root, "policies");
-  for (std::size_t i = 0; i < s.policies.size() && i < list.size(); ++i) {
-    const PolicySettings& policy = s.policies[i];
-    const char* what = policy.shared ? "shared: true" : policy.versioned ? "versioned" : nullptr;
-    if (what == nullptr) continue;
-    r.error(list[i], item("policies", i),
-            std::string(what) + " is not supported with upstream.cluster yet");
-  }
-}
-
 LoadResult load(const std::string& text, const std::string& source) {
   Reader r(source, process_env());
   YAML::Node root;
@@ -286,7 +271,6 @@ LoadResult load(const std::string& text, const std::string& source) {
   read_map(r, root, "", settings_table(), settings);
   // A TLS listener alone replaces the plain one; both run when both are written.
   settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
-  check_cluster_policies(r, root, settings);
   finalize(settings);
   if (!r.ok()) return ConfigErrors{r.messages()};
   return settings;

@@ -8,6 +8,7 @@
 #include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/cache_runtime.hpp"
+#include "upstream/keyed_caller.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -68,8 +69,12 @@ Action invalidate_tag(LocalCall& call, std::string_view tag) {
   resp::append_command(command, incr);
   call.deferred = true;
   auto target = std::make_shared<TagPurgeTarget>(*call.target, std::string(tag));
-  if (!call.links->send_shared(call.cache->database(), call.client.id, command, target, call.tag,
-                               kResp2)) {
+  // On a cluster the tag's key lives on its slot's node, which tracks it for the fleet.
+  const bool sent = call.keyed != nullptr
+                        ? call.keyed->send(key, command, target, call.tag)
+                        : call.links->send_shared(call.cache->database(), call.client.id, command,
+                                                  target, call.tag, kResp2);
+  if (!sent) {
     target->on_failure(call.tag, "upstream unavailable");
   }
   return Action::done;

@@ -62,24 +62,14 @@ std::string normalized_command_name(std::string_view configured) {
 
 Dispatcher::Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
                        stampede::ReadThrough* read_through, stampede::CacheRuntime* cache)
-    : settings_(settings),
-      links_(pool),
-      pool_(&pool),
-      info_(info),
-      read_through_(read_through),
-      cache_(cache) {
+    : settings_(settings), links_(pool), info_(info), read_through_(read_through), cache_(cache) {
   for (const auto& allowed : settings_.client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
 }
 
 Dispatcher::Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info)
-    : settings_(settings),
-      links_(links),
-      pool_(nullptr),
-      info_(info),
-      read_through_(nullptr),
-      cache_(nullptr) {
+    : settings_(settings), links_(links), info_(info), read_through_(nullptr), cache_(nullptr) {
   for (const auto& allowed : settings_.client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
@@ -167,10 +157,10 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
                                   std::size_t awaiting) {
   // CORRAL.ROLLOVER / CORRAL.PURGE talk to Redis: they answer the slot later.
   if (is_version_command(row.name)) {
-    if (pool_ == nullptr) {
+    if (keyed_caller_ == nullptr) {
       target->on_failure(tag, upstream::kErrUnavailable);
     } else {
-      run_version_command({row.name, client, request.argv, *pool_, cache_}, tag, target);
+      run_version_command({row.name, client, request.argv, *keyed_caller_, cache_}, tag, target);
     }
     return Action::done;
   }
@@ -179,6 +169,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
   call.links = &links_;
+  call.keyed = keyed_caller_.get();
   call.cluster = cluster_;
   call.tag = tag;
   call.target = &target;

@@ -20,6 +20,7 @@ namespace corral::upstream {
 class Link;
 class Links;
 class Pool;
+class KeyedCaller;
 }  // namespace corral::upstream
 namespace corral::stampede {
 class ReadThrough;
@@ -48,13 +49,18 @@ class Dispatcher : public session::Handler {
   Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
              stampede::ReadThrough* read_through = nullptr,
              stampede::CacheRuntime* cache = nullptr);
-  // Without a Pool (tests): no cache, and CORRAL.ROLLOVER / CORRAL.PURGE answer unavailable.
+  // Without a Pool (tests): no cache.
   Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info);
 
   // Ids for metrics: one per table row plus one for unknown commands.
   // On a Redis Cluster upstream: requests on shared connections go through `router` (slot
   // routing, split, fan-out), and dedicated connections go to the node of the request's slot.
   void set_cluster(ClusterRouter* router) { cluster_ = router; }
+  // Corral's own keys (CORRAL.ROLLOVER / CORRAL.PURGE, tag purge counts) go through `caller`, by
+  // slot on a cluster; unset, ROLLOVER and PURGE answer unavailable.
+  void set_keyed_caller(std::shared_ptr<upstream::KeyedCaller> caller) {
+    keyed_caller_ = std::move(caller);
+  }
 
   static std::size_t metric_id_count();
   static std::string metric_name(std::size_t metric_id);
@@ -116,7 +122,7 @@ class Dispatcher : public session::Handler {
 
   const config::Settings& settings_;
   upstream::Links& links_;
-  upstream::Pool* pool_;  // for CORRAL.ROLLOVER / CORRAL.PURGE; null in tests
+  std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
   ClusterRouter* cluster_ = nullptr;
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;

@@ -13,8 +13,9 @@
 #include "proxy/dispatcher.hpp"
 
 namespace corral::upstream {
+class KeyedCaller;
 class Links;
-}
+}  // namespace corral::upstream
 namespace corral::stampede {
 class CacheRuntime;
 }
@@ -37,6 +38,7 @@ struct LocalCall {
   std::uint64_t tag = 0;
   const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
   bool deferred = false;
+  upstream::KeyedCaller* keyed = nullptr;  // Corral's own keys (tag counts): by slot on a cluster
   ClusterRouter* cluster = nullptr;  // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
 };
 

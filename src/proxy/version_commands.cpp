@@ -16,8 +16,7 @@
 #include "stampede/versioned/version_key.hpp"
 #include "stampede/versioned/versioned_policy.hpp"
 #include "upstream/call.hpp"
-#include "upstream/connection.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/keyed_caller.hpp"
 
 namespace corral::proxy {
 
@@ -27,10 +26,10 @@ using stampede::error_reply;
 
 // Runs one admin conversation with Redis and hands its outcome to the request's reply slot.
 template <typename Conversation>
-void answer_when_done(upstream::Connection& connection, Conversation conversation,
-                      std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+void answer_when_done(upstream::KeyedCaller& caller, Conversation conversation, std::uint64_t tag,
+                      const std::shared_ptr<upstream::ReplyTarget>& target) {
   boost::asio::co_spawn(
-      connection.executor(),
+      caller.executor(),
       [conversation = std::move(conversation), target,
        tag]() mutable -> boost::asio::awaitable<void> {
         const auto result = co_await conversation();
@@ -60,11 +59,10 @@ void rollover(const VersionCall& call, stampede::VersionedPolicy policy, std::ui
       std::move(policy), *version, *expected,
       call.argv.size() > 3 ? std::string(call.argv[3]) : std::string(),
       call.client.name.empty() ? "client id " + std::to_string(call.client.id) : call.client.name};
-  auto& connection = call.pool.shared(call.cache->database(), call.client.id);
   answer_when_done(
-      connection,
-      [connection = connection.shared_from_this(), request = std::move(request)]() mutable {
-        return stampede::rollover(connection, std::move(request));
+      call.caller,
+      [caller = call.caller.shared_from_this(), request = std::move(request)]() mutable {
+        return stampede::rollover(caller, std::move(request));
       },
       tag, target);
 }
@@ -75,12 +73,11 @@ void purge(const VersionCall& call, stampede::VersionedPolicy policy, std::uint6
   if (!version || *version == 0) {
     return target->on_reply(tag, error_reply("ERR version must be a positive integer"));
   }
-  auto& connection = call.pool.shared(call.cache->database(), call.client.id);
   answer_when_done(
-      connection,
-      [connection = connection.shared_from_this(), policy = std::move(policy),
+      call.caller,
+      [caller = call.caller.shared_from_this(), policy = std::move(policy),
        version = *version]() mutable {
-        return stampede::purge(connection, std::move(policy), version);
+        return stampede::purge(caller, std::move(policy), version);
       },
       tag, target);
 }

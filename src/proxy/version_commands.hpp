@@ -12,7 +12,7 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
-class Pool;
+class KeyedCaller;
 }
 namespace corral::stampede {
 class CacheRuntime;
@@ -24,7 +24,7 @@ struct VersionCall {
   std::string_view command;  // the table row: "corral.rollover" or "corral.purge"
   ClientState& client;
   std::span<const std::string_view> argv;  // valid during the call only
-  upstream::Pool& pool;                    // this io thread's
+  upstream::KeyedCaller& caller;           // this io thread's: by the key's slot on a cluster
   stampede::CacheRuntime* cache;           // null: caching is off (every prefix is unknown)
 };
 
@@ -38,9 +38,10 @@ bool is_version_command(std::string_view row_name);
 // with -VERSION_MISMATCH when expected_old_version is given and differs, refused when the
 // version is already current), records the swap in the pointer's metadata hash, makes this
 // process read the new version, then replies with the version it replaced (0: none).
-// PURGE deletes every `<prefix>*:v<version>` key (SCAN + UNLINK in batches) and replies with the
-// count; refused for the current version, the `keep` most recent ones, a version retired less
-// than `grace` ago, and a version newer than the current one that was never current.
+// PURGE deletes every `<prefix>*:v<version>` key (SCAN + UNLINK in batches, on every primary of a
+// cluster) and replies with the count; refused for the current version, the `keep` most recent
+// ones, a version retired less than `grace` ago, and a version newer than the current one that was
+// never current.
 void run_version_command(const VersionCall& call, std::uint64_t tag,
                          const std::shared_ptr<upstream::ReplyTarget>& target);
 

@@ -107,12 +107,16 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
 InvalidationListener::~InvalidationListener() = default;
 
 void InvalidationListener::start() {
+  runtime_.fleet_wakeups().source_added();
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
 }
 
 void InvalidationListener::stop() {
   stopping_ = true;
+  // Here, not when the session ends later: the other listeners' liveness must not count for us.
+  if (tracking_.exchange(false)) runtime_.fleet_wakeups().source_live(false);
+  runtime_.fleet_wakeups().source_removed();
   backoff_timer_.cancel();
   if (current_) {
     current_->close();
@@ -145,9 +149,9 @@ awaitable<void> InvalidationListener::run() {
       if (current_) current_->close();
       current_ = std::move(next);
       if (!seamless) flush(*prefixes);
-      tracking_.store(true, std::memory_order_relaxed);
-      // Fleet waiters may now rely on pushes; any that waited meanwhile look again at once.
-      runtime_.fleet_wakeups().set_live(true);
+      // Fleet waiters may now rely on pushes (once every primary's listener is live); any that
+      // waited meanwhile look again at once.
+      if (!tracking_.exchange(true)) runtime_.fleet_wakeups().source_live(true);
       runtime_.fleet_wakeups().notify_all();
       spdlog::info("tracking {} prefixes on the upstream for invalidation{}", prefixes->size(),
                    seamless ? " (handed over from the previous session)" : "");
@@ -180,9 +184,10 @@ void InvalidationListener::end_current() {
   current_.reset();
   // The tracked prefixes are flushed when tracking is re-established, not now: if Redis itself
   // went away, the cached copies are what stale-if-error serves meanwhile.
-  runtime_.fleet_wakeups().set_live(false);
-  if (tracking_.exchange(false) && !stopping_) {
-    spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
+  if (tracking_.exchange(false)) {
+    runtime_.fleet_wakeups().source_live(false);
+    if (!stopping_)
+      spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
   }
 }
 

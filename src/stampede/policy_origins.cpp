@@ -8,10 +8,11 @@
 
 namespace corral::stampede {
 
-OriginFactory policy_origins(const boost::asio::any_io_executor& executor, upstream::Pool& pool,
+OriginFactory policy_origins(const boost::asio::any_io_executor& executor,
+                             std::shared_ptr<upstream::KeyedCaller> fleet_caller,
                              CacheRuntime& runtime) {
-  return [executor, &pool, &runtime](const PolicyRef& policy,
-                                     const std::shared_ptr<origin::Origin>& redis) {
+  return [executor, fleet_caller, &runtime](const PolicyRef& policy,
+                                            const std::shared_ptr<origin::Origin>& redis) {
     const auto& settings = policy.settings();
     std::shared_ptr<origin::Origin> source = redis;
     if (settings.origin == config::OriginKind::http) {
@@ -19,7 +20,7 @@ OriginFactory policy_origins(const boost::asio::any_io_executor& executor, upstr
                                                     runtime.clock());
     }
     if (settings.shared) {
-      source = std::make_shared<FleetOrigin>(executor, source, pool, runtime.database(), settings,
+      source = std::make_shared<FleetOrigin>(executor, source, fleet_caller, settings,
                                              policy.set->stats[policy.index], runtime.clock(),
                                              runtime.fleet_wakeups(), &runtime.tags());
     }

@@ -4,6 +4,7 @@
 #include "origin/redis_origin.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy_origins.hpp"
+#include "upstream/keyed_caller.hpp"
 
 namespace corral::stampede {
 
@@ -12,6 +13,20 @@ struct ReadThrough::Impl {
 };
 
 namespace {
+
+// A fleet's calls wait out a failover (about 8 s) like a redis-origin fetch. Its scripts may run
+// twice after a lost connection: reads, a fenced write and a compare-and-delete are unharmed, and
+// a lock the lost first try took only makes this fetch wait for it to expire.
+constexpr int kFleetFailoverRetries = 80;
+
+std::shared_ptr<upstream::KeyedCaller> fleet_caller(const boost::asio::any_io_executor& executor,
+                                                    CacheRuntime& runtime, upstream::Pool& pool,
+                                                    upstream::ClusterLinks* cluster,
+                                                    int max_redirects) {
+  return upstream::make_keyed_caller(executor, pool, cluster,
+                                     {runtime.database(), max_redirects, kFleetFailoverRetries});
+}
+
 std::shared_ptr<origin::RedisOrigin> redis_origin(const boost::asio::any_io_executor& executor,
                                                   CacheRuntime& runtime, upstream::Pool& pool,
                                                   upstream::ClusterLinks* cluster,
@@ -26,8 +41,11 @@ std::shared_ptr<origin::RedisOrigin> redis_origin(const boost::asio::any_io_exec
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          upstream::Pool& pool, upstream::ClusterLinks* cluster, int max_redirects)
     : ReadThrough(executor, runtime,
-                  ReadThroughOptions{redis_origin(executor, runtime, pool, cluster, max_redirects),
-                                     nullptr, true, policy_origins(executor, pool, runtime)}) {}
+                  ReadThroughOptions{
+                      redis_origin(executor, runtime, pool, cluster, max_redirects), nullptr, true,
+                      policy_origins(executor,
+                                     fleet_caller(executor, runtime, pool, cluster, max_redirects),
+                                     runtime)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          ReadThroughOptions options)

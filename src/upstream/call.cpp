@@ -3,7 +3,6 @@
 // connection's read loop.
 #include "upstream/call.hpp"
 
-#include <functional>
 #include <memory>
 
 #include <boost/asio/this_coro.hpp>
@@ -59,19 +58,39 @@ class PendingCall final : public ReplyTarget {
   CallResult result_;
 };
 
-// `send` queues one tracked command for the target it is given; false: nothing was queued.
-asio::awaitable<CallResult> send_and_wait(std::function<bool(std::shared_ptr<ReplyTarget>)> send) {
+}  // namespace
+
+asio::awaitable<CallResult> call(const CommandSender& send, std::string_view resp_command) {
   auto pending = std::make_shared<PendingCall>(co_await asio::this_coro::executor);
-  if (!send(pending)) co_return CallResult::failure(kErrUnavailable);
+  if (!send(resp_command, pending, 0)) co_return CallResult::failure(kErrUnavailable);
   co_return co_await pending->result();
 }
 
+asio::awaitable<CallResult> call(const CommandSender& send, const Script& script,
+                                 std::span<const std::string_view> keys,
+                                 std::span<const std::string_view> args) {
+  const std::string command = script.prepare(send, keys, args);
+  auto result = co_await call(send, std::string_view(command));
+  // Redis (this node) forgot the script or never had it: restart, failover, SCRIPT FLUSH, or a
+  // cluster node other than the one whose SCRIPT LOAD taught the digest. Once more with its source.
+  if (result.ok() && Script::is_noscript(result.reply) && Script::is_evalsha(command)) {
+    const std::string eval = script.as_eval(command);
+    result = co_await call(send, std::string_view(eval));
+  }
+  co_return result;
+}
+
+namespace {
+CommandSender sender_of(Connection& connection) {
+  return
+      [&connection](std::string_view command, std::shared_ptr<ReplyTarget> target,
+                    std::uint64_t tag) { return connection.send(command, std::move(target), tag); };
+}
 }  // namespace
 
 asio::awaitable<CallResult> call(Connection& connection, std::string_view resp_command) {
-  co_return co_await send_and_wait([&](std::shared_ptr<ReplyTarget> target) {
-    return connection.send(resp_command, std::move(target), 0);
-  });
+  const CommandSender send = sender_of(connection);
+  co_return co_await call(send, resp_command);
 }
 
 asio::awaitable<CallResult> call(Connection& connection, std::span<const std::string_view> argv) {
@@ -83,14 +102,8 @@ asio::awaitable<CallResult> call(Connection& connection, std::span<const std::st
 asio::awaitable<CallResult> call(Connection& connection, const Script& script,
                                  std::span<const std::string_view> keys,
                                  std::span<const std::string_view> args) {
-  const std::string command = script.prepare(connection, keys, args);
-  auto result = co_await call(connection, std::string_view(command));
-  // Redis forgot the script (restart, failover, SCRIPT FLUSH): once more with its source.
-  if (result.ok() && Script::is_noscript(result.reply) && Script::is_evalsha(command)) {
-    const std::string eval = script.as_eval(command);
-    result = co_await call(connection, std::string_view(eval));
-  }
-  co_return result;
+  const CommandSender send = sender_of(connection);
+  co_return co_await call(send, script, keys, args);
 }
 
 }  // namespace corral::upstream

@@ -10,6 +10,8 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "upstream/reply_target.hpp"
+
 namespace corral::upstream {
 
 class Connection;
@@ -46,6 +48,12 @@ boost::asio::awaitable<CallResult> call(Connection& connection,
                                         std::span<const std::string_view> argv);
 // A Lua script: EVALSHA once its digest is known, EVAL on NOSCRIPT (see Script::run).
 boost::asio::awaitable<CallResult> call(Connection& connection, const Script& script,
+                                        std::span<const std::string_view> keys,
+                                        std::span<const std::string_view> args);
+// The same through a sender that picks the connection itself (a cluster slot's node); `send`
+// must stay valid until the call completes. Awaited on the thread the sender's replies come on.
+boost::asio::awaitable<CallResult> call(const CommandSender& send, std::string_view resp_command);
+boost::asio::awaitable<CallResult> call(const CommandSender& send, const Script& script,
                                         std::span<const std::string_view> keys,
                                         std::span<const std::string_view> args);
 

@@ -38,4 +38,9 @@ class CallbackTarget final : public ReplyTarget {
   Callback done_;
 };
 
+// Queues one command on some connection (one chosen by the sender: a server, a cluster slot's
+// node); its outcome then reaches target->on_*(tag) exactly once. False: nothing was queued.
+using CommandSender = std::function<bool(std::string_view command,
+                                         std::shared_ptr<ReplyTarget> target, std::uint64_t tag)>;
+
 }  // namespace corral::upstream

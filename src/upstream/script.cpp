@@ -31,12 +31,13 @@ class ScriptDigestTarget final : public ReplyTarget {
 namespace {
 
 // Holds an EVALSHA command and passes its reply on, except NOSCRIPT: then the same call goes
-// again as EVAL, once (built only then: NOSCRIPT is rare, the full source is long).
+// again as EVAL through the same sender, once (built only then: NOSCRIPT is rare, the full source
+// is long).
 class NoScriptRetry final : public ReplyTarget {
  public:
-  NoScriptRetry(std::weak_ptr<Connection> connection, const Script& script, std::string evalsha,
+  NoScriptRetry(CommandSender send, const Script& script, std::string evalsha,
                 std::shared_ptr<ReplyTarget> target)
-      : connection_(std::move(connection)),
+      : send_(std::move(send)),
         script_(script),
         evalsha_(std::move(evalsha)),
         target_(std::move(target)) {}
@@ -45,8 +46,7 @@ class NoScriptRetry final : public ReplyTarget {
 
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     if (Script::is_noscript(reply)) {
-      const auto connection = connection_.lock();
-      if (connection && connection->send(script_.as_eval(evalsha_), target_, tag)) return;
+      if (send_(script_.as_eval(evalsha_), target_, tag)) return;
       target_->on_failure(tag, upstream::kErrUnavailable);
       return;
     }
@@ -57,7 +57,7 @@ class NoScriptRetry final : public ReplyTarget {
   }
 
  private:
-  std::weak_ptr<Connection> connection_;
+  CommandSender send_;
   const Script& script_;
   std::string evalsha_;
   std::shared_ptr<ReplyTarget> target_;
@@ -88,6 +88,14 @@ std::string Script::command(std::string_view digest, std::span<const std::string
 
 std::string Script::prepare(Connection& connection, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args) const {
+  return prepare(
+      [&connection](std::string_view command, std::shared_ptr<ReplyTarget> target,
+                    std::uint64_t tag) { return connection.send(command, std::move(target), tag); },
+      keys, args);
+}
+
+std::string Script::prepare(const CommandSender& send, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args) const {
   std::string digest;
   bool load = false;
   {
@@ -100,9 +108,7 @@ std::string Script::prepare(Connection& connection, std::span<const std::string_
     std::string script_load;
     const std::string_view argv[] = {"SCRIPT", "LOAD", source_};
     resp::append_command(script_load, argv);
-    if (!connection.send(script_load, std::make_shared<ScriptDigestTarget>(*this), 0)) {
-      learn({});
-    }
+    if (!send(script_load, std::make_shared<ScriptDigestTarget>(*this), 0)) learn({});
   }
   return command(digest, keys, args);
 }
@@ -119,11 +125,23 @@ bool Script::is_noscript(std::string_view reply) { return reply.starts_with("-NO
 bool Script::run(Connection& connection, std::span<const std::string_view> keys,
                  std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
                  std::uint64_t tag) const {
-  auto command = prepare(connection, keys, args);
-  if (!is_evalsha(command)) return connection.send(command, std::move(target), tag);
-  auto retry = std::make_shared<NoScriptRetry>(connection.weak_from_this(), *this,
-                                               std::move(command), std::move(target));
-  return connection.send(retry->evalsha(), retry, tag);
+  // Weak: the retry lives in the connection's queue.
+  return run(
+      [weak = connection.weak_from_this()](std::string_view command,
+                                           std::shared_ptr<ReplyTarget> to, std::uint64_t t) {
+        const auto alive = weak.lock();
+        return alive && alive->send(command, std::move(to), t);
+      },
+      keys, args, std::move(target), tag);
+}
+
+bool Script::run(CommandSender send, std::span<const std::string_view> keys,
+                 std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
+                 std::uint64_t tag) const {
+  auto command = prepare(send, keys, args);
+  if (!is_evalsha(command)) return send(command, std::move(target), tag);
+  auto retry = std::make_shared<NoScriptRetry>(send, *this, std::move(command), std::move(target));
+  return send(retry->evalsha(), retry, tag);
 }
 
 std::string Script::as_eval(std::string_view evalsha) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -34,6 +35,15 @@ class Script {
   // SCRIPT LOAD queued ahead of it on `connection` to learn the digest).
   std::string prepare(Connection& connection, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) const;
+  // prepare() and run() for a caller that routes commands itself (a cluster node chosen by the
+  // keys' slot): the SCRIPT LOAD, the command and its EVAL retry go through `send`. The digest is
+  // the same on every node, so a node that lacks the script answers NOSCRIPT once and caches it
+  // from the EVAL fallback.
+  std::string prepare(const CommandSender& send, std::span<const std::string_view> keys,
+                      std::span<const std::string_view> args) const;
+  bool run(CommandSender send, std::span<const std::string_view> keys,
+           std::span<const std::string_view> args, std::shared_ptr<ReplyTarget> target,
+           std::uint64_t tag) const;
   static bool is_evalsha(std::string_view command);
   static bool is_noscript(std::string_view reply);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -29,7 +30,9 @@
 #include "stampede/policy_stats.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/key_slot.hpp"
+#include "upstream/keyed_call.hpp"
+#include "upstream/keyed_caller.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::stampede {
@@ -63,8 +66,7 @@ std::string random_token_prefix() {
 
 struct FleetOrigin::Shared {
   asio::any_io_executor executor;
-  upstream::Pool& pool;
-  int database;
+  std::shared_ptr<upstream::KeyedCaller> caller;  // to the node holding the key's slot
   config::PolicySettings policy;
   std::shared_ptr<PolicyStats> stats;
   const cache::Clock& clock;
@@ -72,8 +74,6 @@ struct FleetOrigin::Shared {
   TagEpochs* tags;  // null: tags are not kept with shared copies
   std::string token_prefix = random_token_prefix();
   std::uint64_t tokens = 0;
-
-  upstream::Connection& connection() { return pool.shared(database); }
 
   // Long enough for the slowest fetch the policy allows, and several recompute times.
   milliseconds lock_ttl(milliseconds delta) const {
@@ -384,7 +384,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
                                      nil ? "1" : "0", validators, tags,     windows_text};
     const auto key_list = keys();
     const auto written =
-        co_await upstream::call(shared_->connection(), fleet::write_script(), key_list, args);
+        co_await upstream::call(*shared_->caller, fleet::write_script(), key_list, args);
     const origin::SharedLifetime stored{fresh, std::min(keep, fresh + own.grace), delta, true,
                                         own.stale_if_error};
     if (written.ok() && written.reply == resp::kReplyOne) {
@@ -414,8 +414,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   // The shared copy's state; nullopt (and read_error_ set) when Redis gave none.
   awaitable<std::optional<fleet::SharedState>> read() {
     const auto key_list = keys();
-    const auto reply = co_await upstream::call(shared_->connection(), fleet::read_script(),
-                                               key_list, std::span<const std::string_view>());
+    const auto reply = co_await upstream::call(*shared_->caller, fleet::read_script(), key_list,
+                                               std::span<const std::string_view>());
     const auto state = reply.ok() ? fleet::parse_state(reply.reply) : std::nullopt;
     if (!state) {
       read_error_ = reply.ok() ? "ERR corral: unexpected fleet state" : reply.error;
@@ -453,24 +453,32 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     }
     if (unknown.empty()) co_return counts;
     const auto since = shared_->tags->generation();
+    // Tag keys hash to any slot: one MGET per slot among them (one in all without a cluster).
+    std::map<unsigned, std::vector<std::size_t>> by_slot;
     std::vector<std::string> keys;
-    for (const auto i : unknown) keys.push_back(tag_key(tags[i]));
-    std::vector<std::string_view> mget{"MGET"};
-    for (const auto& key : keys) mget.push_back(key);
-    const auto reply = co_await upstream::call(shared_->connection(), mget);
-    const auto decoded = reply.ok() ? resp::decode_reply(reply.reply) : std::nullopt;
-    if (!decoded || decoded->type != resp::Reply::Type::array ||
-        decoded->elements.size() != unknown.size()) {
-      co_return counts;  // unknown counts read as 0: a copy is not refused for Redis's failure
+    for (const auto i : unknown) {
+      keys.push_back(tag_key(tags[i]));
+      by_slot[upstream::key_slot(keys.back())].push_back(keys.size() - 1);
     }
-    for (std::size_t j = 0; j < unknown.size(); ++j) {
-      const auto& element = decoded->elements[j];
-      std::uint64_t count = 0;
-      if (element.type == resp::Reply::Type::bulk) {
-        std::from_chars(element.text.data(), element.text.data() + element.text.size(), count);
+    for (const auto& [slot, members] : by_slot) {
+      std::vector<std::string_view> mget{"MGET"};
+      for (const auto j : members) mget.push_back(keys[j]);
+      const auto reply = co_await upstream::call(*shared_->caller, keys[members.front()], mget);
+      const auto decoded = reply.ok() ? resp::decode_reply(reply.reply) : std::nullopt;
+      if (!decoded || decoded->type != resp::Reply::Type::array ||
+          decoded->elements.size() != members.size()) {
+        continue;  // unknown counts read as 0: a copy is not refused for Redis's failure
       }
-      counts[unknown[j]] = count;
-      shared_->tags->remember_count(tags[unknown[j]], count, since);
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        const auto& element = decoded->elements[m];
+        std::uint64_t count = 0;
+        if (element.type == resp::Reply::Type::bulk) {
+          std::from_chars(element.text.data(), element.text.data() + element.text.size(), count);
+        }
+        const auto i = unknown[members[m]];
+        counts[i] = count;
+        shared_->tags->remember_count(tags[i], count, since);
+      }
     }
     co_return counts;
   }
@@ -482,7 +490,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     const std::string min_left = std::to_string(fresher_than.count());
     const std::string_view args[] = {token_, ttl, min_left};
     const auto key_list = keys();
-    co_return co_await upstream::call(shared_->connection(), fleet::lock_script(), key_list, args);
+    co_return co_await upstream::call(*shared_->caller, fleet::lock_script(), key_list, args);
   }
 
   // Not awaited: the answer does not depend on it, and a lost release only makes others wait
@@ -491,7 +499,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
     const std::string_view lock_key[] = {keys_.lock};
     const std::string_view args[] = {token_};
     auto target = upstream::CallbackTarget::make([](std::string_view, bool) {});
-    fleet::release_script().run(shared_->connection(), lock_key, args, target, 0);
+    upstream::run(*shared_->caller, fleet::release_script(), lock_key, args, target, 0);
   }
 
   std::vector<std::string_view> keys() const { return {keys_.plain, keys_.shadow, keys_.lock}; }
@@ -565,12 +573,13 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
 }  // namespace
 
 FleetOrigin::FleetOrigin(const asio::any_io_executor& executor,
-                         std::shared_ptr<origin::Origin> inner, upstream::Pool& pool, int database,
+                         std::shared_ptr<origin::Origin> inner,
+                         std::shared_ptr<upstream::KeyedCaller> caller,
                          const config::PolicySettings& policy, std::shared_ptr<PolicyStats> stats,
                          const cache::Clock& clock, FleetWakeups& wakeups, TagEpochs* tags)
     : inner_(std::move(inner)),
       shared_(std::make_shared<Shared>(
-          Shared{executor, pool, database, policy, std::move(stats), clock, wakeups, tags})) {}
+          Shared{executor, std::move(caller), policy, std::move(stats), clock, wakeups, tags})) {}
 
 FleetOrigin::~FleetOrigin() = default;
 

@@ -13,7 +13,7 @@
 #include "origin/origin.hpp"
 
 namespace corral::upstream {
-class Pool;
+class KeyedCaller;
 }
 
 namespace corral::stampede {
@@ -35,7 +35,7 @@ class TagEpochs;
 class FleetOrigin final : public origin::Origin {
  public:
   FleetOrigin(const boost::asio::any_io_executor& executor, std::shared_ptr<origin::Origin> inner,
-              upstream::Pool& pool, int database, const config::PolicySettings& policy,
+              std::shared_ptr<upstream::KeyedCaller> caller, const config::PolicySettings& policy,
               std::shared_ptr<PolicyStats> stats, const cache::Clock& clock, FleetWakeups& wakeups,
               TagEpochs* tags = nullptr);
   ~FleetOrigin() override;

@@ -44,6 +44,26 @@ void FleetWakeups::notify_all() {
   for (const auto& wake : wakes) wake();
 }
 
+void FleetWakeups::source_added() {
+  std::lock_guard lock(mutex_);
+  ++sources_;
+}
+
+void FleetWakeups::source_removed() {
+  std::lock_guard lock(mutex_);
+  --sources_;
+}
+
+void FleetWakeups::source_live(bool live) {
+  std::lock_guard lock(mutex_);
+  live_sources_ += live ? 1 : -1;
+}
+
+bool FleetWakeups::live() const {
+  std::lock_guard lock(mutex_);
+  return sources_ > 0 && live_sources_ >= sources_;
+}
+
 std::size_t FleetWakeups::watching() const {
   std::lock_guard lock(mutex_);
   return waiters_.size();

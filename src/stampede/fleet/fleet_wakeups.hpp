@@ -2,7 +2,6 @@
 // invalidation of that key (the winner's write) reaches this process, instead of polling Redis.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -39,9 +38,13 @@ class FleetWakeups {
   // Tracking was (re)established or Redis was flushed: every waiter should look again.
   void notify_all();
 
-  // True while the tracking connection delivers invalidations: waiters may then poll rarely.
-  bool live() const { return live_.load(std::memory_order_relaxed); }
-  void set_live(bool live) { live_.store(live, std::memory_order_relaxed); }
+  // The tracking connections (one, or one per primary of a cluster: a key's invalidation comes
+  // from its own primary's) come and go, and deliver invalidations while live.
+  void source_added();
+  void source_removed();
+  void source_live(bool live);
+  // True while every tracking connection delivers invalidations: waiters may then poll rarely.
+  bool live() const;
 
   std::size_t watching() const;
 
@@ -60,7 +63,8 @@ class FleetWakeups {
   mutable std::mutex mutex_;
   std::unordered_multimap<std::string, Entry, KeyHash, std::equal_to<>> waiters_;
   std::uint64_t next_id_ = 0;
-  std::atomic<bool> live_{false};
+  int sources_ = 0;
+  int live_sources_ = 0;
 };
 
 }  // namespace corral::stampede

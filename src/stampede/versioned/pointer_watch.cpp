@@ -16,7 +16,8 @@
 #include "stampede/versioned/versioned_origin.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/hash_tag.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/keyed_call.hpp"
+#include "upstream/keyed_caller.hpp"
 #include "upstream/script.hpp"
 
 namespace corral::stampede {
@@ -77,9 +78,9 @@ class PointerWatch::Replies final : public upstream::ReplyTarget {
   std::uint64_t epoch_;
 };
 
-PointerWatch::PointerWatch(const boost::asio::any_io_executor& executor, upstream::Pool& pool,
-                           CacheRuntime& cache)
-    : executor_(executor), pool_(pool), cache_(cache), timer_(executor) {}
+PointerWatch::PointerWatch(const boost::asio::any_io_executor& executor,
+                           std::shared_ptr<upstream::KeyedCaller> caller, CacheRuntime& cache)
+    : executor_(executor), caller_(std::move(caller)), cache_(cache), timer_(executor) {}
 
 void PointerWatch::start() { tick(); }
 
@@ -109,7 +110,7 @@ void PointerWatch::tick() {
     if (!replies) replies = std::make_shared<Replies>(shared_from_this(), policies);
     const std::string metadata = version_metadata_key(versioned->pointer);
     const std::string_view keys[] = {versioned->pointer, metadata};
-    if (kReadPointer.run(pool_.shared(cache_.database()), keys, {}, replies, i)) {
+    if (upstream::run(*caller_, kReadPointer, keys, {}, replies, i)) {
       ++in_flight_;
     } else {
       on_failure(upstream::kErrUnavailable);

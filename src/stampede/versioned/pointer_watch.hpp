@@ -16,7 +16,7 @@
 #include "config/settings.hpp"
 
 namespace corral::upstream {
-class Pool;
+class KeyedCaller;
 }
 
 namespace corral::stampede {
@@ -35,8 +35,9 @@ std::string version_metadata_key(std::string_view pointer);
 // upstream is unreachable, the last known versions stay (logged once).
 class PointerWatch : public std::enable_shared_from_this<PointerWatch> {
  public:
-  PointerWatch(const boost::asio::any_io_executor& executor, upstream::Pool& pool,
-               CacheRuntime& cache);
+  // `caller` reads each pointer on its node (a cluster's pointers may live on different ones).
+  PointerWatch(const boost::asio::any_io_executor& executor,
+               std::shared_ptr<upstream::KeyedCaller> caller, CacheRuntime& cache);
 
   void start();  // on the executor's thread
   void stop();
@@ -57,7 +58,7 @@ class PointerWatch : public std::enable_shared_from_this<PointerWatch> {
   void note(const std::string& prefix, std::string problem);
 
   boost::asio::any_io_executor executor_;
-  upstream::Pool& pool_;
+  std::shared_ptr<upstream::KeyedCaller> caller_;
   CacheRuntime& cache_;
   boost::asio::steady_timer timer_;
   bool stopping_ = false;

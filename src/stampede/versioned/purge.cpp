@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@
 #include "resp/reply.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
 #include "stampede/versioned/version_key.hpp"
-#include "upstream/connection.hpp"
+#include "upstream/key_slot.hpp"
+#include "upstream/keyed_call.hpp"
+#include "upstream/keyed_caller.hpp"
 #include "upstream/script.hpp"
 
 namespace corral::stampede {
@@ -100,9 +103,53 @@ CallResult interrupted(const CallResult& failure, std::int64_t deleted) {
                                 " keys: " + failure.error));
 }
 
+// UNLINK of SCAN's finds: one command for them all, or on a cluster one per slot among them
+// (routed by slot, so a slot that moved since the SCAN is still found). nullopt: all went;
+// otherwise the failure or error reply that stopped it.
+boost::asio::awaitable<std::optional<CallResult>> unlink(upstream::KeyedCaller& caller,
+                                                         const std::vector<Reply>& found,
+                                                         std::int64_t& deleted) {
+  std::map<unsigned, std::vector<std::string_view>> groups;
+  for (const auto& key : found) {
+    groups[caller.by_slot() ? upstream::key_slot(key.text) : 0].push_back(key.text);
+  }
+  for (auto& [slot, keys] : groups) {
+    std::vector<std::string_view> unlink_argv{"UNLINK"};
+    unlink_argv.insert(unlink_argv.end(), keys.begin(), keys.end());
+    auto unlinked = co_await upstream::call(caller, keys.front(), unlink_argv);
+    if (!unlinked.ok() || unlinked.redis_error()) co_return unlinked;
+    const auto count = resp::decode_reply(unlinked.reply);
+    if (count && count->type == Reply::Type::integer) deleted += count->integer;
+  }
+  co_return std::nullopt;
+}
+
+// SCAN + UNLINK on one primary until its cursor comes back 0; nullopt when it did.
+boost::asio::awaitable<std::optional<CallResult>> purge_primary(upstream::KeyedCaller& caller,
+                                                                const std::string& primary,
+                                                                const std::string& pattern,
+                                                                std::int64_t& deleted) {
+  std::string cursor = "0";
+  do {
+    const std::string_view scan_argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", kScanCount};
+    auto scan = co_await upstream::call_primary(caller, primary, scan_argv);
+    if (!scan.ok() || scan.redis_error()) co_return scan;
+    const auto decoded = resp::decode_reply(scan.reply);
+    if (!decoded || decoded->type != Reply::Type::array || decoded->elements.size() != 2) {
+      co_return reply_with(error_reply("ERR unexpected SCAN reply"));
+    }
+    cursor = decoded->elements[0].text;
+    if (decoded->elements[1].elements.empty()) continue;
+    if (auto stopped = co_await unlink(caller, decoded->elements[1].elements, deleted)) {
+      co_return stopped;
+    }
+  } while (cursor != "0");
+  co_return std::nullopt;
+}
+
 }  // namespace
 
-boost::asio::awaitable<CallResult> purge(std::shared_ptr<upstream::Connection> connection,
+boost::asio::awaitable<CallResult> purge(std::shared_ptr<upstream::KeyedCaller> caller,
                                          VersionedPolicy policy, std::uint64_t version) {
   const auto& versioned = *policy.settings->versioned;
   const std::string& prefix = policy.settings->prefix;
@@ -112,7 +159,7 @@ boost::asio::awaitable<CallResult> purge(std::shared_ptr<upstream::Connection> c
   const std::string grace = std::to_string(versioned.grace.count());
   const std::string_view keys[] = {versioned.pointer, metadata};
   const std::string_view args[] = {version_text, keep, grace};
-  auto check = co_await upstream::call(*connection, kPurgeCheck, keys, args);
+  auto check = co_await upstream::call(*caller, kPurgeCheck, keys, args);
   if (!check.ok() || check.redis_error()) co_return check;
   const auto verdict = read_script_verdict(check.reply);
   if (!verdict) co_return reply_with(error_reply("ERR unexpected purge check reply"));
@@ -120,30 +167,21 @@ boost::asio::awaitable<CallResult> purge(std::shared_ptr<upstream::Connection> c
     co_return reply_with(std::move(*refused));
   }
 
+  // A version's keys hash to every slot: on a cluster each primary scans its own.
+  const auto primaries = caller->primaries();
+  if (primaries.empty()) {
+    co_return reply_with(error_reply("ERR purge needs the cluster's slot map; try again"));
+  }
   const std::string pattern = version_pattern(prefix, version);
-  std::string cursor = "0";
   std::int64_t deleted = 0;
-  do {
-    const std::string_view scan_argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", kScanCount};
-    auto scan = co_await upstream::call(*connection, scan_argv);
-    if (!scan.ok()) co_return interrupted(scan, deleted);
-    if (scan.redis_error()) co_return scan;
-    const auto decoded = resp::decode_reply(scan.reply);
-    if (!decoded || decoded->type != Reply::Type::array || decoded->elements.size() != 2) {
-      co_return reply_with(error_reply("ERR unexpected SCAN reply"));
-    }
-    cursor = decoded->elements[0].text;
-    const auto& found = decoded->elements[1].elements;
-    if (found.empty()) continue;
-    std::vector<std::string_view> unlink_argv{"UNLINK"};
-    for (const auto& key : found) unlink_argv.push_back(key.text);
-    auto unlinked = co_await upstream::call(*connection, unlink_argv);
-    if (!unlinked.ok()) co_return interrupted(unlinked, deleted);
-    if (unlinked.redis_error()) co_return unlinked;
-    const auto count = resp::decode_reply(unlinked.reply);
-    if (count && count->type == Reply::Type::integer) deleted += count->integer;
-  } while (cursor != "0");
-  spdlog::info("policy '{}': purged version {} ({} keys)", prefix, version, deleted);
+  for (const auto& primary : primaries) {
+    auto stopped = co_await purge_primary(*caller, primary, pattern, deleted);
+    if (!stopped) continue;
+    if (!stopped->ok()) co_return interrupted(*stopped, deleted);
+    co_return *stopped;
+  }
+  spdlog::info("policy '{}': purged version {} ({} keys on {} primaries)", prefix, version, deleted,
+               primaries.size());
   std::string reply;
   resp::append_integer(reply, deleted);
   co_return reply_with(std::move(reply));

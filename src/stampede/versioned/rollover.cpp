@@ -5,7 +5,7 @@
 
 #include "resp/encoder.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
-#include "upstream/connection.hpp"
+#include "upstream/keyed_call.hpp"
 #include "upstream/script.hpp"
 
 namespace corral::stampede {
@@ -36,14 +36,14 @@ upstream::CallResult reply_with(std::string reply) {
 
 }  // namespace
 
-boost::asio::awaitable<upstream::CallResult> rollover(
-    std::shared_ptr<upstream::Connection> connection, RolloverRequest request) {
+boost::asio::awaitable<upstream::CallResult> rollover(std::shared_ptr<upstream::KeyedCaller> caller,
+                                                      RolloverRequest request) {
   const auto& pointer = request.policy.settings->versioned->pointer;
   const std::string metadata = version_metadata_key(pointer);
   const std::string version = std::to_string(request.version);
   const std::string_view keys[] = {pointer, metadata};
   const std::string_view args[] = {version, request.expected_text, request.who};
-  auto result = co_await upstream::call(*connection, kRollover, keys, args);
+  auto result = co_await upstream::call(*caller, kRollover, keys, args);
   if (!result.ok() || result.redis_error()) co_return result;
 
   const auto verdict = read_script_verdict(result.reply);

@@ -14,7 +14,7 @@
 #include "upstream/call.hpp"
 
 namespace corral::upstream {
-class Connection;
+class KeyedCaller;
 }
 
 namespace corral::stampede {
@@ -30,7 +30,8 @@ struct RolloverRequest {
 // Sets the pointer to `version` unless the current one differs from `expected_text` (an error
 // reply VERSION_MISMATCH) or is `version` already; records the swap in the metadata hash. The
 // result's reply is the client's: the replaced version as an integer (0: none), or an error reply.
-boost::asio::awaitable<upstream::CallResult> rollover(
-    std::shared_ptr<upstream::Connection> connection, RolloverRequest request);
+// The pointer and its metadata hash share a slot: on a cluster the script runs on its node.
+boost::asio::awaitable<upstream::CallResult> rollover(std::shared_ptr<upstream::KeyedCaller> caller,
+                                                      RolloverRequest request);
 
 }  // namespace corral::stampede

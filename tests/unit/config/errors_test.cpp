@@ -56,9 +56,6 @@ TEST_CASE("type and range errors at the top level and in sections", "[config][er
        "t.yaml:3: upstream.topology_refresh: must be > 0"},
       {"\nupstream:\n  cluster: [redis://h:1]\n  max_redirects: 101",
        "t.yaml:3: upstream.max_redirects: must be <= 100"},
-      {"\nupstream:\n  cluster: [redis://h:1]\npolicies:\n  - {prefix: 'a:', shared: true, origin: "
-       "{http: 'http://h/{key}'}}",
-       "t.yaml:4: policies[0]: shared: true is not supported with upstream.cluster yet"},
       {"\nupstream:\n  cluster: []",
        "t.yaml:2: upstream.cluster: expected a list of seed nodes like [redis://10.0.0.1:7000]"},
       {"\nupstream:\n  connect_timeout: 10",

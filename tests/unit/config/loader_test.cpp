@@ -30,6 +30,26 @@ TEST_CASE("an empty config gives the defaults", "[config][loader]") {
   CHECK(must_load("upstream:\nclient:\ncache:\npolicies:\n").upstream.servers.size() == 1);
 }
 
+// Fleet copies, locks and version pointers are routed by their key's slot on a cluster, so these
+// policies load there like on one server (they were refused before that routing existed).
+TEST_CASE("shared and versioned policies load with upstream.cluster", "[config][loader]") {
+  const Settings s = must_load(yaml(R"(
+upstream:
+  cluster: [redis://127.0.0.1:7000]
+policies:
+  - prefix: "feat:"
+    origin: { http: "http://127.0.0.1:8080/{key}" }
+    shared: true
+  - prefix: "model:"
+    origin: redis
+    versioned: { pointer: "model:current" }
+)"));
+  CHECK(s.upstream.cluster);
+  REQUIRE(s.policies.size() == 2);
+  CHECK(s.policies[0].shared);
+  CHECK(s.policies[1].versioned);
+}
+
 TEST_CASE("top-level values", "[config][loader]") {
   const Settings s = must_load(yaml(R"(
 listen: "[::1]:0"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -24,7 +25,12 @@ class RedisServerProcess {
  public:
   // `extra`: more redis-server options ("--cluster-enabled", "yes" ...).
   explicit RedisServerProcess(std::vector<std::string> extra = {}) {
-    port_ = free_port();
+    // A cluster node also listens on port + 10000 (its bus): keep that a valid, free port.
+    const bool cluster = std::find(extra.begin(), extra.end(), "--cluster-enabled") != extra.end();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      port_ = free_port();
+      if (!cluster || (port_ != 0 && port_ < 55536 && port_free(port_ + 10000))) break;
+    }
     REQUIRE(port_ != 0);
     const std::string port = std::to_string(port_);
     pid_ = fork();
@@ -68,6 +74,13 @@ class RedisServerProcess {
   }
 
  private:
+  static bool port_free(int port) {
+    const int fd = connect_loopback(static_cast<unsigned short>(port));
+    if (fd < 0) return true;
+    close(fd);
+    return false;
+  }
+
   static unsigned short free_port() {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};

@@ -69,8 +69,26 @@ TEST_CASE("waiters register and are notified from several threads", "[fleet_wake
 TEST_CASE("live follows the tracking connection", "[fleet_wakeups]") {
   FleetWakeups wakeups;
   CHECK_FALSE(wakeups.live());
-  wakeups.set_live(true);
-  CHECK(wakeups.live());
-  wakeups.set_live(false);
+  wakeups.source_added();
   CHECK_FALSE(wakeups.live());
+  wakeups.source_live(true);
+  CHECK(wakeups.live());
+  wakeups.source_live(false);
+  CHECK_FALSE(wakeups.live());
+}
+
+// A cluster runs one tracking connection per primary: a key's invalidation comes only from its
+// own primary's, so one live listener does not make the others' keys live.
+TEST_CASE("live needs every primary's tracking connection", "[fleet_wakeups]") {
+  FleetWakeups wakeups;
+  for (int i = 0; i < 3; ++i) wakeups.source_added();
+  wakeups.source_live(true);
+  wakeups.source_live(true);
+  CHECK_FALSE(wakeups.live());
+  wakeups.source_live(true);
+  CHECK(wakeups.live());
+  wakeups.source_live(false);  // one primary's connection dropped
+  CHECK_FALSE(wakeups.live());
+  wakeups.source_removed();  // ... and that primary left the map (its listener stopped)
+  CHECK(wakeups.live());
 }

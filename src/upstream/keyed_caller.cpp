@@ -1,0 +1,130 @@
+// The two KeyedCallers: one upstream server (every key on one connection) and a Redis Cluster
+// (a ClusterCommand per call, routed by the key's slot).
+#include "upstream/keyed_caller.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include "upstream/cluster_command.hpp"
+#include "upstream/cluster_links.hpp"
+#include "upstream/key_slot.hpp"
+#include "upstream/pool.hpp"
+
+namespace corral::upstream {
+
+namespace {
+
+class PoolCaller final : public KeyedCaller {
+ public:
+  PoolCaller(const boost::asio::any_io_executor& executor, Pool& pool, int database)
+      : executor_(executor), pool_(pool), database_(database) {}
+
+  const boost::asio::any_io_executor& executor() const override { return executor_; }
+  bool send(std::string_view, std::string command, std::shared_ptr<ReplyTarget> target,
+            std::uint64_t tag) override {
+    return pool_.shared(database_).send(command, std::move(target), tag);
+  }
+  std::vector<std::string> primaries() override { return {"upstream"}; }
+  bool by_slot() const override { return false; }
+  bool send_to_primary(std::string_view, std::string command, std::shared_ptr<ReplyTarget> target,
+                       std::uint64_t tag) override {
+    return pool_.shared(database_).send(command, std::move(target), tag);
+  }
+
+ private:
+  boost::asio::any_io_executor executor_;
+  Pool& pool_;
+  int database_;
+};
+
+class ClusterCaller final : public KeyedCaller {
+ public:
+  ClusterCaller(const boost::asio::any_io_executor& executor, ClusterLinks& links,
+                const KeyedCallerOptions& options)
+      : executor_(executor), links_(links) {
+    options_.max_redirects = options.max_redirects;
+    options_.unreachable_retries = options.failover_retries;
+    // CLUSTERDOWN means nothing ran: always safe to ask again.
+    options_.clusterdown_retries = std::max(options.failover_retries, kClusterDownRetries);
+  }
+
+  const boost::asio::any_io_executor& executor() const override { return executor_; }
+  bool send(std::string_view key, std::string command, std::shared_ptr<ReplyTarget> target,
+            std::uint64_t tag) override {
+    auto options = options_;
+    options.slot = static_cast<int>(key_slot(key));
+    start(options, std::move(command), std::move(target), tag);
+    return true;
+  }
+  bool by_slot() const override { return true; }
+  std::vector<std::string> primaries() override {
+    const auto& routes = links_.routes();
+    std::vector<std::string> names;
+    for (const int p : routes.primaries) names.push_back(endpoint_name(routes.nodes[p].endpoint));
+    return names;
+  }
+  bool send_to_primary(std::string_view primary, std::string command,
+                       std::shared_ptr<ReplyTarget> target, std::uint64_t tag) override {
+    boost::asio::post(
+        executor_, [self = std::static_pointer_cast<ClusterCaller>(shared_from_this()),
+                    name = std::string(primary), command = std::move(command),
+                    target = std::move(target), tag]() mutable {
+          const int node = self->find_primary(name);
+          if (node < 0) {
+            return target->on_failure(tag, "ERR cluster node " + name + " is no longer a primary");
+          }
+          auto options = self->options_;
+          options.node = node;
+          options.unreachable_retries = 0;  // a node that went away is not coming back as this one
+          std::make_shared<ClusterCommand>(self->links_, std::move(command), options,
+                                           std::move(target), tag)
+              ->start();
+        });
+    return true;
+  }
+
+ private:
+  static constexpr int kClusterDownRetries = 30;
+
+  static std::string endpoint_name(const config::Endpoint& endpoint) {
+    return endpoint.host + ":" + std::to_string(endpoint.port);
+  }
+  int find_primary(std::string_view name) {
+    const auto& routes = links_.routes();
+    for (const int p : routes.primaries) {
+      if (endpoint_name(routes.nodes[p].endpoint) == name) return p;
+    }
+    return -1;
+  }
+
+  // From the event loop: a command without a node for its slot fails at once, and the contract
+  // forbids answering from within send().
+  void start(const ClusterCommandOptions& options, std::string command,
+             std::shared_ptr<ReplyTarget> target, std::uint64_t tag) {
+    auto cluster_command = std::make_shared<ClusterCommand>(links_, std::move(command), options,
+                                                            std::move(target), tag);
+    boost::asio::post(executor_, [cluster_command] { cluster_command->start(); });
+  }
+
+  boost::asio::any_io_executor executor_;
+  ClusterLinks& links_;
+  ClusterCommandOptions options_;
+};
+
+}  // namespace
+
+std::shared_ptr<KeyedCaller> make_keyed_caller(const boost::asio::any_io_executor& executor,
+                                               Pool& pool, ClusterLinks* cluster,
+                                               const KeyedCallerOptions& options) {
+  if (cluster != nullptr) return make_cluster_caller(executor, *cluster, options);
+  return std::make_shared<PoolCaller>(executor, pool, options.database);
+}
+
+std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
+                                                 ClusterLinks& links,
+                                                 const KeyedCallerOptions& options) {
+  return std::make_shared<ClusterCaller>(executor, links, options);
+}
+
+}  // namespace corral::upstream
