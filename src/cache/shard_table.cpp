@@ -104,6 +104,20 @@ std::size_t ShardTable::remove_prefix(std::string_view prefix) {
   return removed;
 }
 
+std::size_t ShardTable::remove_matching(const std::function<bool(std::string_view)>& matches) {
+  std::size_t removed = 0;
+  Node* node = head_;
+  while (node) {
+    Node* next = node->older;
+    if (matches(node->user_key())) {
+      remove(hash_user_key(node->user_key()), node);
+      ++removed;
+    }
+    node = next;
+  }
+  return removed;
+}
+
 std::size_t ShardTable::remove_all() {
   std::size_t removed = 0;
   while (tail_) {

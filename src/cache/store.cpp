@@ -152,6 +152,16 @@ std::size_t Store::invalidate_prefix(std::string_view prefix) {
   return removed;
 }
 
+std::size_t Store::invalidate_matching(const std::function<bool(std::string_view)>& matches) {
+  std::size_t removed = 0;
+  for (auto& shard : shards_) {
+    std::lock_guard lock(shard->mutex);
+    ++shard->generation;
+    removed += shard->table.remove_matching(matches);
+  }
+  return removed;
+}
+
 std::size_t Store::clear() {
   std::size_t removed = 0;
   for (auto& shard : shards_) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,9 @@ class Store {
   bool erase(CacheKey key);
   std::size_t invalidate(std::string_view user_key);       // every variant of the key
   std::size_t invalidate_prefix(std::string_view prefix);  // every key starting with it
+  // Every key `matches` accepts: a scan of the whole store (for rare events such as a cluster's
+  // slots changing owner), `matches` called under each shard's lock in turn.
+  std::size_t invalidate_matching(const std::function<bool(std::string_view)>& matches);
   std::size_t clear();
   // Frees dead entries in up to `buckets_per_shard` buckets of each shard (a periodic sweeper
   // keeps memory from holding entries nobody asks for again).

@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -79,6 +81,12 @@ class CacheRuntime {
   // Drops every key starting with `prefix`; counted once for each policy it touches (the one
   // the prefix falls under, and those whose own prefix starts with it).
   std::size_t invalidate_prefix(std::string_view prefix, InvalidationSource source);
+  // Drops every key under one of `prefixes` that `in_scope` accepts (a cluster node's slots, the
+  // slots a failover moved): a scan of the whole store, for rare events. Each policy counts the
+  // entries it lost.
+  std::size_t invalidate_in_scope(const std::vector<std::string>& prefixes,
+                                  const std::function<bool(std::string_view)>& in_scope,
+                                  InvalidationSource source);
   // Fleet fetches waiting for another process's refresh, woken by tracking messages.
   FleetWakeups& fleet_wakeups() { return fleet_wakeups_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).

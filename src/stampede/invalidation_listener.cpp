@@ -29,6 +29,18 @@ namespace {
 constexpr std::string_view kChannel = "__redis__:invalidate";
 constexpr std::string_view kConnectionName = "corral-tracking";
 
+bool tracks_tags(const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [](const std::string& p) { return kTagKeyPrefix.starts_with(p); });
+}
+
+// One connection per session, never reconnecting by itself: run() owns the backoff, and a new
+// session must flush what the gap may have hidden. Database 0: tracking is not per database.
+upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
+  return upstream::connection_options(upstream, 0, false);
+}
+}  // namespace
+
 std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   std::vector<std::string> prefixes;
   bool tagged = false;
@@ -49,18 +61,6 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   prefixes.emplace_back(kTagKeyPrefix);
   return prefixes;
 }
-
-bool tracks_tags(const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(),
-                     [](const std::string& p) { return kTagKeyPrefix.starts_with(p); });
-}
-
-// One connection per session, never reconnecting by itself: run() owns the backoff, and a new
-// session must flush what the gap may have hidden. Database 0: tracking is not per database.
-upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
-  return upstream::connection_options(upstream, 0, false);
-}
-}  // namespace
 
 // The subscribed connection's pushes (replies no command asked for), applied as they are read:
 // a hop through the event loop would let a client's read cache a value whose invalidation had
@@ -83,11 +83,13 @@ class InvalidationListener::Inbox final : public upstream::ReplyTarget {
 InvalidationListener::InvalidationListener(const asio::any_io_executor& executor,
                                            const config::UpstreamSettings& upstream,
                                            CacheRuntime& runtime,
-                                           std::function<void(std::string_view)> invalidated)
+                                           std::function<void(std::string_view)> invalidated,
+                                           KeyScope scope)
     : executor_(executor),
       upstream_(upstream),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
+      scope_(std::move(scope)),
       backoff_timer_(executor) {}
 
 InvalidationListener::~InvalidationListener() = default;
@@ -208,6 +210,10 @@ void InvalidationListener::apply(std::string_view message,
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
   // Purges announced while nobody tracked went unseen: every tagged entry goes.
   if (tracks_tags(prefixes)) runtime_.tags().purge_all();
+  if (scope_) {
+    runtime_.invalidate_in_scope(prefixes, scope_(), InvalidationSource::tracking);
+    return;
+  }
   for (const auto& prefix : prefixes) {
     if (prefix == kTagKeyPrefix) continue;  // holds no cached key, only purge counts
     runtime_.invalidate_prefix(prefix, InvalidationSource::tracking);

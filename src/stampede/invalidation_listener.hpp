@@ -25,13 +25,23 @@ class Connection;
 namespace corral::stampede {
 
 class CacheRuntime;
+struct PolicySet;
+
+// The prefixes a tracking connection asks Redis to watch for `policies` (redis-origin and shared
+// policies, and the tag keys when some policy is http): what a flush of the tracked keys covers.
+std::vector<std::string> tracked_prefixes(const PolicySet& policies);
 
 class InvalidationListener : public std::enable_shared_from_this<InvalidationListener> {
  public:
+  // Which of the tracked keys the upstream holds; a flush (tracking re-established, FLUSHALL
+  // upstream) drops only those. Empty: all of them (one Redis). A cluster node's listener passes
+  // "the key's slot is one the node owns now": the other nodes' keys were tracked meanwhile.
+  using KeyScope = std::function<std::function<bool(std::string_view)>()>;
+
   // `invalidated` is called (on `executor`) for each key a tracking message dropped.
   InvalidationListener(const boost::asio::any_io_executor& executor,
                        const config::UpstreamSettings& upstream, CacheRuntime& runtime,
-                       std::function<void(std::string_view)> invalidated = {});
+                       std::function<void(std::string_view)> invalidated = {}, KeyScope scope = {});
   ~InvalidationListener();
 
   void start();
@@ -61,6 +71,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   config::UpstreamSettings upstream_;
   CacheRuntime& runtime_;
   std::function<void(std::string_view)> invalidated_;
+  KeyScope scope_;
   std::shared_ptr<upstream::Connection> connection_;  // the current session's
   boost::asio::steady_timer backoff_timer_;
   bool stopping_ = false;

@@ -149,6 +149,26 @@ TEST_CASE("invalidate_prefix drops every key with the prefix across all shards",
   CHECK(store.entries() == 0);
 }
 
+TEST_CASE("invalidate_matching drops the keys the predicate accepts and supersedes fills",
+          "[store]") {
+  ManualClock clock;
+  Store store = make_store(64u << 20, 16);
+  for (int i = 0; i < 300; ++i) {
+    store.store({"k:" + std::to_string(i), "GET"}, make_entry(clock, "v"));
+  }
+  store.store({"k:7", "STRLEN"}, make_entry(clock, "1"));
+  const auto ticket = store.fill_ticket("k:5");
+  // Odd-numbered keys stand for the keys of slots that changed owner.
+  const auto odd = [](std::string_view key) { return (key.back() - '0') % 2 == 1; };
+  CHECK(store.invalidate_matching(odd) == 151);  // 150 odd keys, and k:7's second variant
+  CHECK(store.entries() == 150);
+  CHECK_FALSE(store.lookup({"k:7", "STRLEN"}, clock.now()));
+  CHECK_FALSE(store.lookup({"k:299", "GET"}, clock.now()));
+  CHECK(store.lookup({"k:298", "GET"}, clock.now()));
+  CHECK(store.store({"k:5", "GET"}, make_entry(clock, "pre-move"), ticket) ==
+        StoreResult::superseded);
+}
+
 TEST_CASE("clear empties the store and its accounting", "[store]") {
   ManualClock clock;
   Store store = make_store();
