@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+# Corral on a real Redis Cluster whose topology changes under it: a failover (CLUSTER FAILOVER on a
+# replica) and a one-slot reshard drop the cached keys of exactly the slots that changed owner; the
+# per-node gauges on /metrics; INFO's per-node summary; sessions bound to a node (MULTI/WATCH,
+# blocking commands, SSUBSCRIBE) when their slot moves.
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_topology.py [filter]
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from cluster_process import ClusterStack, key_slot, slot_tags  # noqa: E402
+from harness import HOST, check, eq, wait_until  # noqa: E402
+
+suite = harness.Suite("cluster_topology")
+
+CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET"], "ttl": "5m",
+          "negative_ttl": "5m", "beta": 0}
+# A periodic refresh every second: a reshard that no command of Corral's ran into is seen soon.
+CONFIG = {"upstream": {"topology_refresh": "1s"},
+          "client": {"admin_password": "admin-secret"}}
+
+
+@suite.fixture
+def fixture():
+    return ClusterStack("cluster-topology", CONFIG).start()
+
+
+@suite.before_each
+def clean(stack):
+    stack.cluster.restore()
+    stack.cluster.flushall()
+
+
+def corral_state(stack, corral, key):
+    admin = stack.client(corral)
+    admin.execute_command("AUTH", "admin-secret")
+    flat = admin.execute_command("CORRAL.INFO", key)
+    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}["state"]
+
+
+def key_in_slot(slot, name):
+    return "product:{%s}%s" % (slot_tags()[slot], name)
+
+
+def a_slot_of(cluster, port, skip=()):
+    owners = cluster.slot_map()
+    return next(s for s in range(len(owners)) if owners[s] == port and s not in skip)
+
+
+def cache(stack, corral, keys):
+    """Writes each key on its primary, reads it through `corral` and checks it is cached."""
+    client = stack.client(corral)
+    for key in keys:
+        stack.cluster.node(stack.cluster.owner_of(key)).set(key, "v-" + key)
+    for key in keys:
+        eq(client.get(key), ("v-" + key).encode(), "read of %s" % key)
+        # A read right after a write may race the write's own invalidation (it travels on the
+        # tracking connection): read until the copy stays.
+        wait_until(lambda k=key: client.get(k) and corral_state(stack, corral, k) == b"fresh",
+                   5, what="%s cached" % key)
+
+
+def replica_of(cluster, primary):
+    pid = cluster.node_id(primary)
+    return next(n["port"] for n in cluster.nodes() if n["master"] == pid)
+
+
+def move_slot(cluster, slot, src, dst):
+    """Moves one slot with its keys from `src` to `dst` (what redis-cli --cluster reshard does
+    per slot: IMPORTING/MIGRATING, MIGRATE, then SETSLOT NODE everywhere)."""
+    src_id, dst_id = cluster.node_id(src), cluster.node_id(dst)
+    s, d = cluster.node(src), cluster.node(dst)
+    d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+    s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+    while True:
+        keys = s.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100)
+        if not keys:
+            break
+        s.execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *keys)
+    for port in [dst, src] + [p for p in cluster.primaries() if p not in (src, dst)]:
+        cluster.node(port).execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+    wait_until(lambda: cluster.slot_owner(slot) == dst, 10, what="slot %d on %d" % (slot, dst))
+
+
+@suite.test
+def failover_drops_the_cached_keys_of_the_moved_slots_only(stack):
+    corral = stack.cached_corral("corral-failover", [CACHED])
+    try:
+        cluster = stack.cluster
+        primaries = cluster.primaries()
+        failing, other = primaries[0], primaries[1]
+        moved = key_in_slot(a_slot_of(cluster, failing), "moved")
+        kept = key_in_slot(a_slot_of(cluster, other), "kept")
+        cache(stack, corral, [moved, kept])
+        promoted = replica_of(cluster, failing)
+        eq(cluster.node(promoted).execute_command("CLUSTER", "FAILOVER"), b"OK", "CLUSTER FAILOVER")
+        wait_until(lambda: cluster.owner_of(moved) == promoted, 20, what="the failover")
+        wait_until(lambda: corral_state(stack, corral, moved) == b"absent", 10,
+                   what="the moved slot's cached key to go")
+        eq(corral_state(stack, corral, kept), b"fresh", "a key of an untouched slot stays cached")
+        client = stack.client(corral)
+        eq(client.get(moved), b"v-" + moved.encode(), "read from the new primary")
+        wait_until(lambda: corral_state(stack, corral, moved) == b"fresh", 5,
+                   what="the moved key cached again")
+    finally:
+        corral.stop()
+
+
+@suite.test
+def resharded_slot_drops_its_cached_keys_only(stack):
+    corral = stack.cached_corral("corral-reshard", [CACHED])
+    try:
+        cluster = stack.cluster
+        src, dst = cluster.primaries()[0], cluster.primaries()[1]
+        slot = a_slot_of(cluster, src)
+        moved = key_in_slot(slot, "moved")
+        same_node = key_in_slot(a_slot_of(cluster, src, skip=(slot,)), "same-node")
+        other_node = key_in_slot(a_slot_of(cluster, dst), "other-node")
+        check(key_slot(same_node) != slot, "a second slot of the source")
+        cache(stack, corral, [moved, same_node, other_node])
+        # MIGRATE deletes the key on the source, whose tracking drops it anyway; a cached nil
+        # (no key to migrate) is dropped only because its slot changed owner.
+        missing = key_in_slot(slot, "missing")
+        eq(stack.client(corral).get(missing), None, "a key that does not exist")
+        eq(corral_state(stack, corral, missing), b"negative", "its nil cached")
+        move_slot(cluster, slot, src, dst)
+        for key in (moved, missing):
+            wait_until(lambda k=key: corral_state(stack, corral, k) == b"absent", 10,
+                       what="%s of the resharded slot to go" % key)
+        eq(corral_state(stack, corral, same_node), b"fresh",
+           "a key of another slot of the source primary stays cached")
+        eq(corral_state(stack, corral, other_node), b"fresh", "a key of the target stays cached")
+        eq(stack.client(corral).get(moved), b"v-" + moved.encode(), "read from the new owner")
+        move_slot(cluster, slot, dst, src)
+    finally:
+        corral.stop()
+
+
+@suite.test
+def per_node_gauges_on_metrics(stack):
+    cluster, corral = stack.cluster, stack.corral
+    client = stack.client()
+    for port in cluster.primaries():
+        client.get(key_in_slot(a_slot_of(cluster, port), "probe"))
+    roles = {n["port"]: ("primary" if "master" in n["flags"] and n["slots"] else "replica")
+             for n in cluster.nodes()}
+    for port, role in roles.items():
+        node = "%s:%d" % (HOST, port)
+        if role == "primary":
+            wait_until(lambda n=node: corral.metric("corral_cluster_node_connections", node=n,
+                                                    role="primary") >= 1, 5,
+                       what="a ready connection to %s" % node)
+            check(corral.metric("corral_cluster_node_slots", node=node, role="primary") > 0,
+                  "%s owns slots" % node)
+        else:
+            status, body = corral.http("/metrics")
+            check('node="%s",role="replica"' % node in body or
+                  'role="replica",node="%s"' % node in body, "a series for replica %s" % node)
+    eq(corral.metric("corral_cluster_node_slots"), 16384.0, "slots summed over nodes")
+    check(corral.metric("corral_cluster_node_topology_answers_total") >= 1, "refresh answers")
+    # A MULTI bound to a node opens a connection of the client's own: counted while it lives.
+    port = cluster.primaries()[2]
+    node = "%s:%d" % (HOST, port)
+    before = corral.metric("corral_cluster_node_connections", node=node)
+    with stack.raw() as raw:
+        eq(raw.call("MULTI"), b"OK", "MULTI")
+        eq(raw.call("SET", key_in_slot(a_slot_of(cluster, port), "tx"), "1"), b"QUEUED", "SET")
+        wait_until(lambda: corral.metric("corral_cluster_node_connections", node=node)
+                   == before + 1, 5, what="the dedicated connection counted")
+        eq(raw.call("EXEC"), [b"OK"], "EXEC")
+    wait_until(lambda: corral.metric("corral_cluster_node_connections", node=node) == before, 5,
+               what="the dedicated connection gone with its client")
+
+
+if __name__ == "__main__":
+    sys.exit(suite.main())
