@@ -173,5 +173,56 @@ def per_node_gauges_on_metrics(stack):
                what="the dedicated connection gone with its client")
 
 
+def info_node_lines(text):
+    """{port: {field: value}} from INFO's # ClusterNodes section."""
+    out = {}
+    for line in text.decode().splitlines():
+        if line.startswith("node") and ":address=" in line:
+            fields = dict(f.split("=", 1) for f in line.split(":", 1)[1].split(","))
+            out[int(fields["address"].rsplit(":", 1)[1])] = fields
+    return out
+
+
+@suite.test
+def info_is_corral_sections_and_a_line_per_node(stack):
+    cluster = stack.cluster
+    for i, port in enumerate(cluster.primaries()):
+        for n in range(3 + i):
+            cluster.node(port).set("{%s}k%d" % (slot_tags()[a_slot_of(cluster, port)], n), "v")
+    replicas = cluster.replicas()
+
+    def info_matching_roles():
+        # Right after the cluster formed, a replica may still be an empty primary in Corral's map
+        # until the next periodic refresh.
+        with stack.raw() as raw:
+            text = raw.call("INFO")
+        nodes = info_node_lines(text)
+        return text if all(nodes.get(p, {}).get("role") == "replica" for p in replicas) else None
+    text = wait_until(info_matching_roles, 5, what="INFO to list the replicas as replicas")
+    for section in (b"# Server", b"# Clients", b"# Proxy", b"# Cache", b"# ClusterNodes"):
+        check(section in text, "INFO has %s" % section.decode())
+    check(b"redis_version:" in text, "the nodes' version (from the handshake)")
+    # No single node's INFO passes for the cluster's.
+    check(b"used_memory:" not in text and b"# Keyspace" not in text, "no node's own sections")
+    nodes = info_node_lines(text)
+    eq(sorted(nodes), sorted(cluster.ports), "a line per node")
+    for i, port in enumerate(cluster.primaries()):
+        eq(nodes[port]["role"], "primary", "role of %d" % port)
+        eq((nodes[port]["connected"], nodes[port]["keys"]), ("yes", str(3 + i)), "keys of %d" % port)
+        check(nodes[port]["slots"] != "", "slots of %d" % port)
+    with stack.raw() as raw:
+        only = raw.call("INFO", "server")
+    check(b"# Server" in only and b"# ClusterNodes" not in only, "INFO server: that section")
+    # A hung primary: INFO still answers (after the command timeout), the node not connected.
+    hung = cluster.primaries()[1]
+    cluster.pause(hung)
+    try:
+        with stack.raw(timeout=15) as raw:
+            nodes = info_node_lines(raw.call("INFO"))
+        eq((nodes[hung]["connected"], nodes[hung]["keys"]), ("no", "?"), "the hung node's line")
+    finally:
+        cluster.resume(hung)
+
+
 if __name__ == "__main__":
     sys.exit(suite.main())
