@@ -422,12 +422,22 @@ TEST_CASE("CORRAL.CLUSTER shows the slot map and INFO a per-node summary", "[clu
   CHECK(nodes[0].elements[5].text == "primary");
   CHECK(nodes[0].elements[9].text == "0-8191");
   CHECK(nodes[3].elements[5].text == "replica");
-  client.send({"INFO"});  // no upstream INFO answer needed: the recording Links has none
-  const auto& info_link = c.proxy.links.shared_of(0);
-  REQUIRE(info_link.pending.size() == 1);
-  c.proxy.links.shared_of(0).answer("$21\r\n# Server\r\nredis:7.0\r\n\r\n");
-  CHECK(client.reply().find("node1:address=127.0.0.1:7001,role=primary,health=online,"
-                            "slots=8192-16383") != std::string::npos);
+  // INFO asks every primary for its DBSIZE at once and no node for its INFO.
+  client.send({"INFO"});
+  REQUIRE(c.links.at(7000).pending.size() == 1);
+  REQUIRE(c.links.at(7001).pending.size() == 1);
+  CHECK(c.links.at(7000).pending.front().bytes == "*1\r\n$6\r\nDBSIZE\r\n");
+  c.links.at(7001).answer(":42\r\n");
+  CHECK(client.reply().empty());  // the last primary has not answered yet
+  c.links.at(7000).pending.front().target->on_failure(c.links.at(7000).pending.front().tag,
+                                                      "ERR upstream timed out");
+  const std::string info = client.reply();
+  CHECK(info.find("# Proxy") != std::string::npos);
+  CHECK(info.find("node1:address=127.0.0.1:7001,role=primary,health=online,"
+                  "slots=8192-16383,connections=1,connected=yes,keys=42") != std::string::npos);
+  CHECK(info.find("node0:address=127.0.0.1:7000,role=primary,health=online,slots=0-8191,"
+                  "connections=1,connected=no,keys=?") != std::string::npos);
+  CHECK(info.find("node3:address=127.0.0.1:7101,role=replica") != std::string::npos);
 }
 
 }  // namespace corral::proxy::test
