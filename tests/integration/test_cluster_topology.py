@@ -132,9 +132,10 @@ def resharded_slot_drops_its_cached_keys_only(stack):
            "a key of another slot of the source primary stays cached")
         eq(corral_state(stack, corral, other_node), b"fresh", "a key of the target stays cached")
         eq(stack.client(corral).get(moved), b"v-" + moved.encode(), "read from the new owner")
-        move_slot(cluster, slot, dst, src)
     finally:
         corral.stop()
+        if cluster.slot_owner(slot) != src:
+            move_slot(cluster, slot, cluster.slot_owner(slot), src)
 
 
 @suite.test
@@ -222,6 +223,94 @@ def info_is_corral_sections_and_a_line_per_node(stack):
         eq((nodes[hung]["connected"], nodes[hung]["keys"]), ("no", "?"), "the hung node's line")
     finally:
         cluster.resume(hung)
+
+
+@suite.test
+def transaction_whose_slot_moves_aborts_and_the_next_goes_to_the_new_owner(stack):
+    cluster = stack.cluster
+    src, dst = cluster.primaries()[0], cluster.primaries()[1]
+    slot = a_slot_of(cluster, src)
+    key = "{%s}tx" % slot_tags()[slot]
+    try:
+        moved_transaction(stack, key, slot, src, dst)
+    finally:
+        if cluster.slot_owner(slot) != src:
+            move_slot(cluster, slot, cluster.slot_owner(slot), src)
+
+
+def moved_transaction(stack, key, slot, src, dst):
+    cluster = stack.cluster
+    with stack.raw() as raw:
+        eq(raw.call("MULTI"), b"OK", "MULTI")
+        eq(raw.call("SET", key, "1"), b"QUEUED", "SET, bound to %d" % src)
+        move_slot(cluster, slot, src, dst)
+        queued = raw.call("INCR", key)
+        harness.is_err(queued, "ERR", "a command queued after the slot moved")
+        check(b"moved to" in bytes(queued) and not bytes(queued).startswith(b"MOVED"),
+              "the error names the move, not a raw redirect: %r" % (queued,))
+        aborted = raw.call("EXEC")
+        harness.is_err(aborted, "EXECABORT", "EXEC of the transaction")
+        eq(cluster.node(dst).get(key), None, "nothing of it ran")
+        # The next transaction goes to the new owner at once (the MOVED patched the routing).
+        eq(raw.call("MULTI"), b"OK", "MULTI again")
+        eq(raw.call("SET", key, "2"), b"QUEUED", "SET")
+        eq(raw.call("INCR", key), b"QUEUED", "INCR")
+        eq(raw.call("EXEC"), [b"OK", 3], "EXEC on the new owner")
+    eq(cluster.node(dst).get(key), b"3", "written on the new owner")
+
+
+@suite.test
+def exec_after_the_slot_moved_answers_execabort(stack):
+    cluster = stack.cluster
+    src, dst = cluster.primaries()[0], cluster.primaries()[2]
+    slot = a_slot_of(cluster, src)
+    key = "{%s}tx2" % slot_tags()[slot]
+    try:
+        with stack.raw() as raw:
+            eq(raw.call("MULTI"), b"OK", "MULTI")
+            eq(raw.call("SET", key, "1"), b"QUEUED", "SET")
+            move_slot(cluster, slot, src, dst)
+            aborted = raw.call("EXEC")
+            harness.is_err(aborted, "EXECABORT", "EXEC once the slot moved")
+            check(b"moved to" in bytes(aborted), "EXECABORT names the move: %r" % (aborted,))
+        eq(cluster.node(dst).get(key), None, "nothing ran")
+    finally:
+        if cluster.slot_owner(slot) != src:
+            move_slot(cluster, slot, cluster.slot_owner(slot), src)
+
+
+def _blpop(stack, key, out):
+    try:
+        with stack.raw(timeout=40) as r:
+            out["reply"] = r.call("BLPOP", key, "30")
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        out["reply"] = e
+
+
+@suite.test
+def blocking_command_whose_slot_moves_is_retried_on_the_new_owner(stack):
+    import threading
+    cluster = stack.cluster
+    src, dst = cluster.primaries()[1], cluster.primaries()[2]
+    slot = a_slot_of(cluster, src)
+    key = "{%s}bl" % slot_tags()[slot]
+    out = {}
+    t = threading.Thread(target=_blpop, args=(stack, key, out), daemon=True)
+    t.start()
+    wait_until(lambda: cluster.node(src).info("clients")["blocked_clients"] >= 1, 10,
+               what="BLPOP blocked on %d" % src)
+    try:
+        move_slot(cluster, slot, src, dst)
+        # Redis unblocks the client with -MOVED (clientsCron); Corral blocks again on the new
+        # owner.
+        wait_until(lambda: cluster.node(dst).info("clients")["blocked_clients"] >= 1, 10,
+                   what="BLPOP blocked again on the new owner %d" % dst)
+        cluster.node(dst).lpush(key, "item")
+        t.join(20)
+        eq(out.get("reply"), [key.encode(), b"item"], "BLPOP's answer")
+    finally:
+        if cluster.slot_owner(slot) != src:
+            move_slot(cluster, slot, cluster.slot_owner(slot), src)
 
 
 if __name__ == "__main__":

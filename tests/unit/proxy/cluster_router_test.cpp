@@ -477,3 +477,48 @@ TEST_CASE("a cache fetch waits out a failover: unreachable nodes are retried on 
 }
 
 }  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("a blocking command answered MOVED blocks again on the slot's new owner", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"BLPOP", "foo", "0"});  // slot 12182, on 7001
+  REQUIRE(c.links.dedicated.size() == 1);
+  c.links.dedicated[0].second->answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  CHECK(client.reply().empty());
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[0].second->closes == 1);
+  CHECK(c.links.dedicated[1].first == 7000);
+  CHECK(c.links.dedicated[1].second->bytes() ==
+        std::vector<std::string>{wire({"BLPOP", "foo", "0"})});
+  CHECK(c.links.map.owner[12182] == 0);  // routed there from now on
+  CHECK(c.links.refreshes.back() == upstream::RefreshReason::moved);
+  c.links.dedicated[1].second->answer("*2\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+  CHECK(client.reply() == "*2\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+}
+
+TEST_CASE("a transaction whose slot moved: a clear error, EXECABORT, the next one on the new owner",
+          "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MULTI"});
+  client.send({"SET", "foo", "1"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  auto& link = *c.links.dedicated[0].second;
+  link.answer("+OK\r\n");
+  link.answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  CHECK(client.reply() ==
+        "-ERR the slot 12182 moved to 127.0.0.1:7000 during the session; retry the "
+        "transaction\r\n");
+  client.send({"EXEC"});
+  link.answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  CHECK(client.reply() ==
+        "-EXECABORT Transaction discarded: its slot 12182 moved to 127.0.0.1:7000; retry it\r\n");
+  client.send({"MULTI"});
+  client.send({"SET", "foo", "2"});
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[1].first == 7000);
+}
+
+}  // namespace corral::proxy::test
