@@ -206,7 +206,7 @@ std::shared_ptr<upstream::Link> ClusterRouter::dedicated_for_slot(int slot, std:
   }
   auto connection = links_.dedicated_node_link(node, protocol);
   if (!connection) return nullptr;
-  return std::make_shared<NodeBoundLink>(std::move(connection));
+  return std::make_shared<NodeBoundLink>(*this, std::move(connection), node, protocol);
 }
 
 }  // namespace corral::proxy

@@ -9,8 +9,10 @@
 
 #include <string>
 
+#include "proxy/ascii.hpp"
 #include "proxy/cluster_router.hpp"
 #include "resp/encoder.hpp"
+#include "resp/reply.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/redirect.hpp"
 
@@ -26,6 +28,21 @@ class Discard final : public upstream::ReplyTarget {
   void on_reply(std::uint64_t, std::string_view) override {}
   void on_failure(std::uint64_t, std::string_view) override {}
 };
+
+// Routes the slot by the redirect from now on (MOVED) and counts it; the node's index.
+int note_moved(ClusterRouter& router, const upstream::Redirect& redirect) {
+  auto& links = router.links();
+  auto& routes = links.routes();
+  const int node = routes.find_or_add(redirect.to);
+  if (redirect.moved) {
+    links.counters().redirected(upstream::RedirectKind::moved);
+    routes.owner[redirect.slot] = static_cast<std::int16_t>(node);
+    links.request_refresh(upstream::RefreshReason::moved);
+  } else {
+    links.counters().redirected(upstream::RedirectKind::ask);
+  }
+  return node;
+}
 
 class RedirectGuard final : public upstream::ReplyTarget,
                             public std::enable_shared_from_this<RedirectGuard> {
@@ -44,7 +61,7 @@ class RedirectGuard final : public upstream::ReplyTarget,
     const auto redirect =
         reply.empty() || reply.front() != '-' ? std::nullopt : upstream::read_redirect(reply);
     if (!redirect) return target_->on_reply(tag, reply);
-    const int node = note(*redirect);
+    const int node = note_moved(router_, *redirect);
     if (kind_ == BoundCommand::blocking && hops_ < router_.max_redirects() && node >= 0 &&
         retry_on(node, redirect->moved, tag)) {
       return;
@@ -63,26 +80,9 @@ class RedirectGuard final : public upstream::ReplyTarget,
   }
 
  private:
-  // Routes the slot by the redirect from now on (MOVED), counts it; the node's index or -1.
-  int note(const upstream::Redirect& redirect) {
-    auto& links = router_.links();
-    auto& routes = links.routes();
-    const int node = routes.find_or_add(redirect.to);
-    if (redirect.moved) {
-      links.counters().redirected(upstream::RedirectKind::moved);
-      routes.owner[redirect.slot] = static_cast<std::int16_t>(node);
-      links.request_refresh(upstream::RefreshReason::moved);
-    } else {
-      links.counters().redirected(upstream::RedirectKind::ask);
-    }
-    return node;
-  }
-
   bool retry_on(int node, bool moved, std::uint64_t tag) {
     ++hops_;
-    auto next = router_.links().dedicated_node_link(node, protocol_);
-    if (!next) return false;
-    link_->replace(next);
+    if (!link_->move_to(node)) return false;
     if (!moved && !link_->send(kAsking, std::make_shared<Discard>(), 0, false)) return false;
     return link_->send(command_, shared_from_this(), tag, true);
   }
@@ -96,13 +96,113 @@ class RedirectGuard final : public upstream::ReplyTarget,
   int hops_ = 0;
 };
 
+// The unsolicited stream of a node-bound connection, seen by the link first.
+class Follower final : public upstream::ReplyTarget {
+ public:
+  Follower(std::weak_ptr<NodeBoundLink> link, std::shared_ptr<upstream::ReplyTarget> client)
+      : link_(std::move(link)), client_(std::move(client)) {}
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    const auto link = link_.lock();
+    if (link && !link->follow_unsolicited(reply)) return;
+    client_->on_reply(tag, reply);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    client_->on_failure(tag, error);
+  }
+
+ private:
+  std::weak_ptr<NodeBoundLink> link_;
+  std::shared_ptr<upstream::ReplyTarget> client_;
+};
+
+// The confirmation (or MOVED) of an SSUBSCRIBE the link sent for itself.
+class Resubscribe final : public upstream::ReplyTarget {
+ public:
+  Resubscribe(std::weak_ptr<NodeBoundLink> link, std::string channel, int hops)
+      : link_(std::move(link)), channel_(std::move(channel)), hops_(hops) {}
+  void on_reply(std::uint64_t, std::string_view reply) override {
+    const auto link = link_.lock();
+    const auto redirect = upstream::read_redirect(reply);
+    if (!link || !redirect) return;  // subscribed (or the session ended meanwhile)
+    note_moved(link->router(), *redirect);
+    if (hops_ >= link->router().max_redirects()) return;
+    const int node = link->router().links().routes().find_or_add(redirect->to);
+    if (node != link->node() && !link->move_to(node)) return;
+    link->resubscribe(channel_, hops_ + 1);
+  }
+  void on_failure(std::uint64_t, std::string_view) override {}
+
+ private:
+  std::weak_ptr<NodeBoundLink> link_;
+  std::string channel_;
+  int hops_;
+};
+
 }  // namespace
 
-void NodeBoundLink::replace(std::shared_ptr<upstream::Link> next) {
+bool NodeBoundLink::move_to(int node) {
+  auto next = router_.links().dedicated_node_link(node, protocol_);
+  if (!next) return false;
   connection_->set_unsolicited_target(nullptr);
   connection_->close();
   connection_ = std::move(next);
-  if (unsolicited_) connection_->set_unsolicited_target(unsolicited_);
+  node_ = node;
+  if (follower_) connection_->set_unsolicited_target(follower_);
+  return true;
+}
+
+bool NodeBoundLink::send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,
+                         std::uint64_t tag, bool exempt_from_timeout) {
+  note_command(command);
+  return connection_->send(command, std::move(target), tag, exempt_from_timeout);
+}
+
+bool NodeBoundLink::send_untracked(std::string_view command) {
+  note_command(command);
+  return connection_->send_untracked(command);
+}
+
+void NodeBoundLink::set_unsolicited_target(std::shared_ptr<upstream::ReplyTarget> target) {
+  follower_ = target ? std::make_shared<Follower>(weak_from_this(), std::move(target)) : nullptr;
+  connection_->set_unsolicited_target(follower_);
+}
+
+void NodeBoundLink::note_command(std::string_view command) {
+  const auto decoded = resp::decode_reply(command);
+  if (!decoded || decoded->elements.empty()) return;
+  const auto& name = decoded->elements[0].text;
+  if (iequals(name, "ssubscribe")) {
+    for (std::size_t i = 1; i < decoded->elements.size(); ++i) {
+      shard_channels_.insert(decoded->elements[i].text);
+    }
+  } else if (iequals(name, "sunsubscribe")) {
+    if (decoded->elements.size() == 1) shard_channels_.clear();
+    for (std::size_t i = 1; i < decoded->elements.size(); ++i) {
+      shard_channels_.erase(decoded->elements[i].text);
+    }
+  }
+}
+
+bool NodeBoundLink::follow_unsolicited(std::string_view message) {
+  if (shard_channels_.empty()) return true;
+  const auto decoded = resp::decode_reply(message);
+  if (!decoded || decoded->elements.size() != 3 || decoded->elements[0].text != "sunsubscribe") {
+    return true;
+  }
+  const auto& channel = decoded->elements[1].text;
+  if (shard_channels_.count(channel) == 0) return true;  // the client's own SUNSUBSCRIBE
+  router_.links().request_refresh(upstream::RefreshReason::moved);
+  resubscribe(channel, 0);
+  return false;
+}
+
+void NodeBoundLink::resubscribe(const std::string& channel, int hops) {
+  std::string command;
+  const std::string_view argv[] = {"SSUBSCRIBE", channel};
+  resp::append_command(command, argv);
+  // Not through send(): the channel is the client's already.
+  connection_->send(command, std::make_shared<Resubscribe>(weak_from_this(), channel, hops), 0,
+                    true);
 }
 
 bool send_on_node(ClusterRouter& router, const std::shared_ptr<NodeBoundLink>& link,

@@ -313,5 +313,32 @@ def blocking_command_whose_slot_moves_is_retried_on_the_new_owner(stack):
             move_slot(cluster, slot, cluster.slot_owner(slot), src)
 
 
+@suite.test
+def shard_subscription_follows_its_slot_to_the_new_owner(stack):
+    cluster = stack.cluster
+    src, dst = cluster.primaries()[2], cluster.primaries()[0]
+    slot = a_slot_of(cluster, src)
+    channel = "{%s}sch" % slot_tags()[slot]
+    try:
+        with stack.raw() as sub:
+            eq(sub.call("SSUBSCRIBE", channel), [b"ssubscribe", channel.encode(), 1], "SSUBSCRIBE")
+            eq(cluster.node(src).execute_command("SPUBLISH", channel, "before"), 1, "on %d" % src)
+            eq(sub.read(), [b"smessage", channel.encode(), b"before"], "message before the move")
+            move_slot(cluster, slot, src, dst)
+            # Redis ends the subscription on the old owner (sunsubscribe); Corral subscribes again
+            # on the new one without telling the client.
+            wait_until(lambda: cluster.node(dst).execute_command("PUBSUB", "SHARDNUMSUB",
+                                                                 channel)[1] == 1, 10,
+                       what="the shard subscription on the new owner %d" % dst)
+            eq(cluster.node(dst).execute_command("SPUBLISH", channel, "after"), 1, "on %d" % dst)
+            eq(sub.read(), [b"smessage", channel.encode(), b"after"],
+               "the next message, from the new owner (no sunsubscribe in between)")
+            eq(sub.call("SUNSUBSCRIBE", channel), [b"sunsubscribe", channel.encode(), 0],
+               "the client's own SUNSUBSCRIBE still answered")
+    finally:
+        if cluster.slot_owner(slot) != src:
+            move_slot(cluster, slot, cluster.slot_owner(slot), src)
+
+
 if __name__ == "__main__":
     sys.exit(suite.main())
