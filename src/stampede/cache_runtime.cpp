@@ -116,6 +116,20 @@ std::size_t CacheRuntime::invalidate_key(std::string_view user_key, Invalidation
   return dropped;
 }
 
+std::size_t CacheRuntime::invalidate_key_filled_here(std::string_view user_key,
+                                                     InvalidationSource source, bool counts) {
+  if (counts) count_invalidation(user_key, source);
+  std::size_t dropped = store_.invalidate_filled_here(user_key);
+  const auto reader_key = unversioned_key(user_key);
+  if (reader_key.size() != user_key.size()) {
+    const auto set = policies();
+    const auto index = set->match(user_key);
+    if (index && set->settings[*index].versioned)
+      dropped += store_.invalidate_filled_here(reader_key);
+  }
+  return dropped;
+}
+
 std::size_t CacheRuntime::invalidate_prefix(std::string_view prefix, InvalidationSource source) {
   const auto set = policies();
   const auto covering = set->match(prefix);

@@ -78,6 +78,10 @@ class CacheRuntime {
   // Drops every cached reply of `user_key` (superseding fills in flight) and counts it for the
   // key's policy. Returns the entries dropped.
   std::size_t invalidate_key(std::string_view user_key, InvalidationSource source);
+  // invalidate_key for a tracking listener of the calling io thread alone (see
+  // cache::Store::invalidate_filled_here); counted when `counts`.
+  std::size_t invalidate_key_filled_here(std::string_view user_key, InvalidationSource source,
+                                         bool counts);
   // Drops every key starting with `prefix`; counted once for each policy it touches (the one
   // the prefix falls under, and those whose own prefix starts with it).
   std::size_t invalidate_prefix(std::string_view prefix, InvalidationSource source);

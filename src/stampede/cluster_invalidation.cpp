@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cache/store.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
 #include "upstream/key_slot.hpp"
@@ -47,15 +48,21 @@ ClusterInvalidation::ClusterInvalidation(const asio::any_io_executor& executor,
                                          const config::UpstreamSettings& upstream,
                                          std::shared_ptr<const upstream::Topology> topology,
                                          CacheRuntime& runtime,
-                                         std::function<void(std::string_view)> invalidated)
+                                         std::function<void(std::string_view)> invalidated,
+                                         int thread)
     : executor_(executor),
       upstream_(upstream),
       topology_(std::move(topology)),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
-      timer_(executor) {}
+      timer_(executor),
+      thread_(thread) {}
 
 void ClusterInvalidation::start() {
+  // Fills on this thread record it, so that this thread's listeners drop them (and only them).
+  if (thread_ < cache::Store::kMaxFillers) {
+    cache::Store::set_thread_filler(static_cast<std::uint8_t>(thread_));
+  }
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->follow(); }, asio::detached);
 }
@@ -87,7 +94,7 @@ void ClusterInvalidation::sync() {
   version_ = topology_->version();
   const auto map = topology_->current();
   if (!map) return;
-  if (seen_) drop_slots(upstream::slots_changing_owner(*seen_, *map));
+  if (seen_ && thread_ == 0) drop_slots(upstream::slots_changing_owner(*seen_, *map));
   seen_ = map;
   std::map<std::string, config::Endpoint> primaries;
   for (int p : map->primaries) {
@@ -109,8 +116,10 @@ void ClusterInvalidation::sync() {
     auto settings = upstream_;
     settings.servers = {endpoint};
     settings.cluster = false;
-    auto listener = std::make_shared<InvalidationListener>(
-        executor_, settings, runtime_, invalidated_, node_scope(topology_, endpoint));
+    InvalidationListener::NodeRole role{node_scope(topology_, endpoint),
+                                        thread_ < cache::Store::kMaxFillers, thread_ == 0};
+    auto listener = std::make_shared<InvalidationListener>(executor_, settings, runtime_,
+                                                           invalidated_, std::move(role));
     listener->start();
     listeners_.emplace(key, std::move(listener));
   }

@@ -84,12 +84,12 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
                                            const config::UpstreamSettings& upstream,
                                            CacheRuntime& runtime,
                                            std::function<void(std::string_view)> invalidated,
-                                           KeyScope scope)
+                                           std::optional<NodeRole> role)
     : executor_(executor),
       upstream_(upstream),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
-      scope_(std::move(scope)),
+      role_(std::move(role)),
       backoff_timer_(executor) {}
 
 InvalidationListener::~InvalidationListener() = default;
@@ -201,7 +201,11 @@ void InvalidationListener::apply(std::string_view message,
   for (const auto& key : keys.elements) {
     // A tag key is a purge; it may also be cached under a policy whose prefix covers it.
     if (const auto tag = tag_of_key(key.text)) runtime_.tags().purge(*tag);
-    runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+    if (role_ && role_->this_thread_only) {
+      runtime_.invalidate_key_filled_here(key.text, InvalidationSource::tracking, role_->counts);
+    } else {
+      runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+    }
     runtime_.fleet_wakeups().notify(key.text);
     if (invalidated_) invalidated_(key.text);
   }
@@ -210,8 +214,8 @@ void InvalidationListener::apply(std::string_view message,
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
   // Purges announced while nobody tracked went unseen: every tagged entry goes.
   if (tracks_tags(prefixes)) runtime_.tags().purge_all();
-  if (scope_) {
-    runtime_.invalidate_in_scope(prefixes, scope_(), InvalidationSource::tracking);
+  if (role_ && role_->scope) {
+    runtime_.invalidate_in_scope(prefixes, role_->scope(), InvalidationSource::tracking);
     return;
   }
   for (const auto& prefix : prefixes) {
