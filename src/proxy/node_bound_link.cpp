@@ -1,8 +1,10 @@
-// The redirect guard of a node-bound connection. Redis Cluster clients (redis-py, ioredis) see
-// -MOVED inside a transaction and EXECABORT at EXEC, refresh their map and retry the whole
-// transaction; a client of Corral does not know the cluster, so it gets the same outcome in words
-// it understands (an error naming the move, EXECABORT) while Corral refreshes for it. A blocking
-// command has no state to lose: it is simply sent again to the new owner, as redis-py does.
+// The redirect guard of a node-bound connection. What a cluster client expects: Redis itself
+// answers a command queued after its slot moved with -MOVED and the EXEC with EXECABORT (the
+// transaction is discarded); redis-py 4.3 (Debian's) refuses transactions on a cluster and
+// re-sends any other command answered MOVED to the new owner after updating its map, blocking
+// ones included. A client of Corral does not know the cluster, so a transaction gets the same
+// outcome in words it understands (an error naming the move, EXECABORT) while Corral reroutes the
+// slot for the retry, and a blocking command is simply sent again to the new owner.
 #include "proxy/node_bound_link.hpp"
 
 #include <fmt/format.h>
