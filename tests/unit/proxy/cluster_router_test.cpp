@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "proxy/cluster_scan.hpp"
+#include "proxy/node_bound_link.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
 #include "upstream/cluster_command.hpp"
@@ -519,6 +520,45 @@ TEST_CASE("a transaction whose slot moved: a clear error, EXECABORT, the next on
   client.send({"SET", "foo", "2"});
   REQUIRE(c.links.dedicated.size() == 2);
   CHECK(c.links.dedicated[1].first == 7000);
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("a shard channel the node ends because its slot moved is subscribed again there",
+          "[cluster]") {
+  RecordingClusterLinks links;
+  config::UpstreamSettings settings;
+  settings.max_redirects = 3;
+  ClusterRouter router(links, settings);
+  auto link = std::dynamic_pointer_cast<NodeBoundLink>(
+      router.dedicated_for_slot(static_cast<int>(key_slot("foo")), 0, 2));
+  REQUIRE(link);
+  auto client = std::make_shared<Replies>();
+  link->set_unsolicited_target(client);
+  REQUIRE(link->send(wire({"SSUBSCRIBE", "foo"}), client, 1, true));
+  auto& first = *links.dedicated[0].second;
+  CHECK(links.dedicated[0].first == 7001);
+  first.answer("*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n");
+  // The slot moved: Redis ends the subscription by itself; the client does not hear of it.
+  first.unsolicited->on_reply(0, "*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n");
+  CHECK(client->replies.count(0) == 0);
+  CHECK(first.sent.back().bytes == wire({"SSUBSCRIBE", "foo"}));
+  first.answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  REQUIRE(links.dedicated.size() == 2);
+  CHECK(first.closes == 1);
+  auto& second = *links.dedicated[1].second;
+  CHECK(links.dedicated[1].first == 7000);
+  CHECK(second.bytes() == std::vector<std::string>{wire({"SSUBSCRIBE", "foo"})});
+  second.answer("*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n");
+  CHECK(client->replies.count(0) == 0);  // the confirmation was the link's own
+  second.unsolicited->on_reply(0, "*3\r\n$8\r\nsmessage\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+  CHECK(client->replies[0] == "*3\r\n$8\r\nsmessage\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+  // The client's own SUNSUBSCRIBE: its confirmations reach it.
+  REQUIRE(link->send(wire({"SUNSUBSCRIBE", "foo"}), client, 2, true));
+  second.unsolicited->on_reply(0, "*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n");
+  CHECK(client->replies[0] == "*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n");
 }
 
 }  // namespace corral::proxy::test
