@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <string>
 
 #include "proxy/ascii.hpp"
@@ -170,6 +171,10 @@ void NodeBoundLink::set_unsolicited_target(std::shared_ptr<upstream::ReplyTarget
 }
 
 void NodeBoundLink::note_command(std::string_view command) {
+  // Only (S)(UN)SUBSCRIBE matter; the name is in the first few bytes ("*2\r\n$10\r\nSSUBSCRIBE").
+  std::string head(command.substr(0, 24));
+  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (head.find("ubscribe") == std::string::npos) return;
   const auto decoded = resp::decode_reply(command);
   if (!decoded || decoded->elements.empty()) return;
   const auto& name = decoded->elements[0].text;
