@@ -16,7 +16,6 @@
 #include "proxy/cluster_router.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
-#include "upstream/errors.hpp"
 #include "upstream/redirect.hpp"
 
 namespace corral::proxy {
