@@ -156,11 +156,28 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   auto refresh = [&first](std::string_view key) { first.read_through.refresh_invalidated(key); };
   StatusCollector::Tracking tracking;
   if (topology_) {
-    cluster_tracking_ = std::make_shared<stampede::ClusterInvalidation>(
-        server_.io(0).get_executor(), settings_.upstream, topology_, *cache_, refresh);
-    tracking = {[t = cluster_tracking_] { return t->tracking(); },
-                [t = cluster_tracking_] { return t->wanted(); },
-                [t = cluster_tracking_] { return t->reconnects(); }};
+    // Every io thread tracks each primary itself and applies what it reads to its own fills:
+    // Redis sends a write's invalidation before the write's reply, so a thread reads it before
+    // any later request of its clients for the key, whereas another thread's listener may read
+    // it after this thread's fill and drop a fresh copy.
+    for (int i = 0; i < server_.threads(); ++i) {
+      cluster_tracking_.push_back(std::make_shared<stampede::ClusterInvalidation>(
+          server_.io(i).get_executor(), settings_.upstream, topology_, *cache_,
+          i == 0 ? refresh : std::function<void(std::string_view)>{}, i));
+    }
+    const auto all = cluster_tracking_;
+    tracking = {
+        [all] {
+          return std::all_of(all.begin(), all.end(), [](const auto& t) { return t->tracking(); });
+        },
+        [all] {
+          return std::any_of(all.begin(), all.end(), [](const auto& t) { return t->wanted(); });
+        },
+        [all] {
+          std::uint64_t total = 0;
+          for (const auto& t : all) total += t->reconnects();
+          return total;
+        }};
   } else {
     listener_ = std::make_shared<stampede::InvalidationListener>(
         server_.io(0).get_executor(), settings_.upstream, *cache_, refresh);
@@ -178,8 +195,10 @@ void App::run() {
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
   if (listener_) asio::post(first_io, [listener = listener_] { listener->start(); });
-  if (cluster_tracking_)
-    asio::post(first_io, [tracking = cluster_tracking_] { tracking->start(); });
+  for (std::size_t i = 0; i < cluster_tracking_.size(); ++i) {
+    asio::post(server_.io(static_cast<int>(i)),
+               [tracking = cluster_tracking_[i]] { tracking->start(); });
+  }
   // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
   const auto pointer_watch = std::make_shared<stampede::PointerWatch>(first_io.get_executor(),
                                                                       first.keyed_caller, *cache_);
@@ -199,8 +218,9 @@ void App::run() {
   server_.on_reload([this, &first_io](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
     if (listener_) asio::post(first_io, [listener = listener_] { listener->restart(); });
-    if (cluster_tracking_) {
-      asio::post(first_io, [tracking = cluster_tracking_] { tracking->restart(); });
+    for (std::size_t i = 0; i < cluster_tracking_.size(); ++i) {
+      asio::post(server_.io(static_cast<int>(i)),
+                 [tracking = cluster_tracking_[i]] { tracking->restart(); });
     }
   });
   spdlog::info("upstream {} {}:{}{}", topology_ ? "cluster, seed" : "",

@@ -45,8 +45,9 @@ class App {
   std::vector<std::unique_ptr<ThreadParts>> threads_;
   std::shared_ptr<stampede::InvalidationListener> listener_;
   std::shared_ptr<StatusCollector> status_;
-  std::shared_ptr<upstream::Topology> topology_;                     // Redis Cluster only
-  std::shared_ptr<stampede::ClusterInvalidation> cluster_tracking_;  // Redis Cluster only
+  std::shared_ptr<upstream::Topology> topology_;  // Redis Cluster only
+  // Redis Cluster only: one per io thread (see App::App).
+  std::vector<std::shared_ptr<stampede::ClusterInvalidation>> cluster_tracking_;
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
 };
 

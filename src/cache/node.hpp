@@ -47,6 +47,9 @@ struct Node {
   std::uint32_t value_size;
   std::uint16_t variant_size;
   std::uint8_t flags;
+  // The io thread whose fill stored it (Store::set_thread_filler), or Store's kNoFiller; fits the
+  // header's last padding byte.
+  std::uint8_t filler;
 
   // Whether the sizes fit the header's fields.
   static bool representable(CacheKey key, const Entry& entry) {

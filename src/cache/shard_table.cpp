@@ -90,12 +90,41 @@ std::size_t ShardTable::remove_user_key(std::size_t hash, std::string_view user_
   return removed;
 }
 
+std::size_t ShardTable::remove_user_key_filled_by(std::size_t hash, std::string_view user_key,
+                                                  std::uint8_t filler, std::uint8_t no_filler) {
+  std::size_t removed = 0;
+  Node* node = bucket(hash);
+  while (node) {
+    Node* next = node->chain_next;
+    if (node->user_key() == user_key && (node->filler == filler || node->filler == no_filler)) {
+      remove(hash, node);
+      ++removed;
+    }
+    node = next;
+  }
+  return removed;
+}
+
 std::size_t ShardTable::remove_prefix(std::string_view prefix) {
   std::size_t removed = 0;
   Node* node = head_;
   while (node) {
     Node* next = node->older;
     if (starts_with(node->user_key(), prefix)) {
+      remove(hash_user_key(node->user_key()), node);
+      ++removed;
+    }
+    node = next;
+  }
+  return removed;
+}
+
+std::size_t ShardTable::remove_matching(const std::function<bool(std::string_view)>& matches) {
+  std::size_t removed = 0;
+  Node* node = head_;
+  while (node) {
+    Node* next = node->older;
+    if (matches(node->user_key())) {
       remove(hash_user_key(node->user_key()), node);
       ++removed;
     }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -41,7 +42,12 @@ class ShardTable {
   void remove(std::size_t hash, Node* node);
   bool remove_key(std::size_t hash, CacheKey key);
   std::size_t remove_user_key(std::size_t hash, std::string_view user_key);
+  // The key's nodes filled by `filler` or by no io thread in particular (`no_filler`).
+  std::size_t remove_user_key_filled_by(std::size_t hash, std::string_view user_key,
+                                        std::uint8_t filler, std::uint8_t no_filler);
   std::size_t remove_prefix(std::string_view prefix);
+  // Every node whose user key `matches` accepts (called once per entry, under the shard's lock).
+  std::size_t remove_matching(const std::function<bool(std::string_view)>& matches);
   std::size_t remove_all();
   // Frees dead entries among the next `bucket_count` buckets; a rotating cursor makes repeated
   // calls cover the whole table.

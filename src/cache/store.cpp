@@ -3,6 +3,7 @@
 #include "cache/store.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include "cache/shard_table.hpp"
 
@@ -13,8 +14,22 @@ namespace {
 // cached costs no allocation; a false "superseded" needs another key of the same slot to be
 // invalidated during the fetch, and only costs one uncached result.
 constexpr std::size_t kGenerationSlots = 64;
+// Per filler, coarser slots (a shard holds kMaxFillers of them once any filler invalidated).
+constexpr std::size_t kFillerSlots = 8;
+// A ticket: the filler in the top byte, the generation sum below.
+constexpr int kFillerShift = 56;
+constexpr std::uint64_t kGenerationMask = (std::uint64_t{1} << kFillerShift) - 1;
 
 std::size_t generation_slot(std::size_t hash) { return (hash >> 16) % kGenerationSlots; }
+
+thread_local std::uint8_t this_thread_filler = Store::kNoFiller;
+
+std::uint64_t encode_ticket(std::uint8_t filler, std::uint64_t generation) {
+  return (std::uint64_t{filler} << kFillerShift) | (generation & kGenerationMask);
+}
+std::uint8_t ticket_filler(std::uint64_t ticket) {
+  return static_cast<std::uint8_t>(ticket >> kFillerShift);
+}
 
 }  // namespace
 
@@ -22,17 +37,35 @@ std::size_t generation_slot(std::size_t hash) { return (hash >> 16) % kGeneratio
 struct alignas(64) Store::Shard {
   Shard(std::uint64_t budget, detail::StoreCounters& counters) : table(budget, counters) {}
 
-  std::uint64_t ticket(std::size_t hash) const {
-    return generation + slot_generations[generation_slot(hash)];
+  std::uint64_t ticket(std::size_t hash, std::uint8_t filler) const {
+    std::uint64_t sum = generation + slot_generations[generation_slot(hash)];
+    if (filler != kNoFiller && !filler_generations.empty()) {
+      sum += filler_generations[filler * kFillerSlots + (hash >> 8) % kFillerSlots];
+    }
+    return encode_ticket(filler, sum);
   }
   void supersede(std::size_t hash) { ++slot_generations[generation_slot(hash)]; }
+  void supersede(std::size_t hash, std::uint8_t filler) {
+    if (filler_generations.empty()) filler_generations.assign(kMaxFillers * kFillerSlots, 0);
+    ++filler_generations[filler * kFillerSlots + (hash >> 8) % kFillerSlots];
+  }
+  static constexpr std::uint8_t kNoFiller = Store::kNoFiller;
+  static constexpr std::size_t kMaxFillers = Store::kMaxFillers;
 
   mutable std::mutex mutex;
   detail::ShardTable table;
   // Both only grow, so their sum changes whenever either does.
   std::uint64_t generation = 0;  // bumped by invalidate_prefix and clear
   std::array<std::uint64_t, kGenerationSlots> slot_generations{};  // bumped per key
+  std::vector<std::uint64_t> filler_generations;  // per filler: invalidate_filled_here()
 };
+
+void Store::set_thread_filler(std::uint8_t filler) {
+  assert(filler < kMaxFillers || filler == kNoFiller);
+  this_thread_filler = filler;
+}
+
+std::uint8_t Store::thread_filler() { return this_thread_filler; }
 
 Store::Store(const config::CacheSettings& settings)
     : shard_count_(static_cast<std::size_t>(std::max(1, settings.shards))),
@@ -90,7 +123,14 @@ std::uint64_t Store::fill_ticket(std::string_view user_key) const {
   const std::size_t hash = detail::hash_user_key(user_key);
   Shard& shard = shard_for(hash);
   std::lock_guard lock(shard.mutex);
-  return shard.ticket(hash);
+  return shard.ticket(hash, thread_filler());
+}
+
+bool Store::ticket_valid(std::string_view user_key, std::uint64_t ticket) const {
+  const std::size_t hash = detail::hash_user_key(user_key);
+  Shard& shard = shard_for(hash);
+  std::lock_guard lock(shard.mutex);
+  return shard.ticket(hash, ticket_filler(ticket)) == ticket;
 }
 
 StoreResult Store::store(CacheKey key, const Entry& entry) { return fill(key, entry, nullptr); }
@@ -106,8 +146,11 @@ StoreResult Store::fill(CacheKey key, const Entry& entry, const std::uint64_t* t
   // shard's readers; a node left unused is freed after the lock is released.
   detail::NodePtr node;
   if (detail::Node::representable(key, entry)) node.reset(detail::Node::create(key, entry));
+  if (node) node->filler = ticket ? ticket_filler(*ticket) : kNoFiller;
   std::lock_guard lock(shard.mutex);
-  if (ticket && shard.ticket(hash) != *ticket) return StoreResult::superseded;
+  if (ticket && shard.ticket(hash, ticket_filler(*ticket)) != *ticket) {
+    return StoreResult::superseded;
+  }
   if (node && shard.table.insert(hash, node, entry.stored_at)) return StoreResult::stored;
   // Too large: the old value is outdated by the one that cannot be cached, so it goes too.
   if (!node) shard.table.remove_key(hash, key);
@@ -140,6 +183,16 @@ std::size_t Store::invalidate(std::string_view user_key) {
   return shard.table.remove_user_key(hash, user_key);
 }
 
+std::size_t Store::invalidate_filled_here(std::string_view user_key) {
+  const std::uint8_t filler = thread_filler();
+  if (filler == kNoFiller) return invalidate(user_key);
+  const std::size_t hash = detail::hash_user_key(user_key);
+  Shard& shard = shard_for(hash);
+  std::lock_guard lock(shard.mutex);
+  shard.supersede(hash, filler);
+  return shard.table.remove_user_key_filled_by(hash, user_key, filler, kNoFiller);
+}
+
 std::size_t Store::invalidate_prefix(std::string_view prefix) {
   // Keys sharing a prefix hash to every shard, so each is scanned under its own lock in turn:
   // other shards keep serving meanwhile.
@@ -148,6 +201,16 @@ std::size_t Store::invalidate_prefix(std::string_view prefix) {
     std::lock_guard lock(shard->mutex);
     ++shard->generation;
     removed += shard->table.remove_prefix(prefix);
+  }
+  return removed;
+}
+
+std::size_t Store::invalidate_matching(const std::function<bool(std::string_view)>& matches) {
+  std::size_t removed = 0;
+  for (auto& shard : shards_) {
+    std::lock_guard lock(shard->mutex);
+    ++shard->generation;
+    removed += shard->table.remove_matching(matches);
   }
   return removed;
 }

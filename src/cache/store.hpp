@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,7 +57,19 @@ class Store {
 
   // Take a ticket before fetching a key's value and pass it to store(): if the key is
   // invalidated meanwhile (a write, invalidate_prefix, clear), the store refuses the stale fill.
+  // The ticket names the calling thread's filler (see set_thread_filler): the entry records it.
   std::uint64_t fill_ticket(std::string_view user_key) const;
+  // Whether a fill with `ticket` would still be accepted now.
+  bool ticket_valid(std::string_view user_key, std::uint64_t ticket) const;
+
+  // Io threads that each read the upstream's invalidations themselves (one tracking connection
+  // per thread and node) name themselves here, once, on their thread: their fills record it, and
+  // invalidate_filled_here() on that thread drops only those (and unattributed ones). A thread's
+  // own invalidation stream is ordered with its own fetches (Redis sends a write's invalidation
+  // before the write's reply), which another thread's copy of the same message is not.
+  static constexpr std::uint8_t kNoFiller = 0xff;
+  static constexpr std::uint8_t kMaxFillers = 64;
+  static void set_thread_filler(std::uint8_t filler);
   // Inserts or replaces the entry, evicting by SIEVE to stay within the shard's budget;
   // entry.stored_at is taken as "now" (to recognise dead entries while evicting). entry.hits is
   // ignored: a replacement keeps the old count.
@@ -68,8 +81,15 @@ class Store {
   // Removals return how many entries went. All of them also supersede outstanding fill tickets
   // for the keys they cover, even when nothing was cached yet.
   bool erase(CacheKey key);
-  std::size_t invalidate(std::string_view user_key);       // every variant of the key
+  std::size_t invalidate(std::string_view user_key);  // every variant of the key
+  // invalidate() as seen by the calling thread's filler: its fills in flight are superseded, its
+  // entries and those of no filler dropped; other threads' go with their own copy of the news.
+  // Without a filler on this thread: invalidate().
+  std::size_t invalidate_filled_here(std::string_view user_key);
   std::size_t invalidate_prefix(std::string_view prefix);  // every key starting with it
+  // Every key `matches` accepts: a scan of the whole store (for rare events such as a cluster's
+  // slots changing owner), `matches` called under each shard's lock in turn.
+  std::size_t invalidate_matching(const std::function<bool(std::string_view)>& matches);
   std::size_t clear();
   // Frees dead entries in up to `buckets_per_shard` buckets of each shard (a periodic sweeper
   // keeps memory from holding entries nobody asks for again).
@@ -91,6 +111,7 @@ class Store {
  private:
   struct Shard;
   Shard& shard_for(std::size_t hash) const;
+  static std::uint8_t thread_filler();
   StoreResult fill(CacheKey key, const Entry& entry, const std::uint64_t* ticket);
 
   std::size_t shard_count_;

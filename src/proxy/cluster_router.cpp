@@ -6,6 +6,7 @@
 #include <string>
 
 #include "proxy/cluster_scan.hpp"
+#include "proxy/node_bound_link.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/cluster_command.hpp"
 #include "upstream/cluster_merge.hpp"
@@ -203,7 +204,9 @@ std::shared_ptr<upstream::Link> ClusterRouter::dedicated_for_slot(int slot, std:
     links_.request_refresh(upstream::RefreshReason::clusterdown);
     return nullptr;
   }
-  return links_.dedicated_node_link(node, protocol);
+  auto connection = links_.dedicated_node_link(node, protocol);
+  if (!connection) return nullptr;
+  return std::make_shared<NodeBoundLink>(*this, std::move(connection), node, protocol);
 }
 
 }  // namespace corral::proxy

@@ -37,10 +37,11 @@ class ClusterRouter {
   int slot_of(const CommandSpec& row, std::span<const std::string_view> argv);
 
   // A connection of the client's own to the node that serves `slot` (-1: any primary, for
-  // pub/sub); nullptr when the map has no node for it.
+  // pub/sub), a NodeBoundLink; nullptr when the map has no node for it.
   std::shared_ptr<upstream::Link> dedicated_for_slot(int slot, std::size_t affinity, int protocol);
 
   upstream::ClusterLinks& links() { return links_; }
+  int max_redirects() const { return settings_.max_redirects; }
 
  private:
   void send_keyed(const ClientState& client, const CommandSpec& row, std::string_view bytes,

@@ -13,6 +13,7 @@
 #include "proxy/cluster_transaction.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
+#include "proxy/node_bound_link.hpp"
 #include "proxy/out_of_band.hpp"
 #include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
@@ -354,6 +355,15 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
     return true;
   }
   const bool exempt = (row.flags & kBlocking) || path == Path::tunnel;
+  if (cluster_ != nullptr) {
+    if (auto bound = std::dynamic_pointer_cast<NodeBoundLink>(client.dedicated)) {
+      const auto kind = row.change == StateChange::exec ? BoundCommand::exec
+                        : (row.flags & kBlocking) && !client.mode.in_multi()
+                            ? BoundCommand::blocking
+                            : BoundCommand::other;
+      return send_on_node(*cluster_, bound, kind, bytes, client.protocol, tag, reply_to, exempt);
+    }
+  }
   return client.dedicated->send(bytes, reply_to, tag, exempt);
 }
 

@@ -1,5 +1,6 @@
 // INFO [section ...]: forwarded to the upstream, whose text keeps Redis's fields (redis_version,
 // memory, keyspace, stats ...); Corral replaces what describes the proxy and adds its sections.
+// A cluster's INFO is Corral's sections and one line per node.
 #include "proxy/server_info.hpp"
 #include "proxy/cluster_admin.hpp"
 #include "proxy/cluster_router.hpp"
@@ -18,6 +19,7 @@
 #include "resp/reply.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "upstream/link.hpp"
+#include "upstream/server_version.hpp"
 
 namespace corral::proxy {
 
@@ -45,6 +47,9 @@ void client_fields(std::string& out, const LocalCall& call) {
 // Used when the upstream cannot answer: Redis's server section minus what only Redis knows.
 void server_section(std::string& out, const LocalCall& call) {
   out += "# Server\r\n";
+  // The version the upstream's handshake reported: clients gate features on it.
+  const std::string version = upstream::known_server_version();
+  if (!version.empty()) field(out, "redis_version", version);
   field(out, "redis_mode", "standalone");
   server_fields(out, call);
 }
@@ -184,8 +189,14 @@ std::string merge_info_text(std::string_view upstream, std::string_view override
 Action info(LocalCall& call) {
   Rendered rendered = render(call);
   if (call.cluster != nullptr) {
-    append_cluster_info(rendered.own, call.cluster->links());
-    append_cluster_info(rendered.fallback, call.cluster->links());
+    // No node's INFO is merged: one node's memory, keyspace or stats would pass for the
+    // cluster's. Corral's sections, then a line per node.
+    if (call.target != nullptr && wants(call.argv, "clusternodes")) {
+      answer_cluster_info(call, std::move(rendered.fallback));
+    } else {
+      resp::append_bulk(call.reply, rendered.fallback);
+    }
+    return Action::done;
   }
   if (call.links == nullptr || call.target == nullptr) {
     resp::append_bulk(call.reply, rendered.fallback);

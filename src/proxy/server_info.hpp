@@ -1,6 +1,7 @@
 // INFO: the upstream's INFO with Corral's values for the fields that describe the proxy (process,
 // port, uptime, clients) and Corral's own sections (# Proxy, # Cache) added; Corral's sections
-// alone when the upstream cannot answer.
+// alone when the upstream cannot answer. On a Redis Cluster: Corral's sections and a per-node
+// summary (cluster_admin.hpp), no node's own INFO.
 #pragma once
 
 #include <string>

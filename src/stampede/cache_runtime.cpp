@@ -4,6 +4,7 @@
 
 #include "stampede/versioned/version_key.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -115,6 +116,20 @@ std::size_t CacheRuntime::invalidate_key(std::string_view user_key, Invalidation
   return dropped;
 }
 
+std::size_t CacheRuntime::invalidate_key_filled_here(std::string_view user_key,
+                                                     InvalidationSource source, bool counts) {
+  if (counts) count_invalidation(user_key, source);
+  std::size_t dropped = store_.invalidate_filled_here(user_key);
+  const auto reader_key = unversioned_key(user_key);
+  if (reader_key.size() != user_key.size()) {
+    const auto set = policies();
+    const auto index = set->match(user_key);
+    if (index && set->settings[*index].versioned)
+      dropped += store_.invalidate_filled_here(reader_key);
+  }
+  return dropped;
+}
+
 std::size_t CacheRuntime::invalidate_prefix(std::string_view prefix, InvalidationSource source) {
   const auto set = policies();
   const auto covering = set->match(prefix);
@@ -124,6 +139,24 @@ std::size_t CacheRuntime::invalidate_prefix(std::string_view prefix, Invalidatio
     }
   }
   return store_.invalidate_prefix(prefix);
+}
+
+std::size_t CacheRuntime::invalidate_in_scope(const std::vector<std::string>& prefixes,
+                                              const std::function<bool(std::string_view)>& in_scope,
+                                              InvalidationSource source) {
+  const auto set = policies();
+  std::vector<std::uint64_t> dropped(set->settings.size(), 0);
+  const std::size_t removed = store_.invalidate_matching([&](std::string_view key) {
+    const bool under = std::any_of(prefixes.begin(), prefixes.end(),
+                                   [key](const std::string& p) { return key.starts_with(p); });
+    if (!under || !in_scope(key)) return false;
+    if (const auto index = set->match(key)) ++dropped[*index];
+    return true;
+  });
+  for (std::size_t i = 0; i < dropped.size(); ++i) {
+    if (dropped[i] != 0) set->stats[i]->invalidation(source, dropped[i]);
+  }
+  return removed;
 }
 
 void CacheRuntime::count_invalidation_all(InvalidationSource source) {

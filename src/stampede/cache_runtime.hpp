@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -76,9 +78,19 @@ class CacheRuntime {
   // Drops every cached reply of `user_key` (superseding fills in flight) and counts it for the
   // key's policy. Returns the entries dropped.
   std::size_t invalidate_key(std::string_view user_key, InvalidationSource source);
+  // invalidate_key for a tracking listener of the calling io thread alone (see
+  // cache::Store::invalidate_filled_here); counted when `counts`.
+  std::size_t invalidate_key_filled_here(std::string_view user_key, InvalidationSource source,
+                                         bool counts);
   // Drops every key starting with `prefix`; counted once for each policy it touches (the one
   // the prefix falls under, and those whose own prefix starts with it).
   std::size_t invalidate_prefix(std::string_view prefix, InvalidationSource source);
+  // Drops every key under one of `prefixes` that `in_scope` accepts (a cluster node's slots, the
+  // slots a failover moved): a scan of the whole store, for rare events. Each policy counts the
+  // entries it lost.
+  std::size_t invalidate_in_scope(const std::vector<std::string>& prefixes,
+                                  const std::function<bool(std::string_view)>& in_scope,
+                                  InvalidationSource source);
   // Fleet fetches waiting for another process's refresh, woken by tracking messages.
   FleetWakeups& fleet_wakeups() { return fleet_wakeups_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).

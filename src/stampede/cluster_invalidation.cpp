@@ -2,6 +2,7 @@
 // fraction of a second late only delays its flush) and keeps one listener per primary.
 #include "stampede/cluster_invalidation.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -10,7 +11,12 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <spdlog/spdlog.h>
+
+#include "cache/store.hpp"
+#include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
+#include "upstream/key_slot.hpp"
 #include "upstream/topology.hpp"
 
 namespace corral::stampede {
@@ -23,21 +29,40 @@ constexpr std::chrono::milliseconds kFollowInterval{200};
 std::string endpoint_key(const config::Endpoint& e) {
   return e.host + ":" + std::to_string(e.port);
 }
+
+// The keys the node at `endpoint` holds now, by the topology's latest map.
+InvalidationListener::KeyScope node_scope(std::shared_ptr<const upstream::Topology> topology,
+                                          config::Endpoint endpoint) {
+  return [topology = std::move(topology), endpoint = std::move(endpoint)] {
+    const auto map = topology->current();
+    auto owned = map ? upstream::slots_owned_by(*map, endpoint)
+                     : upstream::SlotSet(upstream::kSlotCount, true);
+    return [owned = std::move(owned)](std::string_view key) {
+      return static_cast<bool>(owned[upstream::key_slot(key)]);
+    };
+  };
+}
 }  // namespace
 
 ClusterInvalidation::ClusterInvalidation(const asio::any_io_executor& executor,
                                          const config::UpstreamSettings& upstream,
                                          std::shared_ptr<const upstream::Topology> topology,
                                          CacheRuntime& runtime,
-                                         std::function<void(std::string_view)> invalidated)
+                                         std::function<void(std::string_view)> invalidated,
+                                         int thread)
     : executor_(executor),
       upstream_(upstream),
       topology_(std::move(topology)),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
-      timer_(executor) {}
+      timer_(executor),
+      thread_(thread) {}
 
 void ClusterInvalidation::start() {
+  // Fills on this thread record it, so that this thread's listeners drop them (and only them).
+  if (thread_ < cache::Store::kMaxFillers) {
+    cache::Store::set_thread_filler(static_cast<std::uint8_t>(thread_));
+  }
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->follow(); }, asio::detached);
 }
@@ -69,6 +94,8 @@ void ClusterInvalidation::sync() {
   version_ = topology_->version();
   const auto map = topology_->current();
   if (!map) return;
+  if (seen_ && thread_ == 0) drop_slots(upstream::slots_changing_owner(*seen_, *map));
+  seen_ = map;
   std::map<std::string, config::Endpoint> primaries;
   for (int p : map->primaries) {
     const auto& e = map->nodes[p].endpoint;
@@ -89,11 +116,25 @@ void ClusterInvalidation::sync() {
     auto settings = upstream_;
     settings.servers = {endpoint};
     settings.cluster = false;
-    auto listener =
-        std::make_shared<InvalidationListener>(executor_, settings, runtime_, invalidated_);
+    InvalidationListener::NodeRole role{node_scope(topology_, endpoint),
+                                        thread_ < cache::Store::kMaxFillers, thread_ == 0};
+    auto listener = std::make_shared<InvalidationListener>(executor_, settings, runtime_,
+                                                           invalidated_, std::move(role));
     listener->start();
     listeners_.emplace(key, std::move(listener));
   }
+}
+
+void ClusterInvalidation::drop_slots(const upstream::SlotSet& slots) {
+  const auto moved = static_cast<std::size_t>(std::count(slots.begin(), slots.end(), true));
+  if (moved == 0) return;
+  const auto prefixes = tracked_prefixes(*runtime_.policies());
+  if (prefixes.empty()) return;
+  const std::size_t dropped = runtime_.invalidate_in_scope(
+      prefixes,
+      [&slots](std::string_view key) { return static_cast<bool>(slots[upstream::key_slot(key)]); },
+      InvalidationSource::tracking);
+  spdlog::info("{} slots changed owner: {} cached entries of theirs dropped", moved, dropped);
 }
 
 bool ClusterInvalidation::tracking() const {

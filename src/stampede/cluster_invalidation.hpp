@@ -1,7 +1,10 @@
 // Invalidation on a Redis Cluster: Redis tracks keys per node, so one tracking connection (an
-// InvalidationListener) runs per primary, following the topology: a new primary gets one (whose
-// first session flushes the tracked prefixes, dropping what the old primary had acknowledged),
-// a node that stopped being a primary loses its own.
+// InvalidationListener) runs per primary, following the topology: a new primary gets one, a node
+// that stopped being a primary loses its own. When slots change owner (a failover, a reshard),
+// the cached keys of exactly those slots go: replication is asynchronous, so the new owner need
+// not hold what the old one acknowledged. A listener's own flush covers its node's slots only.
+// The process runs one per io thread (thread `filler`), each applying a node's invalidations to the
+// fills of its own thread, with which they are ordered (cache::Store::set_thread_filler).
 #pragma once
 
 #include <utility>
@@ -19,6 +22,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
+#include "upstream/slot_map.hpp"
 
 namespace corral::upstream {
 class Topology;
@@ -34,7 +38,7 @@ class ClusterInvalidation : public std::enable_shared_from_this<ClusterInvalidat
   ClusterInvalidation(const boost::asio::any_io_executor& executor,
                       const config::UpstreamSettings& upstream,
                       std::shared_ptr<const upstream::Topology> topology, CacheRuntime& runtime,
-                      std::function<void(std::string_view)> invalidated);
+                      std::function<void(std::string_view)> invalidated, int thread);
 
   // On the executor's thread.
   void start();
@@ -50,6 +54,7 @@ class ClusterInvalidation : public std::enable_shared_from_this<ClusterInvalidat
  private:
   boost::asio::awaitable<void> follow();
   void sync();
+  void drop_slots(const upstream::SlotSet& slots);
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings upstream_;
@@ -57,7 +62,9 @@ class ClusterInvalidation : public std::enable_shared_from_this<ClusterInvalidat
   CacheRuntime& runtime_;
   std::function<void(std::string_view)> invalidated_;
   boost::asio::steady_timer timer_;
+  int thread_;  // the io thread's index: thread 0's instance also counts and drops moved slots
   std::uint64_t version_ = 0;
+  std::shared_ptr<const upstream::SlotMap> seen_;  // the map sync() last followed
   bool stopped_ = false;
   mutable std::mutex mutex_;  // listeners_ is read by the metrics thread
   std::map<std::string, std::shared_ptr<InvalidationListener>> listeners_;  // by "host:port"

@@ -287,7 +287,7 @@ Engine::MissPlan Engine::plan_miss(const PolicyRef& policy, cache::CacheKey key,
     return MissPlan::answered;
   }
   if (ticket.role == FlightRole::follower && settings.origin == config::OriginKind::redis &&
-      runtime_.store().fill_ticket(key.user_key) != ticket.flight->ticket) {
+      !runtime_.store().ticket_valid(key.user_key, ticket.flight->ticket)) {
     // The key was written since that fetch began: its value may predate the write. (Other
     // origins are not written through Redis: their in-flight answer is as new as another, and
     // a fleet refresh's answer is the very write that invalidated the key.)

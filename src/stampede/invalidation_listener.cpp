@@ -31,6 +31,18 @@ namespace {
 constexpr std::string_view kChannel = "__redis__:invalidate";
 constexpr std::string_view kConnectionName = "corral-tracking";
 
+bool tracks_tags(const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [](const std::string& p) { return kTagKeyPrefix.starts_with(p); });
+}
+
+// One connection per session, never reconnecting by itself: run() owns the backoff, and a new
+// session must flush what the gap may have hidden. Database 0: tracking is not per database.
+upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
+  return upstream::connection_options(upstream, 0, false);
+}
+}  // namespace
+
 std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   std::vector<std::string> prefixes;
   bool tagged = false;
@@ -51,18 +63,6 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
   prefixes.emplace_back(kTagKeyPrefix);
   return prefixes;
 }
-
-bool tracks_tags(const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(),
-                     [](const std::string& p) { return kTagKeyPrefix.starts_with(p); });
-}
-
-// One connection per session, never reconnecting by itself: run() owns the backoff, and a new
-// session must flush what the gap may have hidden. Database 0: tracking is not per database.
-upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
-  return upstream::connection_options(upstream, 0, false);
-}
-}  // namespace
 
 // The subscribed connection's pushes (replies no command asked for), applied as they are read:
 // a hop through the event loop would let a client's read cache a value whose invalidation had
@@ -97,11 +97,13 @@ void InvalidationListener::Session::close() const {
 InvalidationListener::InvalidationListener(const asio::any_io_executor& executor,
                                            const config::UpstreamSettings& upstream,
                                            CacheRuntime& runtime,
-                                           std::function<void(std::string_view)> invalidated)
+                                           std::function<void(std::string_view)> invalidated,
+                                           std::optional<NodeRole> role)
     : executor_(executor),
       upstream_(upstream),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
+      role_(std::move(role)),
       backoff_timer_(executor) {}
 
 InvalidationListener::~InvalidationListener() = default;
@@ -245,7 +247,11 @@ void InvalidationListener::apply(std::string_view message,
   for (const auto& key : keys.elements) {
     // A tag key is a purge; it may also be cached under a policy whose prefix covers it.
     if (const auto tag = tag_of_key(key.text)) runtime_.tags().purge(*tag);
-    runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+    if (role_ && role_->this_thread_only) {
+      runtime_.invalidate_key_filled_here(key.text, InvalidationSource::tracking, role_->counts);
+    } else {
+      runtime_.invalidate_key(key.text, InvalidationSource::tracking);
+    }
     runtime_.fleet_wakeups().notify(key.text);
     if (invalidated_) invalidated_(key.text);
   }
@@ -254,6 +260,10 @@ void InvalidationListener::apply(std::string_view message,
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
   // Purges announced while nobody tracked went unseen: every tagged entry goes.
   if (tracks_tags(prefixes)) runtime_.tags().purge_all();
+  if (role_ && role_->scope) {
+    runtime_.invalidate_in_scope(prefixes, role_->scope(), InvalidationSource::tracking);
+    return;
+  }
   for (const auto& prefix : prefixes) {
     if (prefix == kTagKeyPrefix) continue;  // holds no cached key, only purge counts
     runtime_.invalidate_prefix(prefix, InvalidationSource::tracking);

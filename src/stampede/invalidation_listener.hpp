@@ -26,13 +26,33 @@ class Connection;
 namespace corral::stampede {
 
 class CacheRuntime;
+struct PolicySet;
+
+// The prefixes a tracking connection asks Redis to watch for `policies` (redis-origin and shared
+// policies, and the tag keys when some policy is http): what a flush of the tracked keys covers.
+std::vector<std::string> tracked_prefixes(const PolicySet& policies);
 
 class InvalidationListener : public std::enable_shared_from_this<InvalidationListener> {
  public:
+  // Which of the tracked keys the upstream holds; a flush (tracking re-established, FLUSHALL
+  // upstream) drops only those. A cluster node's listener passes "the key's slot is one the node
+  // owns now": the other nodes' keys were tracked meanwhile.
+  using KeyScope = std::function<std::function<bool(std::string_view)>()>;
+
+  // A cluster node's listener, one per io thread (see ClusterInvalidation).
+  struct NodeRole {
+    KeyScope scope;
+    // Drops only what this io thread filled (cache::Store::invalidate_filled_here): the other
+    // threads' listeners read the same message for theirs.
+    bool this_thread_only = false;
+    bool counts = true;  // the one listener of the node that counts invalidations
+  };
+
   // `invalidated` is called (on `executor`) for each key a tracking message dropped.
   InvalidationListener(const boost::asio::any_io_executor& executor,
                        const config::UpstreamSettings& upstream, CacheRuntime& runtime,
-                       std::function<void(std::string_view)> invalidated = {});
+                       std::function<void(std::string_view)> invalidated = {},
+                       std::optional<NodeRole> role = {});
   ~InvalidationListener();
 
   void start();
@@ -69,6 +89,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   CacheRuntime& runtime_;
   std::function<void(std::string_view)> invalidated_;
   std::optional<Session> current_;  // the session tracking now (or just ended)
+  std::optional<NodeRole> role_;
   boost::asio::steady_timer backoff_timer_;
   bool stopping_ = false;
   bool restart_requested_ = false;

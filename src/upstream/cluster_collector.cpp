@@ -61,6 +61,7 @@ class ClusterMetrics final : public prometheus::Collectable {
     add(crossslot, static_cast<double>(counters.crossslot_refused.load()));
     out.push_back(std::move(crossslot));
     add_map_gauges(out);
+    add_node_series(out);
     return out;
   }
 
@@ -99,6 +100,46 @@ class ClusterMetrics final : public prometheus::Collectable {
                              MetricType::Gauge);
     add(slots, map ? static_cast<double>(map->slots_covered()) : 0.0);
     out.push_back(std::move(slots));
+  }
+
+  // One series per node of the current map: nodes that left it leave /metrics with it.
+  void add_node_series(std::vector<MetricFamily>& out) const {
+    auto connections = make_family(
+        "corral_cluster_node_connections",
+        "Ready upstream connections to the node over every io thread (shared pipelined ones "
+        "and those dedicated to a client's MULTI, blocking command or subscription).",
+        MetricType::Gauge);
+    auto slots = make_family("corral_cluster_node_slots",
+                             "Hash slots the node owns in Corral's slot map.", MetricType::Gauge);
+    auto answers =
+        make_family("corral_cluster_node_topology_answers_total",
+                    "Topology refreshes whose slot map came from the node.", MetricType::Counter);
+    const auto map = topology_->current();
+    if (map) {
+      std::vector<double> owned(map->nodes.size(), 0.0);
+      for (const auto owner : map->owner) {
+        if (owner >= 0) owned[static_cast<std::size_t>(owner)] += 1;
+      }
+      const auto& gauges = topology_->node_gauges();
+      for (std::size_t i = 0; i < map->nodes.size(); ++i) {
+        const auto& node = map->nodes[i];
+        std::string address = node_address(node.endpoint);
+        const std::string role = !node.primary  ? "replica"
+                                 : owned[i] > 0 ? "primary"
+                                                : "primary_without_slots";
+        const NodeFigures* figures = gauges.find(address);
+        const double ready = figures ? figures->ready_connections.load() : 0;
+        const double answered = figures ? static_cast<double>(figures->topology_answers.load()) : 0;
+        connections.metric.push_back(
+            metrics::make_sample({{"node", address}, {"role", role}}, connections.type, ready));
+        slots.metric.push_back(
+            metrics::make_sample({{"node", address}, {"role", role}}, slots.type, owned[i]));
+        add(answers, answered, "node", std::move(address));
+      }
+    }
+    out.push_back(std::move(connections));
+    out.push_back(std::move(slots));
+    out.push_back(std::move(answers));
   }
 
   std::shared_ptr<const Topology> topology_;

@@ -65,6 +65,10 @@ ConnectionOptions ClusterPool::options_for(const config::Endpoint& node, bool re
   return options;
 }
 
+std::atomic<int>* ClusterPool::ready_count(const config::Endpoint& node) {
+  return &topology_->node_gauges().node(node).ready_connections;
+}
+
 Link& ClusterPool::node_link(int node, std::size_t affinity, int protocol) {
   if (by_node_.size() < routes_.nodes.size()) by_node_.resize(routes_.nodes.size(), nullptr);
   auto*& entry = by_node_[node];
@@ -75,7 +79,7 @@ Link& ClusterPool::node_link(int node, std::size_t affinity, int protocol) {
     const int count = std::max(1, settings_.connections_per_thread);
     for (int i = 0; i < count; ++i) {
       auto connection = std::make_shared<Connection>(
-          executor_, options_for(endpoint, true, protocol), stats_, nullptr);
+          executor_, options_for(endpoint, true, protocol), stats_, ready_count(endpoint));
       connection->start();
       list.push_back(std::move(connection));
     }
@@ -84,8 +88,9 @@ Link& ClusterPool::node_link(int node, std::size_t affinity, int protocol) {
 }
 
 std::shared_ptr<Link> ClusterPool::dedicated_node_link(int node, int protocol) {
-  auto connection = std::make_shared<Connection>(
-      executor_, options_for(routes_.nodes[node].endpoint, false, protocol), stats_, nullptr);
+  const auto& endpoint = routes_.nodes[node].endpoint;
+  auto connection = std::make_shared<Connection>(executor_, options_for(endpoint, false, protocol),
+                                                 stats_, ready_count(endpoint));
   connection->start();
   return connection;
 }

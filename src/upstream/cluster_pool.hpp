@@ -40,6 +40,8 @@ class ClusterPool final : public ClusterLinks {
     std::vector<std::shared_ptr<Connection>> by_protocol[2];  // RESP2, RESP3
   };
   void sync();
+  // The node's process-wide count of ready connections (corral_cluster_node_connections).
+  std::atomic<int>* ready_count(const config::Endpoint& node);
   ConnectionOptions options_for(const config::Endpoint& node, bool reconnect, int protocol) const;
 
   boost::asio::any_io_executor executor_;

@@ -151,6 +151,29 @@ bool SlotMap::same_owners(const SlotMap& other) const {
   return true;
 }
 
+SlotSet slots_changing_owner(const SlotMap& before, const SlotMap& after) {
+  SlotSet changed(kSlotCount, false);
+  for (std::size_t slot = 0; slot < kSlotCount; ++slot) {
+    const int a = before.owner[slot];
+    const int b = after.owner[slot];
+    if ((a < 0) != (b < 0)) {
+      changed[slot] = true;
+    } else if (a >= 0) {
+      changed[slot] = !same_endpoint(before.nodes[a].endpoint, after.nodes[b].endpoint);
+    }
+  }
+  return changed;
+}
+
+SlotSet slots_owned_by(const SlotMap& map, const config::Endpoint& endpoint) {
+  SlotSet owned(kSlotCount, false);
+  for (std::size_t slot = 0; slot < kSlotCount; ++slot) {
+    const int owner = map.owner[slot];
+    owned[slot] = owner >= 0 && same_endpoint(map.nodes[owner].endpoint, endpoint);
+  }
+  return owned;
+}
+
 // [ {slots: [first, last, ...], nodes: [ {id, port, ip, endpoint, role, health ...} ...]} ... ]
 SlotMapParse parse_cluster_shards(std::string_view reply, std::string_view asked_host, bool tls) {
   const auto decoded = resp::decode_reply(reply);

@@ -36,6 +36,15 @@ struct SlotMap {
   bool same_owners(const SlotMap& other) const;
 };
 
+// One flag per slot (kSlotCount of them).
+using SlotSet = std::vector<bool>;
+
+// The slots whose owning endpoint differs between the two maps: a failover or a reshard moved
+// them, or they became served or unserved. The cache drops what it holds of exactly these.
+SlotSet slots_changing_owner(const SlotMap& before, const SlotMap& after);
+// The slots the node at `endpoint` owns in `map` (none when it is not a primary there).
+SlotSet slots_owned_by(const SlotMap& map, const config::Endpoint& endpoint);
+
 struct SlotMapParse {
   std::optional<SlotMap> map;
   std::string error;  // why `reply` is not a usable map

@@ -160,6 +160,7 @@ awaitable<bool> Topology::refresh_once() {
                    node.host, node.port, parsed.map->primaries.size(), parsed.map->nodes.size(),
                    parsed.map->slots_covered());
     }
+    node_gauges_.node(node).topology_answers.fetch_add(1, std::memory_order_relaxed);
     publish(std::move(*parsed.map));
     co_return true;
   }

@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
+#include "upstream/node_gauges.hpp"
 #include "upstream/slot_map.hpp"
 
 namespace corral::upstream {
@@ -65,6 +66,8 @@ class Topology : public std::enable_shared_from_this<Topology> {
   }
   ClusterCounters& counters() { return counters_; }
   const ClusterCounters& counters() const { return counters_; }
+  NodeGauges& node_gauges() { return node_gauges_; }
+  const NodeGauges& node_gauges() const { return node_gauges_; }
 
   // Publishes `map` as a refresh would (tests, and the refresh itself).
   void publish(SlotMap map);
@@ -91,6 +94,7 @@ class Topology : public std::enable_shared_from_this<Topology> {
   std::atomic<std::uint64_t> version_{0};
   std::array<std::atomic<std::uint64_t>, kRefreshReasons> refreshes_{};
   ClusterCounters counters_;
+  NodeGauges node_gauges_;
 };
 
 }  // namespace corral::upstream

@@ -1,6 +1,8 @@
 // Tests of the store's lookups, replacement, invalidation, fill tickets and memory accounting.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include <string>
 
 #include "cache/clock.hpp"
@@ -147,6 +149,73 @@ TEST_CASE("invalidate_prefix drops every key with the prefix across all shards",
   CHECK(store.lookup({"feat", "GET"}, clock.now()));
   CHECK(store.invalidate_prefix("") == 201);
   CHECK(store.entries() == 0);
+}
+
+TEST_CASE("invalidate_matching drops the keys the predicate accepts and supersedes fills",
+          "[store]") {
+  ManualClock clock;
+  Store store = make_store(64u << 20, 16);
+  for (int i = 0; i < 300; ++i) {
+    store.store({"k:" + std::to_string(i), "GET"}, make_entry(clock, "v"));
+  }
+  store.store({"k:7", "STRLEN"}, make_entry(clock, "1"));
+  const auto ticket = store.fill_ticket("k:5");
+  // Odd-numbered keys stand for the keys of slots that changed owner.
+  const auto odd = [](std::string_view key) { return (key.back() - '0') % 2 == 1; };
+  CHECK(store.invalidate_matching(odd) == 151);  // 150 odd keys, and k:7's second variant
+  CHECK(store.entries() == 150);
+  CHECK_FALSE(store.lookup({"k:7", "STRLEN"}, clock.now()));
+  CHECK_FALSE(store.lookup({"k:299", "GET"}, clock.now()));
+  CHECK(store.lookup({"k:298", "GET"}, clock.now()));
+  CHECK(store.store({"k:5", "GET"}, make_entry(clock, "pre-move"), ticket) ==
+        StoreResult::superseded);
+}
+
+TEST_CASE("a thread's own invalidations supersede and drop its own fills only", "[store]") {
+  ManualClock clock;
+  Store store = make_store();
+  const CacheKey key{"user:1", "GET"};
+  // Io thread 1 takes a ticket and fetches; thread 0's copy of an older invalidation arrives late.
+  std::uint64_t ticket = 0;
+  std::thread([&] {
+    Store::set_thread_filler(1);
+    ticket = store.fill_ticket(key.user_key);
+  }).join();
+  std::thread([&] {
+    Store::set_thread_filler(0);
+    CHECK(store.invalidate_filled_here(key.user_key) == 0);
+  }).join();
+  CHECK(store.ticket_valid(key.user_key, ticket));
+  CHECK(store.store(key, make_entry(clock, "v1"), ticket) == StoreResult::stored);
+  std::thread([&] {  // thread 0 again, after the fill: thread 1's entry is not its to drop
+    Store::set_thread_filler(0);
+    CHECK(store.invalidate_filled_here(key.user_key) == 0);
+  })
+      .join();
+  CHECK(store.lookup(key, clock.now())->value == "v1");
+  std::thread([&] {  // thread 1's own listener reads a later write: the entry goes
+    Store::set_thread_filler(1);
+    CHECK(store.invalidate_filled_here(key.user_key) == 1);
+    ticket = store.fill_ticket(key.user_key);
+    store.invalidate_filled_here(key.user_key);  // and a fill in flight is superseded
+  })
+      .join();
+  CHECK_FALSE(store.lookup(key, clock.now()));
+  CHECK_FALSE(store.ticket_valid(key.user_key, ticket));
+  CHECK(store.store(key, make_entry(clock, "v0"), ticket) == StoreResult::superseded);
+  // A write through Corral (invalidate) supersedes every thread's fills; entries stored without
+  // a ticket (no filler) go with any thread's invalidation.
+  std::thread([&] {
+    Store::set_thread_filler(1);
+    ticket = store.fill_ticket(key.user_key);
+  }).join();
+  store.invalidate(key.user_key);
+  CHECK(store.store(key, make_entry(clock, "v2"), ticket) == StoreResult::superseded);
+  store.store(key, make_entry(clock, "untracked"));
+  std::thread([&] {
+    Store::set_thread_filler(0);
+    CHECK(store.invalidate_filled_here(key.user_key) == 1);
+  }).join();
 }
 
 TEST_CASE("clear empties the store and its accounting", "[store]") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "proxy/cluster_scan.hpp"
+#include "proxy/node_bound_link.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
 #include "upstream/cluster_command.hpp"
@@ -422,12 +423,22 @@ TEST_CASE("CORRAL.CLUSTER shows the slot map and INFO a per-node summary", "[clu
   CHECK(nodes[0].elements[5].text == "primary");
   CHECK(nodes[0].elements[9].text == "0-8191");
   CHECK(nodes[3].elements[5].text == "replica");
-  client.send({"INFO"});  // no upstream INFO answer needed: the recording Links has none
-  const auto& info_link = c.proxy.links.shared_of(0);
-  REQUIRE(info_link.pending.size() == 1);
-  c.proxy.links.shared_of(0).answer("$21\r\n# Server\r\nredis:7.0\r\n\r\n");
-  CHECK(client.reply().find("node1:address=127.0.0.1:7001,role=primary,health=online,"
-                            "slots=8192-16383") != std::string::npos);
+  // INFO asks every primary for its DBSIZE at once and no node for its INFO.
+  client.send({"INFO"});
+  REQUIRE(c.links.at(7000).pending.size() == 1);
+  REQUIRE(c.links.at(7001).pending.size() == 1);
+  CHECK(c.links.at(7000).pending.front().bytes == "*1\r\n$6\r\nDBSIZE\r\n");
+  c.links.at(7001).answer(":42\r\n");
+  CHECK(client.reply().empty());  // the last primary has not answered yet
+  c.links.at(7000).pending.front().target->on_failure(c.links.at(7000).pending.front().tag,
+                                                      "ERR upstream timed out");
+  const std::string info = client.reply();
+  CHECK(info.find("# Proxy") != std::string::npos);
+  CHECK(info.find("node1:address=127.0.0.1:7001,role=primary,health=online,"
+                  "slots=8192-16383,connections=1,connected=yes,keys=42") != std::string::npos);
+  CHECK(info.find("node0:address=127.0.0.1:7000,role=primary,health=online,slots=0-8191,"
+                  "connections=1,connected=no,keys=?") != std::string::npos);
+  CHECK(info.find("node3:address=127.0.0.1:7101,role=replica") != std::string::npos);
 }
 
 }  // namespace corral::proxy::test
@@ -464,6 +475,90 @@ TEST_CASE("a cache fetch waits out a failover: unreachable nodes are retried on 
   give_up->start();
   for (int i = 0; i < 3; ++i) links.run_later();
   CHECK(replies->failures[8] == "ERR upstream unavailable");
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("a blocking command answered MOVED blocks again on the slot's new owner", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"BLPOP", "foo", "0"});  // slot 12182, on 7001
+  REQUIRE(c.links.dedicated.size() == 1);
+  c.links.dedicated[0].second->answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  CHECK(client.reply().empty());
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[0].second->closes == 1);
+  CHECK(c.links.dedicated[1].first == 7000);
+  CHECK(c.links.dedicated[1].second->bytes() ==
+        std::vector<std::string>{wire({"BLPOP", "foo", "0"})});
+  CHECK(c.links.map.owner[12182] == 0);  // routed there from now on
+  CHECK(c.links.refreshes.back() == upstream::RefreshReason::moved);
+  c.links.dedicated[1].second->answer("*2\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+  CHECK(client.reply() == "*2\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+}
+
+TEST_CASE("a transaction whose slot moved: a clear error, EXECABORT, the next one on the new owner",
+          "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"MULTI"});
+  client.send({"SET", "foo", "1"});
+  REQUIRE(c.links.dedicated.size() == 1);
+  auto& link = *c.links.dedicated[0].second;
+  link.answer("+OK\r\n");
+  link.answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  CHECK(client.reply() ==
+        "-ERR the slot 12182 moved to 127.0.0.1:7000 during the session; retry the "
+        "transaction\r\n");
+  client.send({"EXEC"});
+  link.answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  CHECK(client.reply() ==
+        "-EXECABORT Transaction discarded: its slot 12182 moved to 127.0.0.1:7000; retry it\r\n");
+  client.send({"MULTI"});
+  client.send({"SET", "foo", "2"});
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[1].first == 7000);
+}
+
+}  // namespace corral::proxy::test
+
+namespace corral::proxy::test {
+
+TEST_CASE("a shard channel the node ends because its slot moved is subscribed again there",
+          "[cluster]") {
+  RecordingClusterLinks links;
+  config::UpstreamSettings settings;
+  settings.max_redirects = 3;
+  ClusterRouter router(links, settings);
+  auto link = std::dynamic_pointer_cast<NodeBoundLink>(
+      router.dedicated_for_slot(static_cast<int>(key_slot("foo")), 0, 2));
+  REQUIRE(link);
+  auto client = std::make_shared<Replies>();
+  link->set_unsolicited_target(client);
+  REQUIRE(link->send(wire({"SSUBSCRIBE", "foo"}), client, 1, true));
+  auto& first = *links.dedicated[0].second;
+  CHECK(links.dedicated[0].first == 7001);
+  first.answer("*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n");
+  // The slot moved: Redis ends the subscription by itself; the client does not hear of it.
+  first.unsolicited->on_reply(0, "*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n");
+  CHECK(client->replies.count(0) == 0);
+  CHECK(first.sent.back().bytes == wire({"SSUBSCRIBE", "foo"}));
+  first.answer("-MOVED 12182 127.0.0.1:7000\r\n");
+  REQUIRE(links.dedicated.size() == 2);
+  CHECK(first.closes == 1);
+  auto& second = *links.dedicated[1].second;
+  CHECK(links.dedicated[1].first == 7000);
+  CHECK(second.bytes() == std::vector<std::string>{wire({"SSUBSCRIBE", "foo"})});
+  second.answer("*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n");
+  CHECK(client->replies.count(0) == 0);  // the confirmation was the link's own
+  second.unsolicited->on_reply(0, "*3\r\n$8\r\nsmessage\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+  CHECK(client->replies[0] == "*3\r\n$8\r\nsmessage\r\n$3\r\nfoo\r\n$1\r\nx\r\n");
+  // The client's own SUNSUBSCRIBE: its confirmations reach it.
+  REQUIRE(link->send(wire({"SUNSUBSCRIBE", "foo"}), client, 2, true));
+  second.unsolicited->on_reply(0, "*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n");
+  CHECK(client->replies[0] == "*3\r\n$12\r\nsunsubscribe\r\n$3\r\nfoo\r\n:0\r\n");
 }
 
 }  // namespace corral::proxy::test

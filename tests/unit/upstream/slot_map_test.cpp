@@ -76,6 +76,45 @@ TEST_CASE("CLUSTER SHARDS after a failover: the promoted replica owns the slots"
   CHECK(before.map->same_owners(*before.map));
 }
 
+TEST_CASE("a failover changes the owner of the dead primary's slots only", "[upstream][cluster]") {
+  const auto before = parse_cluster_shards(data("cluster_shards_3x1.resp"), "h", false);
+  const auto after = parse_cluster_shards(data("cluster_shards_failed_over.resp"), "h", false);
+  REQUIRE(before.map);
+  REQUIRE(after.map);
+  const SlotSet moved = slots_changing_owner(*before.map, *after.map);
+  REQUIRE(moved.size() == kSlotCount);
+  CHECK(std::count(moved.begin(), moved.end(), true) == 5461);  // 0..5460, 10034's
+  CHECK(moved[0]);
+  CHECK(moved[5460]);
+  CHECK_FALSE(moved[5461]);
+  CHECK_FALSE(moved[16383]);
+  const SlotSet none = slots_changing_owner(*after.map, *after.map);
+  CHECK(std::count(none.begin(), none.end(), true) == 0);
+  // One slot resharded to another primary: that slot alone.
+  SlotMap resharded = *before.map;
+  resharded.owner[100] = static_cast<std::int16_t>(before.map->owner[16000]);
+  const SlotSet one = slots_changing_owner(*before.map, resharded);
+  CHECK(std::count(one.begin(), one.end(), true) == 1);
+  CHECK(one[100]);
+  // An unserved slot counts as changed.
+  resharded.owner[200] = -1;
+  CHECK(slots_changing_owner(*before.map, resharded)[200]);
+}
+
+TEST_CASE("slots_owned_by lists a primary's slots and none of a replica", "[upstream][cluster]") {
+  const auto parsed = parse_cluster_shards(data("cluster_shards_3x1.resp"), "h", false);
+  REQUIRE(parsed.map);
+  const SlotMap& map = *parsed.map;
+  const auto& second = map.nodes[map.primaries[1]].endpoint;  // 5461..10922
+  const SlotSet owned = slots_owned_by(map, second);
+  CHECK(std::count(owned.begin(), owned.end(), true) == 10922 - 5461 + 1);
+  CHECK(owned[5461]);
+  CHECK_FALSE(owned[5460]);
+  const auto replica = map.replicas_of(map.primaries[1]).front();
+  const SlotSet none = slots_owned_by(map, map.nodes[replica].endpoint);
+  CHECK(std::count(none.begin(), none.end(), true) == 0);
+}
+
 TEST_CASE("CLUSTER SLOTS gives the same owners as CLUSTER SHARDS", "[upstream][cluster]") {
   const auto shards = parse_cluster_shards(data("cluster_shards_3x1.resp"), "h", false);
   const auto slots = parse_cluster_slots(data("cluster_slots_3x1.resp"), "h");

@@ -1,0 +1,221 @@
+// The redirect guard of a node-bound connection. What a cluster client expects: Redis itself
+// answers a command queued after its slot moved with -MOVED and the EXEC with EXECABORT (the
+// transaction is discarded); redis-py 4.3 (Debian's) refuses transactions on a cluster and
+// re-sends any other command answered MOVED to the new owner after updating its map, blocking
+// ones included. A client of Corral does not know the cluster, so a transaction gets the same
+// outcome in words it understands (an error naming the move, EXECABORT) while Corral reroutes the
+// slot for the retry, and a blocking command is simply sent again to the new owner.
+#include "proxy/node_bound_link.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <string>
+
+#include "proxy/ascii.hpp"
+#include "proxy/cluster_router.hpp"
+#include "resp/encoder.hpp"
+#include "resp/reply.hpp"
+#include "upstream/redirect.hpp"
+
+namespace corral::proxy {
+
+namespace {
+
+constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
+
+// ASKING's +OK is nobody's reply.
+class Discard final : public upstream::ReplyTarget {
+ public:
+  void on_reply(std::uint64_t, std::string_view) override {}
+  void on_failure(std::uint64_t, std::string_view) override {}
+};
+
+// Routes the slot by the redirect from now on (MOVED) and counts it; the node's index.
+int note_moved(ClusterRouter& router, const upstream::Redirect& redirect) {
+  auto& links = router.links();
+  auto& routes = links.routes();
+  const int node = routes.find_or_add(redirect.to);
+  if (redirect.moved) {
+    links.counters().redirected(upstream::RedirectKind::moved);
+    routes.owner[redirect.slot] = static_cast<std::int16_t>(node);
+    links.request_refresh(upstream::RefreshReason::moved);
+  } else {
+    links.counters().redirected(upstream::RedirectKind::ask);
+  }
+  return node;
+}
+
+class RedirectGuard final : public upstream::ReplyTarget,
+                            public std::enable_shared_from_this<RedirectGuard> {
+ public:
+  RedirectGuard(ClusterRouter& router, std::shared_ptr<NodeBoundLink> link, BoundCommand kind,
+                std::string_view command, int protocol,
+                std::shared_ptr<upstream::ReplyTarget> target)
+      : router_(router),
+        link_(std::move(link)),
+        kind_(kind),
+        command_(kind == BoundCommand::blocking ? std::string(command) : std::string()),
+        protocol_(protocol),
+        target_(std::move(target)) {}
+
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    const auto redirect =
+        reply.empty() || reply.front() != '-' ? std::nullopt : upstream::read_redirect(reply);
+    if (!redirect) return target_->on_reply(tag, reply);
+    const int node = note_moved(router_, *redirect);
+    if (kind_ == BoundCommand::blocking && hops_ < router_.max_redirects() && node >= 0 &&
+        retry_on(node, redirect->moved, tag)) {
+      return;
+    }
+    std::string error;
+    const auto moved =
+        fmt::format("slot {} moved to {}:{}", redirect->slot, redirect->to.host, redirect->to.port);
+    resp::append_error(
+        error, kind_ == BoundCommand::exec
+                   ? fmt::format("EXECABORT Transaction discarded: its {}; retry it", moved)
+                   : fmt::format("ERR the {} during the session; retry the transaction", moved));
+    target_->on_reply(tag, error);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    target_->on_failure(tag, error);
+  }
+
+ private:
+  bool retry_on(int node, bool moved, std::uint64_t tag) {
+    ++hops_;
+    if (!link_->move_to(node)) return false;
+    if (!moved && !link_->send(kAsking, std::make_shared<Discard>(), 0, false)) return false;
+    return link_->send(command_, shared_from_this(), tag, true);
+  }
+
+  ClusterRouter& router_;
+  std::shared_ptr<NodeBoundLink> link_;
+  BoundCommand kind_;
+  std::string command_;  // blocking commands only: what a retry sends again
+  int protocol_;
+  std::shared_ptr<upstream::ReplyTarget> target_;
+  int hops_ = 0;
+};
+
+// The unsolicited stream of a node-bound connection, seen by the link first.
+class Follower final : public upstream::ReplyTarget {
+ public:
+  Follower(std::weak_ptr<NodeBoundLink> link, std::shared_ptr<upstream::ReplyTarget> client)
+      : link_(std::move(link)), client_(std::move(client)) {}
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    const auto link = link_.lock();
+    if (link && !link->follow_unsolicited(reply)) return;
+    client_->on_reply(tag, reply);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    client_->on_failure(tag, error);
+  }
+
+ private:
+  std::weak_ptr<NodeBoundLink> link_;
+  std::shared_ptr<upstream::ReplyTarget> client_;
+};
+
+// The confirmation (or MOVED) of an SSUBSCRIBE the link sent for itself.
+class Resubscribe final : public upstream::ReplyTarget {
+ public:
+  Resubscribe(std::weak_ptr<NodeBoundLink> link, std::string channel, int hops)
+      : link_(std::move(link)), channel_(std::move(channel)), hops_(hops) {}
+  void on_reply(std::uint64_t, std::string_view reply) override {
+    const auto link = link_.lock();
+    const auto redirect = upstream::read_redirect(reply);
+    if (!link || !redirect) return;  // subscribed (or the session ended meanwhile)
+    note_moved(link->router(), *redirect);
+    if (hops_ >= link->router().max_redirects()) return;
+    const int node = link->router().links().routes().find_or_add(redirect->to);
+    if (node != link->node() && !link->move_to(node)) return;
+    link->resubscribe(channel_, hops_ + 1);
+  }
+  void on_failure(std::uint64_t, std::string_view) override {}
+
+ private:
+  std::weak_ptr<NodeBoundLink> link_;
+  std::string channel_;
+  int hops_;
+};
+
+}  // namespace
+
+bool NodeBoundLink::move_to(int node) {
+  auto next = router_.links().dedicated_node_link(node, protocol_);
+  if (!next) return false;
+  connection_->set_unsolicited_target(nullptr);
+  connection_->close();
+  connection_ = std::move(next);
+  node_ = node;
+  if (follower_) connection_->set_unsolicited_target(follower_);
+  return true;
+}
+
+bool NodeBoundLink::send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,
+                         std::uint64_t tag, bool exempt_from_timeout) {
+  note_command(command);
+  return connection_->send(command, std::move(target), tag, exempt_from_timeout);
+}
+
+bool NodeBoundLink::send_untracked(std::string_view command) {
+  note_command(command);
+  return connection_->send_untracked(command);
+}
+
+void NodeBoundLink::set_unsolicited_target(std::shared_ptr<upstream::ReplyTarget> target) {
+  follower_ = target ? std::make_shared<Follower>(weak_from_this(), std::move(target)) : nullptr;
+  connection_->set_unsolicited_target(follower_);
+}
+
+void NodeBoundLink::note_command(std::string_view command) {
+  // Only (S)(UN)SUBSCRIBE matter; the name is in the first few bytes ("*2\r\n$10\r\nSSUBSCRIBE").
+  std::string head(command.substr(0, 24));
+  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (head.find("ubscribe") == std::string::npos) return;
+  const auto decoded = resp::decode_reply(command);
+  if (!decoded || decoded->elements.empty()) return;
+  const auto& name = decoded->elements[0].text;
+  if (iequals(name, "ssubscribe")) {
+    for (std::size_t i = 1; i < decoded->elements.size(); ++i) {
+      shard_channels_.insert(decoded->elements[i].text);
+    }
+  } else if (iequals(name, "sunsubscribe")) {
+    if (decoded->elements.size() == 1) shard_channels_.clear();
+    for (std::size_t i = 1; i < decoded->elements.size(); ++i) {
+      shard_channels_.erase(decoded->elements[i].text);
+    }
+  }
+}
+
+bool NodeBoundLink::follow_unsolicited(std::string_view message) {
+  if (shard_channels_.empty()) return true;
+  const auto decoded = resp::decode_reply(message);
+  if (!decoded || decoded->elements.size() != 3 || decoded->elements[0].text != "sunsubscribe") {
+    return true;
+  }
+  const auto& channel = decoded->elements[1].text;
+  if (shard_channels_.count(channel) == 0) return true;  // the client's own SUNSUBSCRIBE
+  router_.links().request_refresh(upstream::RefreshReason::moved);
+  resubscribe(channel, 0);
+  return false;
+}
+
+void NodeBoundLink::resubscribe(const std::string& channel, int hops) {
+  std::string command;
+  const std::string_view argv[] = {"SSUBSCRIBE", channel};
+  resp::append_command(command, argv);
+  // Not through send(): the channel is the client's already.
+  connection_->send(command, std::make_shared<Resubscribe>(weak_from_this(), channel, hops), 0,
+                    true);
+}
+
+bool send_on_node(ClusterRouter& router, const std::shared_ptr<NodeBoundLink>& link,
+                  BoundCommand kind, std::string_view command, int protocol, std::uint64_t tag,
+                  const std::shared_ptr<upstream::ReplyTarget>& target, bool exempt_from_timeout) {
+  auto guard = std::make_shared<RedirectGuard>(router, link, kind, command, protocol, target);
+  return link->send(command, std::move(guard), tag, exempt_from_timeout);
+}
+
+}  // namespace corral::proxy

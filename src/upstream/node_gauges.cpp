@@ -1,0 +1,24 @@
+// The per-node table: one lock, taken when a connection is opened or a metric is read, never per
+// command.
+#include "upstream/node_gauges.hpp"
+
+namespace corral::upstream {
+
+std::string node_address(const config::Endpoint& endpoint) {
+  return endpoint.host + ":" + std::to_string(endpoint.port);
+}
+
+NodeFigures& NodeGauges::node(const config::Endpoint& endpoint) {
+  std::lock_guard lock(mutex_);
+  auto& figures = nodes_[node_address(endpoint)];
+  if (!figures) figures = std::make_unique<NodeFigures>();
+  return *figures;
+}
+
+const NodeFigures* NodeGauges::find(const std::string& address) const {
+  std::lock_guard lock(mutex_);
+  const auto it = nodes_.find(address);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+}  // namespace corral::upstream
