@@ -97,12 +97,13 @@ class ClusterFleet:
         return self
 
     def wait_tracking(self):
-        """Every corral has a tracking connection on every primary (one listener per primary)."""
+        """Every corral tracks on every primary (one listener per primary and io thread)."""
+        per_primary = len(self.corrals) * fleet_config(0)["threads"]
         def tracking():
             for port in self.cluster.primaries():
                 names = [c.get("name") for c in self.cluster.node(port).client_list()
                          if "t" in c.get("flags", "")]
-                if names.count("corral-tracking") != len(self.corrals):
+                if names.count("corral-tracking") != per_primary:
                     return False
             return True
         harness.wait_until(tracking, 15.0, what="tracking connections of every corral on every "
