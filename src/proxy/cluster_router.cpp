@@ -24,7 +24,9 @@ std::size_t argument_group(const CommandSpec& row) {
 
 ClusterRouter::ClusterRouter(upstream::ClusterLinks& links,
                              const config::UpstreamSettings& settings)
-    : links_(links), settings_(settings) {}
+    : links_(links),
+      settings_(settings),
+      fast_path_(std::make_shared<upstream::ClusterFastPath>(links)) {}
 
 int ClusterRouter::slot_of(const CommandSpec& row, std::span<const std::string_view> argv) {
   key_indices(row, argv, keys_);
@@ -126,6 +128,19 @@ void ClusterRouter::send_keyed(const ClientState& client, const CommandSpec& row
                                const std::shared_ptr<upstream::ReplyTarget>& target) {
   upstream::ClusterCommandOptions options = keyed_options(client, row);
   options.slot = slot;
+  // The common case needs no redirect-following object: the slot's primary is known, healthy and
+  // connected. Anything else (a replica read, a failing primary, a connection backing off) takes
+  // the ClusterCommand, as does a redirect reply to a command sent here.
+  auto& routes = links_.routes();
+  const int owner = routes.owner[slot];
+  if (owner >= 0 && routes.nodes[owner].healthy &&
+      (!options.read_only || options.read_from == config::ReadFrom::primary)) {
+    auto& link = links_.node_link(owner, options.affinity, options.protocol);
+    if (link.state() == upstream::Link::State::ready &&
+        fast_path_->send(link, bytes, options, target, tag)) {
+      return;
+    }
+  }
   std::make_shared<upstream::ClusterCommand>(links_, std::string(bytes), options, target, tag)
       ->start();
 }

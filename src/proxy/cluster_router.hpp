@@ -15,6 +15,7 @@
 #include "proxy/cluster_routes.hpp"
 #include "proxy/command_table.hpp"
 #include "upstream/cluster_command.hpp"
+#include "upstream/cluster_fast_path.hpp"
 #include "upstream/cluster_links.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -42,6 +43,8 @@ class ClusterRouter {
 
   upstream::ClusterLinks& links() { return links_; }
   int max_redirects() const { return settings_.max_redirects; }
+  // Keyed commands sent without a ClusterCommand and not answered yet.
+  std::size_t fast_path_in_flight() const { return fast_path_->in_flight(); }
 
  private:
   void send_keyed(const ClientState& client, const CommandSpec& row, std::string_view bytes,
@@ -67,6 +70,7 @@ class ClusterRouter {
 
   upstream::ClusterLinks& links_;
   const config::UpstreamSettings& settings_;
+  std::shared_ptr<upstream::ClusterFastPath> fast_path_;
   std::vector<std::size_t> keys_;  // reused: key positions of the current request
   std::uint64_t random_ = 0x9e3779b97f4a7c15ull;
 };

@@ -147,7 +147,7 @@ bool ClusterCommand::follow_redirect(std::string_view reply) {
 }
 
 void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
-  if (!reply.empty() && reply.front() == '-') {
+  if (needs_cluster_handling(reply)) {
     if (follow_redirect(reply)) return;
     if (reply.starts_with("-CLUSTERDOWN")) {
       links_.request_refresh(RefreshReason::clusterdown);

@@ -37,6 +37,14 @@ inline constexpr std::string_view kErrSlotUnserved =
 inline constexpr std::string_view kErrPrimaryFailing =
     "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
 
+// The replies a ClusterCommand acts on (MOVED, ASK, TRYAGAIN, CLUSTERDOWN); any other reply is
+// the client's answer as it stands.
+inline bool needs_cluster_handling(std::string_view reply) {
+  if (reply.empty() || reply.front() != '-') return false;
+  return reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
+         reply.starts_with("-TRYAGAIN") || reply.starts_with("-CLUSTERDOWN");
+}
+
 class ClusterCommand final : public ReplyTarget,
                              public std::enable_shared_from_this<ClusterCommand> {
  public:

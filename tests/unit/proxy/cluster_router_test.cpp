@@ -8,6 +8,7 @@
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
 #include "upstream/cluster_command.hpp"
+#include "upstream/cluster_fast_path.hpp"
 #include "upstream/key_slot.hpp"
 
 namespace corral::proxy::test {
@@ -53,6 +54,60 @@ TEST_CASE("MOVED re-routes the slot and retries; the client sees only the answer
   CHECK(redirects(c.links, RedirectKind::moved) == 1);
   client.send({"GET", "foo"});
   CHECK(c.links.at(7000).sent.size() == 2);
+}
+
+TEST_CASE("the fast path: no ClusterCommand until a reply is a redirect", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  CHECK(c.router.fast_path_in_flight() == 1);
+  CHECK(dynamic_cast<upstream::ClusterFastPath*>(c.links.at(7001).pending.front().target.get()));
+  c.links.at(7001).answer("-MOVED " + std::to_string(key_slot("foo")) + " 127.0.0.1:7000\r\n");
+  CHECK(c.router.fast_path_in_flight() == 0);
+  // The retry is the redirect-following command's, which would follow a second MOVED too.
+  CHECK(dynamic_cast<upstream::ClusterCommand*>(c.links.at(7000).pending.front().target.get()));
+  CHECK(c.links.at(7000).bytes() == std::vector<std::string>{wire({"GET", "foo"})});
+  CHECK(client.reply().empty());
+  c.links.at(7000).answer("$3\r\nnew\r\n");
+  CHECK(client.reply() == "$3\r\nnew\r\n");
+  client.send({"GET", "foo"});  // the slot's new owner, on the fast path again
+  CHECK(c.router.fast_path_in_flight() == 1);
+  CHECK(dynamic_cast<upstream::ClusterFastPath*>(c.links.at(7000).pending.front().target.get()));
+}
+
+TEST_CASE("fast-path commands answered out of order by two nodes reach their own requests",
+          "[cluster]") {
+  REQUIRE(kKeysAsExpected);
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  const auto first = client.tag;
+  client.send({"GET", "bar"});
+  const auto second = client.tag;
+  client.send({"INCR", "foo"});
+  const auto third = client.tag;
+  CHECK(c.router.fast_path_in_flight() == 3);
+  c.links.at(7000).answer("$1\r\nb\r\n");
+  c.links.at(7001).answer("$1\r\nf\r\n");
+  c.links.at(7001).answer("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  CHECK(client.reply_of(first) == "$1\r\nf\r\n");
+  CHECK(client.reply_of(second) == "$1\r\nb\r\n");
+  CHECK(client.reply_of(third).starts_with("-WRONGTYPE"));  // not a redirect: passed as it is
+  CHECK(c.router.fast_path_in_flight() == 0);
+  CHECK(c.links.refreshes.empty());
+}
+
+TEST_CASE("a connection still connecting takes the ClusterCommand path", "[cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  c.links.at(7001).answer("$1\r\nx\r\n");
+  c.links.at(7001).start_connecting();
+  client.send({"GET", "foo"});
+  CHECK(c.router.fast_path_in_flight() == 0);
+  CHECK(dynamic_cast<upstream::ClusterCommand*>(c.links.at(7001).pending.front().target.get()));
+  c.links.at(7001).answer("$1\r\ny\r\n");
+  CHECK(client.reply() == "$1\r\ny\r\n");
 }
 
 TEST_CASE("MOVED to a node the map does not know adds it", "[cluster]") {

@@ -74,6 +74,8 @@ class RecordingLink final : public upstream::Link {
   }
   // The connection dies by itself (not closed by the dispatcher).
   void die() { state_ = State::closed; }
+  // Still connecting (it queues what it is sent meanwhile).
+  void start_connecting() { state_ = State::connecting; }
 
   std::vector<std::string> bytes() const {
     std::vector<std::string> out;
