@@ -3,11 +3,10 @@
 #include "upstream/cluster_command.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/redirect.hpp"
 
 namespace corral::upstream {
 
@@ -23,35 +22,6 @@ class Discard final : public ReplyTarget {
   void on_reply(std::uint64_t, std::string_view) override {}
   void on_failure(std::uint64_t, std::string_view) override {}
 };
-
-struct Redirect {
-  int slot = -1;
-  config::Endpoint to;
-};
-
-// "-MOVED <slot> <host>:<port>\r\n" after its first word; nullopt when malformed.
-std::optional<Redirect> parse_redirect(std::string_view rest) {
-  if (rest.ends_with("\r\n")) rest.remove_suffix(2);
-  const auto space = rest.find(' ');
-  const auto colon = rest.rfind(':');
-  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
-    return std::nullopt;
-  Redirect out;
-  const auto slot_text = rest.substr(0, space);
-  const auto port_text = rest.substr(colon + 1);
-  unsigned port = 0;
-  if (std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), out.slot).ec !=
-          std::errc() ||
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port).ec !=
-          std::errc() ||
-      out.slot < 0 || out.slot >= static_cast<int>(kSlotCount) || port == 0 || port > 65535) {
-    return std::nullopt;
-  }
-  out.to.host = std::string(rest.substr(space + 1, colon - space - 1));
-  out.to.port = static_cast<std::uint16_t>(port);
-  if (out.to.host.empty()) return std::nullopt;
-  return out;
-}
 
 }  // namespace
 
@@ -131,7 +101,7 @@ bool ClusterCommand::follow_redirect(std::string_view reply) {
     links_.run_after(kTryAgainBackoff * hops_, [self = shared_from_this()] { self->start(); });
     return true;
   }
-  const auto redirect = parse_redirect(reply.substr(moved ? 7 : 5));
+  const auto redirect = read_redirect(reply);
   if (!redirect) return false;
   auto& routes = links_.routes();
   const int node = routes.find_or_add(redirect->to);
