@@ -19,10 +19,6 @@ namespace corral::proxy {
 namespace {
 constexpr std::string_view kClientIdCommand = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
 
-std::string node_name(const config::Endpoint& endpoint) {
-  return endpoint.host + ":" + std::to_string(endpoint.port);
-}
-
 // Records the answer to the CLIENT ID sent first on a client's new dedicated connection. A
 // failure records nothing: the connection is gone, so there is nothing to unblock either.
 class UpstreamIdNote : public upstream::ReplyTarget {
@@ -51,7 +47,7 @@ upstream::Link* node_link_for(LocalCall& call, const std::string& node) {
   auto& links = call.cluster->links();
   const auto& nodes = links.routes().nodes;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (node_name(nodes[i].endpoint) == node) {
+    if (node_address(nodes[i].endpoint) == node) {
       return &links.node_link(static_cast<int>(i), call.client.id, call.client.protocol);
     }
   }
@@ -66,15 +62,24 @@ std::int64_t parse_client_id_reply(std::string_view reply) {
   return id;
 }
 
+std::string node_address(const config::Endpoint& endpoint) {
+  return endpoint.host + ":" + std::to_string(endpoint.port);
+}
+
+void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,
+                              std::string node) {
+  connection.send(kClientIdCommand, std::make_shared<UpstreamIdNote>(client_id, std::move(node)),
+                  0);
+}
+
 void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster) {
-  std::string node;
   if (cluster != nullptr) {
     if (auto bound = std::dynamic_pointer_cast<NodeBoundLink>(client.dedicated)) {
-      node = node_name(cluster->links().routes().nodes[bound->node()].endpoint);
+      bound->learn_upstream_ids_for(client.id);
+      return;
     }
   }
-  client.dedicated->send(kClientIdCommand,
-                         std::make_shared<UpstreamIdNote>(client.id, std::move(node)), 0);
+  learn_upstream_client_id(client.id, *client.dedicated, {});
 }
 
 Action client_unblock(LocalCall& call) {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "proxy/client_state.hpp"
 #include "proxy/local_commands.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::proxy {
 
@@ -15,8 +17,15 @@ class ClusterRouter;
 
 // Call right after client.dedicated was opened, before anything else is sent on it: a CLIENT ID
 // goes first on it, and its answer is recorded in the client registry (with the node on a
-// cluster) until release_dedicated clears it.
+// cluster) until release_dedicated clears it. A cluster connection keeps doing so on each
+// connection it moves to (NodeBoundLink::move_to).
 void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster);
+// The same for client `client_id`'s new `connection` to `node` ("host:port", "" for the single
+// upstream).
+void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,
+                              std::string node);
+// How the registry names a cluster node.
+std::string node_address(const config::Endpoint& endpoint);
 
 // The id a CLIENT ID reply names (":<id>\r\n"); 0 for any other reply.
 std::int64_t parse_client_id_reply(std::string_view reply);
