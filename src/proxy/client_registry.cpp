@@ -22,7 +22,7 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
   record->close_if_idle = std::move(close_if_idle);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
-  clients_[id] = Entry{record, {}};
+  clients_[id] = Entry{record, {}, {}};
   return record;
 }
 
@@ -34,6 +34,23 @@ void ClientRegistry::remove(std::uint64_t id) {
 void ClientRegistry::set_name(std::uint64_t id, std::string_view name) {
   std::lock_guard lock(mutex_);
   if (auto it = clients_.find(id); it != clients_.end()) it->second.name = name;
+}
+
+void ClientRegistry::set_upstream_client(std::uint64_t id, UpstreamClient upstream) {
+  std::lock_guard lock(mutex_);
+  if (auto it = clients_.find(id); it != clients_.end()) it->second.upstream = std::move(upstream);
+}
+
+void ClientRegistry::clear_upstream_client(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  if (auto it = clients_.find(id); it != clients_.end()) it->second.upstream = {};
+}
+
+std::optional<UpstreamClient> ClientRegistry::upstream_client(std::uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = clients_.find(id);
+  if (it == clients_.end() || it->second.upstream.redis_id == 0) return std::nullopt;
+  return it->second.upstream;
 }
 
 bool ClientRegistry::matches(const Entry& entry, const ClientFilter& filter) const {

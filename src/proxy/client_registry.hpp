@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,13 @@ struct ClientRecord {
   std::atomic<const CommandSpec*> last_command{nullptr};  // a table row: static storage
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
   std::atomic<bool> in_multi{false};
+};
+
+// The Redis side of a client's dedicated upstream connection, for CLIENT UNBLOCK: Redis's id for
+// that connection and, on a cluster, the node ("host:port") it is open to.
+struct UpstreamClient {
+  std::int64_t redis_id = 0;
+  std::string node;
 };
 
 // What CLIENT KILL / CLIENT LIST select. Empty fields match every client.
@@ -70,12 +78,19 @@ class ClientRegistry {
   // True when a command with these flags must wait now. One relaxed load when not paused.
   bool holds(std::uint32_t flags) const;
 
+  // CLIENT UNBLOCK: what Redis calls client `id`'s dedicated connection; set once Redis named it,
+  // cleared when the connection is released. Nothing when unknown or none.
+  void set_upstream_client(std::uint64_t id, UpstreamClient upstream);
+  void clear_upstream_client(std::uint64_t id);
+  std::optional<UpstreamClient> upstream_client(std::uint64_t id) const;
+
   static std::int64_t now_ms();
 
  private:
   struct Entry {
     std::shared_ptr<ClientRecord> record;
     std::string name;
+    UpstreamClient upstream;  // redis_id 0: no dedicated connection Redis has named
   };
   bool matches(const Entry& entry, const ClientFilter& filter) const;
   void append_line(std::string& out, const Entry& entry) const;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "proxy/ascii.hpp"
+#include "proxy/client_registry.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
@@ -69,6 +70,7 @@ void release_dedicated(ClientState& client) {
     // Closing must not reach the client as a lost subscription: it no longer has one.
     client.dedicated->set_unsolicited_target(nullptr);
     client.dedicated->close();
+    client_registry().clear_upstream_client(client.id);
   }
   client.dedicated.reset();
   client.mode.reset();

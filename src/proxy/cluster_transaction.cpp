@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "proxy/client_unblock.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
@@ -44,6 +45,7 @@ void refuse_cross_slot(ClusterRouter& router, ClientState& client, std::uint64_t
 bool bind(ClusterRouter& router, ClientState& client, int slot) {
   client.dedicated = router.dedicated_for_slot(slot, client.id, client.protocol);
   if (!client.dedicated) return false;
+  learn_upstream_client_id(client, &router);
   client.cluster_slot = slot;
   auto discard = std::make_shared<Discard>();
   for (const auto& bytes : client.held_commands) {

@@ -55,7 +55,7 @@ constexpr CommandSpec kCommands[] = {
     {"client|setname", 3, kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local},
     {"client|tracking", -3, kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::dedicated, StateChange::tracking},
     {"client|trackinginfo", 2, kLoading | kStale, 0, 0, 0},
-    {"client|unblock", -3, kAdmin | kLoading | kStale, 0, 0, 0},
+    {"client|unblock", -3, kAdmin | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local},
     {"client|unpause", 2, kAdmin | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local},
     {"cluster", -2, 0, 0, 0, 0},
     {"cluster|addslots", -3, kAdmin | kDangerous | kStale, 0, 0, 0},

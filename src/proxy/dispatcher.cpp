@@ -9,6 +9,7 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/client_session.hpp"
+#include "proxy/client_unblock.hpp"
 #include "proxy/cluster_router.hpp"
 #include "proxy/cluster_transaction.hpp"
 #include "proxy/errors.hpp"
@@ -302,6 +303,7 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   if (awaiting > 0) return false;
   if (cluster_ == nullptr) {
     client.dedicated = links_.dedicated_link(client.database, client.protocol);
+    if (client.dedicated) learn_upstream_client_id(client, nullptr);
     return true;
   }
   // Blocking commands and WATCH go to their keys' node; a keyless one (SUBSCRIBE, MULTI) to
@@ -309,6 +311,7 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   const int slot = cluster_->slot_of(row, argv);
   if (slot == -2) return true;  // answered by the CROSSSLOT check in forward()
   client.dedicated = cluster_->dedicated_for_slot(slot, client.id, client.protocol);
+  if (client.dedicated) learn_upstream_client_id(client, cluster_);
   client.cluster_slot = slot;
   return true;
 }

@@ -9,6 +9,7 @@
 #include "proxy/admin_commands.hpp"
 #include "proxy/ascii.hpp"
 #include "proxy/client_commands.hpp"
+#include "proxy/client_unblock.hpp"
 #include "proxy/cluster_admin.hpp"
 #include "proxy/command_info.hpp"
 #include "proxy/server_info.hpp"
@@ -275,6 +276,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"client|kill", client_kill},
     {"client|pause", client_pause},
     {"client|unpause", client_unpause},
+    {"client|unblock", client_unblock},
     {"command", command_all},
     {"command|count", command_count},
     {"command|info", command_info},

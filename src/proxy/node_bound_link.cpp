@@ -13,6 +13,7 @@
 #include <string>
 
 #include "proxy/ascii.hpp"
+#include "proxy/client_unblock.hpp"
 #include "proxy/cluster_router.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
@@ -150,7 +151,14 @@ bool NodeBoundLink::move_to(int node) {
   connection_ = std::move(next);
   node_ = node;
   if (follower_) connection_->set_unsolicited_target(follower_);
+  if (client_id_ != 0) learn_upstream_ids_for(client_id_);
   return true;
+}
+
+void NodeBoundLink::learn_upstream_ids_for(std::uint64_t client_id) {
+  client_id_ = client_id;
+  learn_upstream_client_id(client_id, *connection_,
+                           node_address(router_.links().routes().nodes[node_].endpoint));
 }
 
 bool NodeBoundLink::send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,

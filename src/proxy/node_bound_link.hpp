@@ -40,6 +40,9 @@ class NodeBoundLink final : public upstream::Link,
   // index of the router's routes) from now on; false when none could be opened.
   bool move_to(int node);
   int node() const { return node_; }
+  // From now on each connection the link uses first asks Redis its id, for CLIENT UNBLOCK of
+  // client `client_id` (see client_unblock.hpp); the current one too.
+  void learn_upstream_ids_for(std::uint64_t client_id);
   ClusterRouter& router() { return router_; }
 
   // A push or reply no command asked for; false when it was the node ending a shard channel the
@@ -55,6 +58,7 @@ class NodeBoundLink final : public upstream::Link,
   std::shared_ptr<upstream::Link> connection_;
   int node_;
   int protocol_;
+  std::uint64_t client_id_ = 0;  // 0: no CLIENT ID asked on new connections
   // The client's unsolicited target, wrapped: see follow_unsolicited.
   std::shared_ptr<upstream::ReplyTarget> follower_;
   std::set<std::string, std::less<>> shard_channels_;  // SSUBSCRIBEd and not SUNSUBSCRIBEd

@@ -152,6 +152,35 @@ def blpop_on_every_node_at_once(stack):
     eq(out["reply"], None, "BLPOP times out with nil")
 
 
+@suite.test
+def client_unblock_on_every_node(stack):
+    # CLIENT UNBLOCK names Corral's client id; Corral unblocks that client's connection on the
+    # node it is blocked on.
+    keys = each_primary_key(stack.cluster, "ub")
+    with stack.raw() as other:
+        for n, (port, key) in enumerate(keys.items()):
+            with stack.raw() as blocked:
+                cid = blocked.call("CLIENT", "ID")
+                reason = ["ERROR"] if n == 0 else ["TIMEOUT"] if n == 1 else []
+                blocked.send_command("BLPOP", key, "0")
+                harness.wait_until(
+                    lambda: stack.cluster.node(port).info("clients")["blocked_clients"] == 1, 10,
+                    what="BLPOP blocked on %d" % port)
+                eq(other.call("CLIENT", "UNBLOCK", cid, *reason), 1, "UNBLOCK on %d" % port)
+                if reason == ["ERROR"]:
+                    is_err(blocked.read(), "UNBLOCKED", "BLPOP unblocked with ERROR")
+                else:
+                    eq(blocked.read(), None, "BLPOP unblocked %s on %d" % (reason, port))
+                eq(other.call("CLIENT", "UNBLOCK", cid), 0, "no longer blocked on %d" % port)
+                # Blocks again and is served.
+                blocked.send_command("BLPOP", key, "0")
+                harness.wait_until(
+                    lambda: stack.cluster.node(port).info("clients")["blocked_clients"] == 1, 10,
+                    what="BLPOP blocked again on %d" % port)
+                stack.cluster.node(port).rpush(key, "v")
+                eq(blocked.read(), [key.encode(), b"v"], "BLPOP served on %d" % port)
+
+
 def corral_info(stack, corral, key):
     admin = stack.client(corral)
     admin.execute_command("AUTH", "admin-secret")

@@ -314,6 +314,28 @@ def blocking_command_whose_slot_moves_is_retried_on_the_new_owner(stack):
 
 
 @suite.test
+def client_unblock_reaches_a_blocking_command_retried_on_the_new_owner(stack):
+    cluster = stack.cluster
+    src, dst = cluster.primaries()[0], cluster.primaries()[1]
+    slot = a_slot_of(cluster, src)
+    key = "{%s}ub" % slot_tags()[slot]
+    try:
+        with stack.raw(timeout=40) as blocked, stack.raw() as other:
+            cid = blocked.call("CLIENT", "ID")
+            blocked.send_command("BLPOP", key, "30")
+            wait_until(lambda: cluster.node(src).info("clients")["blocked_clients"] >= 1, 10,
+                       what="BLPOP blocked on %d" % src)
+            move_slot(cluster, slot, src, dst)
+            wait_until(lambda: cluster.node(dst).info("clients")["blocked_clients"] >= 1, 10,
+                       what="BLPOP blocked again on the new owner %d" % dst)
+            eq(other.call("CLIENT", "UNBLOCK", cid), 1, "CLIENT UNBLOCK after the move")
+            eq(blocked.read(), None, "BLPOP unblocked on the new owner")
+    finally:
+        if cluster.slot_owner(slot) != src:
+            move_slot(cluster, slot, cluster.slot_owner(slot), src)
+
+
+@suite.test
 def shard_subscription_follows_its_slot_to_the_new_owner(stack):
     cluster = stack.cluster
     src, dst = cluster.primaries()[2], cluster.primaries()[0]

@@ -156,6 +156,45 @@ def blpop_unblocked_by_other_client(stack):
     eq(stack.direct().llen("bl:q"), 0, "list length after BLPOP")
 
 
+def _wait_blocked_clients(stack, want, timeout=5.0):
+    direct = stack.direct()
+    deadline = time.monotonic() + timeout
+    while direct.info("clients")["blocked_clients"] != want:
+        check(time.monotonic() < deadline, "Redis never had %d blocked client(s)" % want)
+        time.sleep(0.02)
+
+
+@suite.test
+def client_unblock(stack):
+    # The id is the one CLIENT ID gave (Corral's own); Redis blocks Corral's dedicated connection.
+    with stack.raw() as blocked, stack.raw() as other:
+        cid = blocked.call("CLIENT", "ID")
+        check(isinstance(cid, int) and cid > 0, "CLIENT ID: %r" % cid)
+        eq(other.call("CLIENT", "UNBLOCK", cid), 0, "UNBLOCK of a client never blocked")
+        for reason in ([], ["TIMEOUT"], ["timeout"]):
+            blocked.send_command("BLPOP", "ub:list", 0)
+            _wait_blocked_clients(stack, 1)
+            eq(other.call("CLIENT", "UNBLOCK", cid, *reason), 1, "UNBLOCK %s" % reason)
+            eq(blocked.read(), None, "BLPOP after UNBLOCK %s" % reason)
+        blocked.send_command("BLPOP", "ub:list", 0)
+        _wait_blocked_clients(stack, 1)
+        eq(other.call("CLIENT", "UNBLOCK", cid, "ERROR"), 1, "UNBLOCK ERROR")
+        is_err(blocked.read(), "UNBLOCKED client unblocked via CLIENT UNBLOCK", "BLPOP after ERROR")
+        _wait_blocked_clients(stack, 0)
+        eq(other.call("CLIENT", "UNBLOCK", cid), 0, "UNBLOCK of a client no longer blocked")
+        eq(other.call("CLIENT", "UNBLOCK", 987654321), 0, "UNBLOCK of an unknown id")
+        is_err(other.call("CLIENT", "UNBLOCK", "abc"),
+               "ERR value is not an integer or out of range", "UNBLOCK bad id")
+        is_err(other.call("CLIENT", "UNBLOCK", cid, "LATER"),
+               "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR", "UNBLOCK bad reason")
+        # The unblocked client blocks again and is served.
+        blocked.send_command("BLPOP", "ub:list", 0)
+        _wait_blocked_clients(stack, 1)
+        eq(other.call("RPUSH", "ub:list", "v"), 1, "RPUSH")
+        eq(blocked.read(), [b"ub:list", b"v"], "BLPOP served after the unblocks")
+        eq(blocked.call("PING"), b"PONG", "PING after")
+
+
 @suite.test
 def blpop_times_out_with_nil(stack):
     c = stack.client()

@@ -6,6 +6,7 @@
 
 #include "proxy/client_registry.hpp"
 #include "proxy/client_session.hpp"
+#include "proxy/client_unblock.hpp"
 #include "recording_upstream.hpp"
 
 using namespace corral;
@@ -128,4 +129,56 @@ TEST_CASE("idle_timeout asks the clients quiet that long, never subscribed ones"
   CHECK(subscriber.idle_asks == 0);
   client_registry().close_idle(std::chrono::hours(1));
   CHECK(quiet.idle_asks == 1);
+}
+
+TEST_CASE("CLIENT UNBLOCK unblocks the client's dedicated connection by Redis's id", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered blocked(proxy, "10.4.0.1:1");
+  Peered other(proxy, "10.4.0.2:2");
+  const std::string id = std::to_string(blocked.handler->client_id());
+  // No dedicated connection: nothing Redis could have blocked, so Redis is not asked.
+  CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::done);
+  CHECK(other.reply() == ":0\r\n");
+  CHECK(proxy.links.shared.empty());
+
+  CHECK(blocked.send({"BLPOP", "l", "0"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(dedicated.client_id_asks == 1);
+  CHECK(dedicated.bytes() == std::vector<std::string>{wire({"BLPOP", "l", "0"})});
+  CHECK(other.send({"CLIENT", "UNBLOCK", id, "error"}) == Action::done);
+  auto& shared = proxy.links.shared_of(0);
+  CHECK(shared.bytes().back() == wire({"CLIENT", "UNBLOCK", "1000", "error"}));
+  CHECK(other.reply().empty());  // Redis answers it
+  shared.answer(":1\r\n");
+  CHECK(other.reply() == ":1\r\n");
+  CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::done);
+  CHECK(shared.bytes().back() == wire({"CLIENT", "UNBLOCK", "1000"}));
+
+  // Redis's checks, in Redis's order.
+  CHECK(other.send({"CLIENT", "UNBLOCK", "x", "LATER"}) == Action::done);
+  CHECK(other.reply() == "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n");
+  CHECK(other.send({"CLIENT", "UNBLOCK", "x"}) == Action::done);
+  CHECK(other.reply() == "-ERR value is not an integer or out of range\r\n");
+  CHECK(other.send({"CLIENT", "UNBLOCK", id, "TIMEOUT", "x"}) == Action::done);
+  CHECK(other.reply() ==
+        "-ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.\r\n");
+  CHECK(other.send({"CLIENT", "UNBLOCK", "-5"}) == Action::done);
+  CHECK(other.reply() == ":0\r\n");
+
+  // Once the block ended and the connection is released, Redis's id no longer names the client.
+  dedicated.answer("*-1\r\n");
+  CHECK(blocked.send({"GET", "k"}) == Action::done);
+  CHECK(dedicated.closes == 1);
+  const auto sent_before = shared.sent.size();
+  CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::done);
+  CHECK(other.reply() == ":0\r\n");
+  CHECK(shared.sent.size() == sent_before);
+}
+
+TEST_CASE("a CLIENT ID reply names Redis's id, anything else none", "[client]") {
+  CHECK(parse_client_id_reply(":42\r\n") == 42);
+  CHECK(parse_client_id_reply(":0\r\n") == 0);
+  CHECK(parse_client_id_reply(":-3\r\n") == 0);
+  CHECK(parse_client_id_reply("-ERR unknown command\r\n") == 0);
+  CHECK(parse_client_id_reply(":12") == 0);
 }

@@ -38,7 +38,9 @@ struct Sent {
 };
 
 // Records what it is asked to send; replies only when a test says so, so a test controls what
-// is in flight.
+// is in flight. The exception is the CLIENT ID the dispatcher sends first on a dedicated
+// connection (for CLIENT UNBLOCK): answered at once with `redis_id`, counted in client_id_asks
+// and not recorded, so tests see the client's own commands.
 class RecordingLink final : public upstream::Link {
  public:
   explicit RecordingLink(int db) : database(db) {}
@@ -46,6 +48,11 @@ class RecordingLink final : public upstream::Link {
   bool send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,
             std::uint64_t tag, bool exempt_from_timeout) override {
     if (state_ == State::closed || refuse) return false;
+    if (command == wire({"CLIENT", "ID"})) {
+      ++client_id_asks;
+      target->on_reply(tag, ":" + std::to_string(redis_id) + "\r\n");
+      return true;
+    }
     sent.push_back({std::string(command), tag, true, exempt_from_timeout, target});
     pending.push_back(sent.back());
     return true;
@@ -89,6 +96,8 @@ class RecordingLink final : public upstream::Link {
   std::shared_ptr<upstream::ReplyTarget> unsolicited;
   bool refuse = false;
   int closes = 0;
+  std::int64_t redis_id = 1000;
+  int client_id_asks = 0;
 
  private:
   State state_ = State::ready;

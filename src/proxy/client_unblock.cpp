@@ -1,0 +1,134 @@
+// CLIENT UNBLOCK: Corral's client id mapped to Redis's id of that client's dedicated connection.
+#include "proxy/client_unblock.hpp"
+
+#include <charconv>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/ascii.hpp"
+#include "proxy/client_registry.hpp"
+#include "proxy/cluster_router.hpp"
+#include "proxy/node_bound_link.hpp"
+#include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/link.hpp"
+
+namespace corral::proxy {
+
+namespace {
+constexpr std::string_view kClientIdCommand = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
+
+// Records the answer to the CLIENT ID sent first on a client's new dedicated connection. A
+// failure records nothing: the connection is gone, so there is nothing to unblock either.
+class UpstreamIdNote : public upstream::ReplyTarget {
+ public:
+  UpstreamIdNote(std::uint64_t client_id, std::string node)
+      : client_id_(client_id), node_(std::move(node)) {}
+  void on_reply(std::uint64_t, std::string_view reply) override {
+    if (const auto redis_id = parse_client_id_reply(reply); redis_id > 0) {
+      client_registry().set_upstream_client(client_id_, {redis_id, node_});
+    }
+  }
+  void on_failure(std::uint64_t, std::string_view) override {}
+
+ private:
+  std::uint64_t client_id_;
+  std::string node_;
+};
+
+bool parse_integer(std::string_view text, long long& value) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+// Node indexes are per io thread: the node is found again by its address in this thread's map.
+upstream::Link* node_link_for(LocalCall& call, const std::string& node) {
+  auto& links = call.cluster->links();
+  const auto& nodes = links.routes().nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (node_address(nodes[i].endpoint) == node) {
+      return &links.node_link(static_cast<int>(i), call.client.id, call.client.protocol);
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+
+std::int64_t parse_client_id_reply(std::string_view reply) {
+  if (reply.size() < 4 || reply.front() != ':' || !reply.ends_with("\r\n")) return 0;
+  long long id = 0;
+  if (!parse_integer(reply.substr(1, reply.size() - 3), id) || id <= 0) return 0;
+  return id;
+}
+
+std::string node_address(const config::Endpoint& endpoint) {
+  return endpoint.host + ":" + std::to_string(endpoint.port);
+}
+
+void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,
+                              std::string node) {
+  connection.send(kClientIdCommand, std::make_shared<UpstreamIdNote>(client_id, std::move(node)),
+                  0);
+}
+
+void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster) {
+  if (cluster != nullptr) {
+    if (auto bound = std::dynamic_pointer_cast<NodeBoundLink>(client.dedicated)) {
+      bound->learn_upstream_ids_for(client.id);
+      return;
+    }
+  }
+  learn_upstream_client_id(client.id, *client.dedicated, {});
+}
+
+Action client_unblock(LocalCall& call) {
+  const auto argv = call.argv;
+  // Redis's checks, in Redis's order: the form, the reason, then the id.
+  if (argv.size() > 4) {
+    resp::append_error(call.reply, "ERR unknown subcommand or wrong number of arguments for '" +
+                                       std::string(argv[1]) + "'. Try CLIENT HELP.");
+    return Action::done;
+  }
+  if (argv.size() == 4 && !iequals(argv[3], "timeout") && !iequals(argv[3], "error")) {
+    resp::append_error(call.reply, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+    return Action::done;
+  }
+  long long id = 0;
+  if (!parse_integer(argv[2], id)) {
+    resp::append_error(call.reply, "ERR value is not an integer or out of range");
+    return Action::done;
+  }
+  // The caller is not blocked while it sends this (a pipelined request waits behind its block).
+  const auto upstream = id > 0 && static_cast<std::uint64_t>(id) != call.client.id
+                            ? client_registry().upstream_client(static_cast<std::uint64_t>(id))
+                            : std::nullopt;
+  if (!upstream || call.target == nullptr || (call.cluster == nullptr && call.links == nullptr)) {
+    resp::append_integer(call.reply, 0);
+    return Action::done;
+  }
+  const std::string redis_id = std::to_string(upstream->redis_id);
+  std::string command;
+  if (argv.size() == 4) {
+    const std::string_view unblock[] = {"CLIENT", "UNBLOCK", redis_id, argv[3]};
+    resp::append_command(command, unblock);
+  } else {
+    const std::string_view unblock[] = {"CLIENT", "UNBLOCK", redis_id};
+    resp::append_command(command, unblock);
+  }
+  bool sent = false;
+  if (call.cluster == nullptr) {
+    sent = call.links->send_shared(call.client.database, call.client.id, command, *call.target,
+                                   call.tag, call.client.protocol);
+  } else if (auto* link = node_link_for(call, upstream->node)) {
+    sent = link->send(command, *call.target, call.tag);
+  } else {  // the node left the map: its connections, blocked ones included, are gone
+    resp::append_integer(call.reply, 0);
+    return Action::done;
+  }
+  call.deferred = true;
+  if (!sent) (*call.target)->on_failure(call.tag, upstream::kErrUnavailable);
+  return Action::done;
+}
+
+}  // namespace corral::proxy
