@@ -3,6 +3,7 @@
 # with `redis-cli --cluster create`, every node bound to 127.0.0.1 on a free port (and free bus port).
 #
 # Usage: scripts/cluster.sh start [DIR] [--primaries N] [--replicas R] [--node-timeout MS]
+#                                 [--requirepass PW] [--tls CERTDIR]
 #        scripts/cluster.sh stop DIR [--clean]
 #        scripts/cluster.sh run [start options] -- COMMAND...   (start, run COMMAND, always stop)
 #        scripts/cluster.sh status DIR | ports DIR
@@ -11,6 +12,10 @@
 #            temp dir when omitted) holds per node PORT/{redis.conf,redis.log,redis.pid,nodes.conf}
 #            and DIR/ports. Returns once every node says cluster_state:ok, knows every other node, and
 #            every replica has master_link_status:up.
+#            --requirepass: every node gets requirepass and masterauth PW. --tls: CERTDIR holds
+#            ca.pem, redis.pem and redis.key; nodes speak TLS only (tls-port = the node's port,
+#            port 0), on the cluster bus and to their primary too; clients need no certificate.
+#            Either is kept in DIR, so the other commands talk to the nodes the same way.
 #   stop     stops every node of DIR (SIGTERM, SIGKILL after 5 s); --clean also removes DIR.
 #   run      exports CLUSTER_DIR and CLUSTER_PORTS (comma-separated) to COMMAND.
 #   kill     sends SIGNAL (default KILL) to one node; restart starts a stopped node again with its
@@ -32,7 +37,24 @@ REDIS_CLI=${REDIS_CLI:-redis-cli}
 
 die() { echo "cluster.sh: $*" >&2; exit 2; }
 log() { echo "cluster.sh: $*" >&2; }
-cli() { local port=$1; shift; "$REDIS_CLI" -h "$HOST" -p "$port" --no-auth-warning "$@"; }
+# redis-cli options that AUTH and/or TLS need (load_security fills them from a cluster's DIR).
+CLI_SECURITY=()
+cli() { local port=$1; shift; "$REDIS_CLI" -h "$HOST" -p "$port" --no-auth-warning "${CLI_SECURITY[@]}" "$@"; }
+
+# save_security DIR PW CERTDIR: records the start options the other commands need.
+save_security() {
+  local dir=$1 password=$2 tls=$3
+  if [ -n "$password" ]; then (umask 077; printf '%s\n' "$password" >"$dir/requirepass"); fi
+  if [ -n "$tls" ]; then printf '%s\n' "$tls" >"$dir/tls-dir"; fi
+  load_security "$dir"
+}
+
+load_security() {
+  local dir=$1
+  CLI_SECURITY=()
+  if [ -f "$dir/requirepass" ]; then CLI_SECURITY+=(-a "$(cat "$dir/requirepass")"); fi
+  if [ -f "$dir/tls-dir" ]; then CLI_SECURITY+=(--tls --cacert "$(cat "$dir/tls-dir")/ca.pem"); fi
+}
 
 port_free() {
   # Bash's /dev/tcp connect: a refused connection means nothing listens there.
@@ -57,8 +79,25 @@ pick_port() {
 write_conf() {
   local dir=$1 port=$2 timeout=$3
   mkdir -p "$dir/$port"
-  cat >"$dir/$port/redis.conf" <<EOF
-port $port
+  {
+    if [ -f "$dir/tls-dir" ]; then
+      local certs
+      certs=$(cat "$dir/tls-dir")
+      # The bus port stays tls-port + 10000; tls-cluster makes the bus TLS too (nodes present
+      # redis.pem to each other, so the bus always checks the peer's certificate against ca.pem).
+      printf '%s\n' "port 0" "tls-port $port" "tls-cert-file $certs/redis.pem" \
+        "tls-key-file $certs/redis.key" "tls-ca-cert-file $certs/ca.pem" "tls-cluster yes" \
+        "tls-replication yes" "tls-auth-clients no"
+    else
+      echo "port $port"
+    fi
+    if [ -f "$dir/requirepass" ]; then
+      local password
+      password=$(cat "$dir/requirepass")
+      printf '%s\n' "requirepass \"$password\"" "masterauth \"$password\""
+    fi
+  } >"$dir/$port/redis.conf"
+  cat >>"$dir/$port/redis.conf" <<EOF
 bind $HOST
 protected-mode no
 daemonize yes
@@ -167,12 +206,14 @@ start_watcher() {
 }
 
 cmd_start() {
-  local dir="" primaries=3 replicas=1 timeout=${CLUSTER_NODE_TIMEOUT:-2000}
+  local dir="" primaries=3 replicas=1 timeout=${CLUSTER_NODE_TIMEOUT:-2000} password="" tls=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --primaries) [ $# -ge 2 ] || die "$1 needs a value"; primaries=$2; shift 2 ;;
       --replicas) [ $# -ge 2 ] || die "$1 needs a value"; replicas=$2; shift 2 ;;
       --node-timeout) [ $# -ge 2 ] || die "$1 needs a value"; timeout=$2; shift 2 ;;
+      --requirepass) [ $# -ge 2 ] || die "$1 needs a value"; password=$2; shift 2 ;;
+      --tls) [ $# -ge 2 ] || die "$1 needs a value"; tls=$2; shift 2 ;;
       -*) die "unknown option $1" ;;
       *) [ -z "$dir" ] || die "one DIR only (got $dir and $1)"; dir=$1; shift ;;
     esac
@@ -180,12 +221,20 @@ cmd_start() {
   [[ "$primaries" =~ ^[0-9]+$ && "$primaries" -ge 3 ]] || die "--primaries must be >= 3 (Redis Cluster's minimum), got $primaries"
   [[ "$replicas" =~ ^[0-9]+$ ]] || die "--replicas must be a whole number, got $replicas"
   [[ "$timeout" =~ ^[0-9]+$ && "$timeout" -ge 100 ]] || die "--node-timeout must be >= 100 (ms), got $timeout"
+  [[ "$password" != *[[:space:]\"\\]* ]] || die "--requirepass: no spaces, quotes or backslashes"
+  if [ -n "$tls" ]; then
+    tls=$(realpath "$tls")
+    local f
+    for f in ca.pem redis.pem redis.key; do [ -r "$tls/$f" ] || die "--tls: no readable $tls/$f"; done
+  fi
   command -v "$REDIS_SERVER" >/dev/null || die "$REDIS_SERVER not found (Debian: redis-server)"
   command -v "$REDIS_CLI" >/dev/null || die "$REDIS_CLI not found (Debian: redis-tools)"
   if [ -z "$dir" ]; then dir=$(mktemp -d -t corral-cluster.XXXXXX); fi
   mkdir -p "$dir"
   dir=$(realpath "$dir")
   [ ! -f "$dir/ports" ] || die "$dir already holds a cluster (stop it, or use another DIR)"
+  rm -f "$dir/requirepass" "$dir/tls-dir"
+  save_security "$dir" "$password" "$tls"
 
   local count=$((primaries * (1 + replicas))) ports=() port attempt ok
   : >"$dir/ports"
@@ -209,7 +258,7 @@ cmd_start() {
   log "nodes up on ${ports[*]} (node timeout ${timeout} ms); creating the cluster"
   local addrs=()
   for port in "${ports[@]}"; do addrs+=("$HOST:$port"); done
-  if ! "$REDIS_CLI" --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
+  if ! "$REDIS_CLI" --no-auth-warning "${CLI_SECURITY[@]}" --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes \
       >"$dir/create.log" 2>&1; then
     cat "$dir/create.log" >&2
     cmd_stop "$dir"
@@ -258,17 +307,18 @@ main() {
     start) cmd_start "$@" ;;
     stop) [ -n "${1:-}" ] || die "stop needs the cluster's DIR"; cmd_stop "$1" "${2:-}" ;;
     run) cmd_run "$@" ;;
-    status) need_dir "${1:-}" status; status "$1" ;;
+    status) need_dir "${1:-}" status; load_security "$1"; status "$1" ;;
     ports) need_dir "${1:-}" ports; tr '\n' ' ' <"$1/ports" | sed 's/ $/\n/' ;;
-    wait) need_dir "${1:-}" wait; wait_healthy "$1" "${2:-60}" ;;
+    wait) need_dir "${1:-}" wait; load_security "$1"; wait_healthy "$1" "${2:-60}" ;;
     kill)
       need_dir "${1:-}" kill; need_port "$1" "${2:-}"
       kill "-${3:-KILL}" "$(node_pid "$1" "$2")" ;;
     restart)
       need_dir "${1:-}" restart; need_port "$1" "${2:-}"
       node_alive "$1" "$2" && die "node $2 is still running"
+      load_security "$1"
       start_node "$(realpath "$1")" "$2" || die "node $2 did not restart: $(tail -n 3 "$1/$2/redis.log")" ;;
-    -h|--help|"") sed -n '2,22s/^# \{0,1\}//p' "$SELF"; [ -n "$sub" ] ;;
+    -h|--help|"") sed -n '2,25s/^# \{0,1\}//p' "$SELF"; [ -n "$sub" ] ;;
     *) die "unknown command $sub (see --help)" ;;
   esac
 }

@@ -53,7 +53,9 @@ void ClusterRouter::send_when_mapped(const ClientState& client, const CommandSpe
   const auto limit = settings_.connect_timeout + 2 * settings_.command_timeout;
   if (waited * kPoll >= limit) {
     links_.request_refresh(upstream::RefreshReason::clusterdown);
-    return target->on_failure(tag, upstream::kErrSlotUnserved);
+    const auto failure = links_.map_failure();
+    if (failure.empty()) return target->on_failure(tag, upstream::kErrSlotUnserved);
+    return target->on_failure(tag, upstream::slot_unserved_error(failure));
   }
   struct Held {
     std::vector<std::string> words;

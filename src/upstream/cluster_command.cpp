@@ -25,6 +25,14 @@ class Discard final : public ReplyTarget {
 
 }  // namespace
 
+std::string slot_unserved_error(std::string_view map_failure) {
+  std::string error(kErrSlotUnserved.substr(0, kErrSlotUnserved.size() - 1));
+  error += "; last attempt: ";
+  for (char c : map_failure) error += (c == '\r' || c == '\n') ? ' ' : c;
+  error += ')';
+  return error;
+}
+
 ClusterCommand::ClusterCommand(ClusterLinks& links, std::string command,
                                ClusterCommandOptions options, std::shared_ptr<ReplyTarget> target,
                                std::uint64_t tag)

@@ -34,6 +34,9 @@ struct ClusterCommandOptions {
 // The error a command gets when its slot has no reachable primary in the map (fail fast).
 inline constexpr std::string_view kErrSlotUnserved =
     "CLUSTERDOWN Hash slot not served (Corral is waiting for the cluster's slot map)";
+// kErrSlotUnserved naming why no map came (Topology::last_failure(), e.g. a node refusing AUTH),
+// on one line: a wrong password reads as such instead of as an endless wait.
+std::string slot_unserved_error(std::string_view map_failure);
 inline constexpr std::string_view kErrPrimaryFailing =
     "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
 

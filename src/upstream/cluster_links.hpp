@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "upstream/link.hpp"
 #include "upstream/slot_map.hpp"
@@ -31,6 +32,9 @@ class ClusterLinks {
   virtual ClusterCounters& counters() = 0;
   // Connections this thread has open to the node (shared ones), for CORRAL.CLUSTER and INFO.
   virtual std::size_t node_connections(int node) = 0;
+  // Why no slot map came yet (the topology's last failure, e.g. a node refusing AUTH); empty
+  // when unknown. Clients waiting for the first map are told it.
+  virtual std::string map_failure() const { return {}; }
 };
 
 }  // namespace corral::upstream

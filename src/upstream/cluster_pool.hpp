@@ -32,6 +32,7 @@ class ClusterPool final : public ClusterLinks {
   void request_refresh(RefreshReason reason) override { topology_->request_refresh(reason); }
   void run_after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   ClusterCounters& counters() override { return topology_->counters(); }
+  std::string map_failure() const override { return topology_->last_failure(); }
 
   std::size_t node_connections(int node) override;
 

@@ -152,6 +152,7 @@ awaitable<void> Connection::run() {
       continue;
     }
     backoff = options_.backoff_min;
+    refusal_.clear();
     set_state(State::ready);
     if (stats_) stats_->upstream_connected();
     const auto generation = generation_;
@@ -247,11 +248,11 @@ awaitable<bool> Connection::tls_handshake() {
   deadline.cancel();
   if (ec || closing_) {
     const long verify = SSL_get_verify_result(ssl);
-    spdlog::warn("upstream {}:{} TLS handshake failed: {}{}", options_.server.host,
-                 options_.server.port, ec.message(),
-                 verify == X509_V_OK ? std::string()
-                                     : std::string(" (certificate: ") +
-                                           X509_verify_cert_error_string(verify) + ")");
+    refusal_ = "TLS handshake failed: " + ec.message() +
+               (verify == X509_V_OK
+                    ? std::string()
+                    : std::string(" (certificate: ") + X509_verify_cert_error_string(verify) + ")");
+    spdlog::warn("upstream {}:{} {}", options_.server.host, options_.server.port, refusal_);
     co_return false;
   }
   co_return true;
@@ -329,8 +330,8 @@ awaitable<bool> Connection::handshake() {
     if (frame.status == resp::FrameStatus::invalid) break;
     if (frame.status == resp::FrameStatus::complete) {
       if (pending[0] == '-') {
-        spdlog::error("upstream {}:{} refused the handshake: {}", options_.server.host,
-                      options_.server.port, pending.substr(1, frame.size - 3));
+        refusal_ = "refused the handshake: " + std::string(pending.substr(1, frame.size - 3));
+        spdlog::error("upstream {}:{} {}", options_.server.host, options_.server.port, refusal_);
         break;
       }
       // HELLO is the last command of a RESP3 handshake: its map names the server's version.

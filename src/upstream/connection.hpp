@@ -90,6 +90,10 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   // The io thread the connection lives on: awaitable calls on it run there.
   const boost::asio::any_io_executor& executor() const { return executor_; }
   std::size_t in_flight() const override { return in_flight_.size(); }
+  // Why the last connection attempt failed when the server or the TLS peer refused it (a wrong
+  // password's WRONGPASS, a certificate that does not verify); empty otherwise. The commands it
+  // failed got the generic kErrUnavailable, which callers match on.
+  const std::string& refusal() const { return refusal_; }
 
  private:
   struct InFlight {
@@ -150,6 +154,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   std::vector<char> read_buffer_;
   std::size_t read_begin_ = 0;
   std::size_t read_end_ = 0;
+  std::string refusal_;
 };
 
 }  // namespace corral::upstream

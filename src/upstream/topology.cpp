@@ -145,11 +145,13 @@ awaitable<bool> Topology::refresh_once() {
     for (const auto& node : known->nodes) add_unique(candidates, node.endpoint);
   }
   for (const auto& seed : settings_.servers) add_unique(candidates, seed);
+  std::string failure;
   for (const auto& node : candidates) {
     if (stopped_) co_return false;
     auto parsed = co_await ask(node);
     if (!parsed.map) {
       spdlog::warn("cluster topology from {}:{}: {}", node.host, node.port, parsed.error);
+      failure = fmt::format("{}:{}: {}", node.host, node.port, parsed.error);
       continue;
     }
     const auto previous = current();
@@ -162,9 +164,18 @@ awaitable<bool> Topology::refresh_once() {
     }
     node_gauges_.node(node).topology_answers.fetch_add(1, std::memory_order_relaxed);
     publish(std::move(*parsed.map));
+    std::lock_guard lock(mutex_);
+    last_failure_.clear();
     co_return true;
   }
+  std::lock_guard lock(mutex_);
+  last_failure_ = std::move(failure);
   co_return false;
+}
+
+std::string Topology::last_failure() const {
+  std::lock_guard lock(mutex_);
+  return last_failure_;
 }
 
 awaitable<SlotMapParse> Topology::ask(const config::Endpoint& node) {
@@ -180,7 +191,11 @@ awaitable<SlotMapParse> Topology::ask(const config::Endpoint& node) {
     from_slots = true;
   }
   connection->close();
-  if (!result.ok()) co_return SlotMapParse{std::nullopt, result.error};
+  if (!result.ok()) {
+    // A refused AUTH or TLS handshake says more than the generic "upstream unavailable".
+    co_return SlotMapParse{std::nullopt,
+                           connection->refusal().empty() ? result.error : connection->refusal()};
+  }
   co_return from_slots ? parse_cluster_slots(result.reply, node.host)
                        : parse_cluster_shards(result.reply, node.host, settings_.tls.enabled);
 }

@@ -56,6 +56,9 @@ class Topology : public std::enable_shared_from_this<Topology> {
   // version() is one relaxed load, so io threads check it per command.
   std::shared_ptr<const SlotMap> current() const;
   std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // Thread-safe. Why the last refresh found no map ("host:port: reason" of the last node asked),
+  // empty once one succeeded: before the first map, clients are told this instead of just waiting.
+  std::string last_failure() const;
 
   // Thread-safe: a refresh soon (now, unless one ran less than a second ago or one is running,
   // in which case the running or next one answers for it).
@@ -91,6 +94,7 @@ class Topology : public std::enable_shared_from_this<Topology> {
 
   mutable std::mutex mutex_;
   std::shared_ptr<const SlotMap> map_;
+  std::string last_failure_;
   std::atomic<std::uint64_t> version_{0};
   std::array<std::atomic<std::uint64_t>, kRefreshReasons> refreshes_{};
   ClusterCounters counters_;

@@ -88,10 +88,14 @@ def parse_cluster_nodes(text):
 
 
 class ClusterNodes:
-    """scripts/cluster.sh's cluster: `primaries` primaries with `replicas` replicas each."""
+    """scripts/cluster.sh's cluster: `primaries` primaries with `replicas` replicas each; with
+    `password` every node requires it, with `tls_dir` (ca.pem, redis.pem, redis.key) every node
+    speaks TLS only, and this fixture's own clients authenticate and use TLS to match."""
 
-    def __init__(self, workdir=None, primaries=3, replicas=1, node_timeout=2000):
+    def __init__(self, workdir=None, primaries=3, replicas=1, node_timeout=2000, password=None,
+                 tls_dir=None):
         self.workdir = workdir or harness.make_tmpdir("corral-cluster-")
+        self.password, self.tls_dir = password, tls_dir
         self.dir = os.path.join(self.workdir, "cluster")
         self.primaries_wanted, self.replicas_wanted = primaries, replicas
         self.node_timeout = node_timeout
@@ -118,8 +122,10 @@ class ClusterNodes:
         with harness._lock:
             harness._procs.append(self)
         self._started = True
+        security = (["--requirepass", self.password] if self.password else []) + \
+            (["--tls", self.tls_dir] if self.tls_dir else [])
         out = self._script("start", self.dir, "--primaries", self.primaries_wanted, "--replicas",
-                           self.replicas_wanted, "--node-timeout", self.node_timeout)
+                           self.replicas_wanted, "--node-timeout", self.node_timeout, *security)
         self.ports = [int(p) for p in out.split()]
         return self
 
@@ -158,20 +164,42 @@ class ClusterNodes:
         return ["%s:%d" % (HOST, p) for p in self.ports]
 
     def seeds(self, ports=None):
-        """redis:// URLs for Corral's `upstream: cluster:` (all nodes unless `ports` says)."""
-        return ["redis://%s:%d" % (HOST, p) for p in (ports or self.ports)]
+        """URLs for Corral's `upstream: cluster:` (all nodes unless `ports` says): rediss:// on a
+        TLS cluster, with the password (`redis://:PW@...`) when the nodes require one."""
+        scheme = "rediss" if self.tls_dir else "redis"
+        auth = ":%s@" % self.password if self.password else ""
+        return ["%s://%s%s:%d" % (scheme, auth, HOST, p) for p in (ports or self.ports)]
+
+    def security_kwargs(self):
+        """redis-py connection arguments for this cluster's password and TLS."""
+        kw = {}
+        if self.password:
+            kw["password"] = self.password
+        if self.tls_dir:
+            kw.update(ssl=True, ssl_ca_certs=os.path.join(self.tls_dir, "ca.pem"))
+        return kw
+
+    def cli_args(self):
+        """redis-cli options for this cluster's password and TLS."""
+        args = ["--no-auth-warning"]
+        if self.password:
+            args += ["-a", self.password]
+        if self.tls_dir:
+            args += ["--tls", "--cacert", os.path.join(self.tls_dir, "ca.pem")]
+        return args
 
     def node(self, port, **kw):
         import redis
         kw.setdefault("socket_timeout", 10)
-        return redis.Redis(host=HOST, port=port, **kw)
+        return redis.Redis(host=HOST, port=port, **dict(self.security_kwargs(), **kw))
 
     def cluster_client(self, **kw):
         """redis-py's own cluster client straight to the nodes (the reference for the tests)."""
         from redis.cluster import ClusterNode, RedisCluster
         live = [p for p in self.ports if p not in self.down and p not in self.paused]
         kw.setdefault("socket_timeout", 10)
-        return RedisCluster(startup_nodes=[ClusterNode(HOST, p) for p in live], **kw)
+        return RedisCluster(startup_nodes=[ClusterNode(HOST, p) for p in live],
+                            **dict(self.security_kwargs(), **kw))
 
     def nodes(self, via=None):
         """The cluster as one live node sees it (parse_cluster_nodes)."""
@@ -271,9 +299,10 @@ class ClusterNodes:
 
     def reshard(self, src_port, dst_port, slots, timeout=120):
         """`redis-cli --cluster reshard` of `slots` slots from one primary to another."""
-        args = [REDIS_CLI, "--cluster", "reshard", "%s:%d" % (HOST, dst_port), "--cluster-from",
-                self.node_id(src_port), "--cluster-to", self.node_id(dst_port), "--cluster-slots",
-                str(slots), "--cluster-yes", "--cluster-pipeline", "100"]
+        args = [REDIS_CLI] + self.cli_args() + [
+            "--cluster", "reshard", "%s:%d" % (HOST, dst_port), "--cluster-from",
+            self.node_id(src_port), "--cluster-to", self.node_id(dst_port), "--cluster-slots",
+            str(slots), "--cluster-yes", "--cluster-pipeline", "100"]
         r = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
         out = (r.stdout + r.stderr).decode(errors="replace")
         if r.returncode != 0 or "[ERR]" in out:
@@ -374,11 +403,13 @@ def corral_overrides(seeds, extra=None):
 class ClusterStack:
     """A cluster and a Corral in front of it (seeded with every node unless `seed_ports`)."""
 
-    def __init__(self, name, corral_config=None, node_timeout=2000, replicas=1):
+    def __init__(self, name, corral_config=None, node_timeout=2000, replicas=1, password=None,
+                 tls_dir=None):
         self.name = name
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.corral_config = corral_config
-        self.cluster = ClusterNodes(self.workdir, replicas=replicas, node_timeout=node_timeout)
+        self.cluster = ClusterNodes(self.workdir, replicas=replicas, node_timeout=node_timeout,
+                                    password=password, tls_dir=tls_dir)
         self.corral = None
         self.extra_corrals = []
 

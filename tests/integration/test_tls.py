@@ -14,30 +14,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from certs import make_ca, make_cert  # noqa: E402
 from harness import HOST, check, eq  # noqa: E402
 
 suite = harness.Suite("tls")
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-
-
-def make_ca(directory, name):
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-            "/CN=%s" % name, "-keyout", name + ".key", "-out", name + ".pem", cwd=directory)
-
-
-def make_cert(directory, ca, name, cn):
-    """A certificate for `cn` (also valid for localhost and 127.0.0.1) signed by `ca`."""
-    with open(os.path.join(directory, name + ".ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,DNS:%s,IP:127.0.0.1\n" % cn)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % cn, "-keyout",
-            name + ".key", "-out", name + ".csr", cwd=directory)
-    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
-            "-CAcreateserial", "-days", "2", "-extfile", name + ".ext", "-out", name + ".pem",
-            cwd=directory)
 
 
 class Certs:

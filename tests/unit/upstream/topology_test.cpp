@@ -14,6 +14,7 @@
 
 #include "redis_server_process.hpp"
 #include "upstream/call.hpp"
+#include "upstream/cluster_command.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/key_slot.hpp"
 #include "upstream/topology.hpp"
@@ -113,4 +114,27 @@ TEST_CASE("a server without cluster support gives no map and counts a failure",
   CHECK(topology->current() == nullptr);
   topology->stop();
   io.run_for(50ms);
+}
+
+TEST_CASE("a node refusing the password is the topology's failure", "[upstream][cluster]") {
+  corral::test::RedisServerProcess guarded({"--requirepass", "right"});
+  asio::io_context io;
+  auto settings = seeds({guarded.port()});
+  settings.password = "wrong";
+  auto topology = std::make_shared<Topology>(io.get_executor(), settings);
+  CHECK(topology->last_failure().empty());
+  topology->start();
+  run_until(io, [&] { return !topology->last_failure().empty(); });
+  const auto failure = topology->last_failure();
+  CHECK(failure.starts_with("127.0.0.1:" + std::to_string(guarded.port()) + ": "));
+  CHECK(failure.find("refused the handshake: WRONGPASS") != std::string::npos);
+  CHECK(topology->current() == nullptr);
+  topology->stop();
+  io.run_for(50ms);
+}
+
+TEST_CASE("the slot-unserved error names the map's failure on one line", "[upstream][cluster]") {
+  CHECK(slot_unserved_error("10.0.0.1:7000: refused the handshake: WRONGPASS bad\r\nx") ==
+        "CLUSTERDOWN Hash slot not served (Corral is waiting for the cluster's slot map; last "
+        "attempt: 10.0.0.1:7000: refused the handshake: WRONGPASS bad  x)");
 }
