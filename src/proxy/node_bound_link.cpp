@@ -50,7 +50,7 @@ int note_moved(ClusterRouter& router, const upstream::Redirect& redirect) {
 class RedirectGuard final : public upstream::ReplyTarget,
                             public std::enable_shared_from_this<RedirectGuard> {
  public:
-  RedirectGuard(ClusterRouter& router, std::shared_ptr<NodeBoundLink> link, BoundCommand kind,
+  RedirectGuard(ClusterRouter& router, std::weak_ptr<NodeBoundLink> link, BoundCommand kind,
                 std::string_view command, int protocol,
                 std::shared_ptr<upstream::ReplyTarget> target)
       : router_(router),
@@ -85,13 +85,16 @@ class RedirectGuard final : public upstream::ReplyTarget,
  private:
   bool retry_on(int node, bool moved, std::uint64_t tag) {
     ++hops_;
-    if (!link_->move_to(node)) return false;
-    if (!moved && !link_->send(kAsking, std::make_shared<Discard>(), 0, false)) return false;
-    return link_->send(command_, shared_from_this(), tag, true);
+    const auto link = link_.lock();  // gone: the session ended meanwhile
+    if (!link || !link->move_to(node)) return false;
+    if (!moved && !link->send(kAsking, std::make_shared<Discard>(), 0, false)) return false;
+    return link->send(command_, shared_from_this(), tag, true);
   }
 
   ClusterRouter& router_;
-  std::shared_ptr<NodeBoundLink> link_;
+  // Weak: the guard sits in the link's connection while its command is in flight, and a strong
+  // reference back would keep both alive after the session lets go of the link.
+  std::weak_ptr<NodeBoundLink> link_;
   BoundCommand kind_;
   std::string command_;  // blocking commands only: what a retry sends again
   int protocol_;

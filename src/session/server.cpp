@@ -56,7 +56,10 @@ Server::Server(const config::Settings& settings, metrics::Metrics& metrics,
   }
 }
 
-Server::~Server() = default;
+Server::~Server() {
+  // Every context's handlers go first, while every context's services still exist (see IoContext).
+  for (auto& worker : workers_) worker->io.shutdown();
+}
 
 asio::io_context& Server::io(int thread) { return workers_.at(thread)->io; }
 

@@ -15,6 +15,15 @@
 
 namespace corral::session {
 
+// An io_context whose pending handlers can be destroyed (shutdown) before any context is:
+// objects kept alive by one thread's handlers may own timers of another thread's context, and
+// must not outlive that context's services.
+class IoContext : public boost::asio::io_context {
+ public:
+  using boost::asio::execution_context::shutdown;
+  using boost::asio::io_context::io_context;
+};
+
 struct Worker {
   Worker(const config::Settings& config, metrics::ThreadStats& thread_stats,
          metrics::ProcessInfo& process_info)
@@ -23,7 +32,7 @@ struct Worker {
   const config::Settings& settings;
   metrics::ThreadStats& stats;
   metrics::ProcessInfo& info;
-  boost::asio::io_context io{1};
+  IoContext io{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
   Handler* handler = nullptr;  // set by the wiring before run(); outlives the io thread
   std::thread thread;
