@@ -459,6 +459,13 @@ class ClusterStack:
         time.sleep(0.3)
         return corral
 
+    def corral_info(self, corral, key, admin_password="admin-secret"):
+        """CORRAL.INFO of `key` on `corral` as a dict (state, policy, ...), asked as admin."""
+        admin = self.client(corral)
+        admin.execute_command("AUTH", admin_password)
+        flat = admin.execute_command("CORRAL.INFO", key)
+        return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+
     def client(self, corral=None, **kw):
         import redis
         kw.setdefault("socket_timeout", 10)

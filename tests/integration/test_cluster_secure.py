@@ -106,13 +106,6 @@ def mget_split_across_nodes(stack):
        "MSET's pairs on their owning nodes")
 
 
-def corral_info(stack, corral, key):
-    admin = stack.client(corral)
-    admin.execute_command("AUTH", "admin-secret")
-    flat = admin.execute_command("CORRAL.INFO", key)
-    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-
-
 def cached_read_invalidated_by_direct_write(stack):
     stack.cluster.flushall()
     # cached_corral waits for a tracking connection on every primary: each one authenticated (and
@@ -124,7 +117,7 @@ def cached_read_invalidated_by_direct_write(stack):
             owner = stack.cluster.node(port)
             owner.set(key, "v1")
             eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
-            eq(corral_info(stack, corral, key)["state"], b"fresh", "%s cached" % key)
+            eq(stack.corral_info(corral, key)["state"], b"fresh", "%s cached" % key)
             owner.set(key, "v2")
             harness.wait_until(lambda: client.get(key) == b"v2", 5.0,
                                what="the write on primary %d to reach corral's cache" % port)

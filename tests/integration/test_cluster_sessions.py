@@ -202,13 +202,6 @@ def sigterm_with_sessions_open_exits_cleanly(stack):
         corral.stop()
 
 
-def corral_info(stack, corral, key):
-    admin = stack.client(corral)
-    admin.execute_command("AUTH", "admin-secret")
-    flat = admin.execute_command("CORRAL.INFO", key)
-    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-
-
 @suite.test
 def direct_write_on_a_primary_invalidates_the_cached_copy(stack):
     corral = stack.cached_corral("corral-cache", [CACHED])
@@ -224,7 +217,7 @@ def invalidated_by_direct_writes(stack, corral):
         owner = stack.cluster.node(port)
         owner.set(key, "v1")
         eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
-        eq(corral_info(stack, corral, key)["state"], b"fresh", "%s cached" % key)
+        eq(stack.corral_info(corral, key)["state"], b"fresh", "%s cached" % key)
         owner.set(key, "v2")
         harness.wait_until(lambda: client.get(key) == b"v2", 5.0,
                            what="the write on primary %d to reach corral's cache" % port)

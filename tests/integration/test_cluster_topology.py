@@ -33,10 +33,7 @@ def clean(stack):
 
 
 def corral_state(stack, corral, key):
-    admin = stack.client(corral)
-    admin.execute_command("AUTH", "admin-secret")
-    flat = admin.execute_command("CORRAL.INFO", key)
-    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}["state"]
+    return stack.corral_info(corral, key)["state"]
 
 
 def key_in_slot(slot, name):
