@@ -13,13 +13,6 @@ namespace corral::proxy {
 
 namespace {
 
-// Replies Redis sends for the replayed MULTI and queued commands: the client had them already.
-class Discard final : public upstream::ReplyTarget {
- public:
-  void on_reply(std::uint64_t, std::string_view) override {}
-  void on_failure(std::uint64_t, std::string_view) override {}
-};
-
 void answer_status(const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag,
                    std::string_view status) {
   std::string reply;
@@ -47,7 +40,8 @@ bool bind(ClusterRouter& router, ClientState& client, int slot) {
   if (!client.dedicated) return false;
   learn_upstream_client_id(client, &router);
   client.cluster_slot = slot;
-  auto discard = std::make_shared<Discard>();
+  // Replies to the replayed MULTI and queued commands: the client had them already.
+  auto discard = std::make_shared<upstream::DiscardTarget>();
   for (const auto& bytes : client.held_commands) {
     if (!client.dedicated->send(bytes, discard, 0)) return false;
   }

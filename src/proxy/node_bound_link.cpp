@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <string>
 
 #include "proxy/ascii.hpp"
@@ -22,30 +21,6 @@
 namespace corral::proxy {
 
 namespace {
-
-constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
-
-// ASKING's +OK is nobody's reply.
-class Discard final : public upstream::ReplyTarget {
- public:
-  void on_reply(std::uint64_t, std::string_view) override {}
-  void on_failure(std::uint64_t, std::string_view) override {}
-};
-
-// Routes the slot by the redirect from now on (MOVED) and counts it; the node's index.
-int note_moved(ClusterRouter& router, const upstream::Redirect& redirect) {
-  auto& links = router.links();
-  auto& routes = links.routes();
-  const int node = routes.find_or_add(redirect.to);
-  if (redirect.moved) {
-    links.counters().redirected(upstream::RedirectKind::moved);
-    routes.owner[redirect.slot] = static_cast<std::int16_t>(node);
-    links.request_refresh(upstream::RefreshReason::moved);
-  } else {
-    links.counters().redirected(upstream::RedirectKind::ask);
-  }
-  return node;
-}
 
 class RedirectGuard final : public upstream::ReplyTarget,
                             public std::enable_shared_from_this<RedirectGuard> {
@@ -64,7 +39,7 @@ class RedirectGuard final : public upstream::ReplyTarget,
     const auto redirect =
         reply.empty() || reply.front() != '-' ? std::nullopt : upstream::read_redirect(reply);
     if (!redirect) return target_->on_reply(tag, reply);
-    const int node = note_moved(router_, *redirect);
+    const int node = upstream::apply_redirect(router_.links(), *redirect);
     if (kind_ == BoundCommand::blocking && hops_ < router_.max_redirects() && node >= 0 &&
         retry_on(node, redirect->moved, tag)) {
       return;
@@ -87,7 +62,9 @@ class RedirectGuard final : public upstream::ReplyTarget,
     ++hops_;
     const auto link = link_.lock();  // gone: the session ended meanwhile
     if (!link || !link->move_to(node)) return false;
-    if (!moved && !link->send(kAsking, std::make_shared<Discard>(), 0, false)) return false;
+    if (!moved && !link->send(upstream::kAskingCommand, std::make_shared<upstream::DiscardTarget>(),
+                              0, false))
+      return false;
     return link->send(command_, shared_from_this(), tag, true);
   }
 
@@ -130,9 +107,8 @@ class Resubscribe final : public upstream::ReplyTarget {
     const auto link = link_.lock();
     const auto redirect = upstream::read_redirect(reply);
     if (!link || !redirect) return;  // subscribed (or the session ended meanwhile)
-    note_moved(link->router(), *redirect);
+    const int node = upstream::apply_redirect(link->router().links(), *redirect);
     if (hops_ >= link->router().max_redirects()) return;
-    const int node = link->router().links().routes().find_or_add(redirect->to);
     if (node != link->node() && !link->move_to(node)) return;
     link->resubscribe(channel_, hops_ + 1);
   }
@@ -182,9 +158,13 @@ void NodeBoundLink::set_unsolicited_target(std::shared_ptr<upstream::ReplyTarget
 
 void NodeBoundLink::note_command(std::string_view command) {
   // Only (S)(UN)SUBSCRIBE matter; the name is in the first few bytes ("*2\r\n$10\r\nSSUBSCRIBE").
-  std::string head(command.substr(0, 24));
-  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (head.find("ubscribe") == std::string::npos) return;
+  const std::string_view head = command.substr(0, 24);
+  constexpr std::string_view kTail = "ubscribe";
+  bool named = false;
+  for (std::size_t i = 0; !named && i + kTail.size() <= head.size(); ++i) {
+    named = iequals(head.substr(i, kTail.size()), kTail);
+  }
+  if (!named) return;
   const auto decoded = resp::decode_reply(command);
   if (!decoded || decoded->elements.empty()) return;
   const auto& name = decoded->elements[0].text;

@@ -12,16 +12,8 @@ namespace corral::upstream {
 
 namespace {
 
-constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 constexpr std::chrono::milliseconds kTryAgainBackoff{20};
 constexpr std::chrono::milliseconds kClusterDownBackoff{100};
-
-// ASKING's +OK is nobody's reply.
-class Discard final : public ReplyTarget {
- public:
-  void on_reply(std::uint64_t, std::string_view) override {}
-  void on_failure(std::uint64_t, std::string_view) override {}
-};
 
 }  // namespace
 
@@ -76,7 +68,7 @@ int ClusterCommand::pick_node() {
 
 void ClusterCommand::send_to(int node, bool asking) {
   auto& link = links_.node_link(node, options_.affinity, options_.protocol);
-  if (asking && !link.send(kAsking, std::make_shared<Discard>(), 0)) {
+  if (asking && !link.send(kAskingCommand, std::make_shared<DiscardTarget>(), 0)) {
     links_.request_refresh(RefreshReason::connection);
     return fail_or_retry(kErrUnavailable);
   }
@@ -111,16 +103,7 @@ bool ClusterCommand::follow_redirect(std::string_view reply) {
   }
   const auto redirect = read_redirect(reply);
   if (!redirect) return false;
-  auto& routes = links_.routes();
-  const int node = routes.find_or_add(redirect->to);
-  if (moved) {
-    links_.counters().redirected(RedirectKind::moved);
-    routes.owner[redirect->slot] = static_cast<std::int16_t>(node);
-    links_.request_refresh(RefreshReason::moved);
-  } else {
-    links_.counters().redirected(RedirectKind::ask);
-  }
-  send_to(node, ask);
+  send_to(apply_redirect(links_, *redirect), ask);
   return true;
 }
 

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "upstream/cluster_links.hpp"
 #include "upstream/key_slot.hpp"
 
 namespace corral::upstream {
@@ -34,6 +35,19 @@ std::optional<Redirect> read_redirect(std::string_view reply) {
   out.to.port = static_cast<std::uint16_t>(port);
   if (out.to.host.empty()) return std::nullopt;
   return out;
+}
+
+int apply_redirect(ClusterLinks& links, const Redirect& redirect) {
+  auto& routes = links.routes();
+  const int node = routes.find_or_add(redirect.to);
+  if (redirect.moved) {
+    links.counters().redirected(RedirectKind::moved);
+    routes.owner[redirect.slot] = static_cast<std::int16_t>(node);
+    links.request_refresh(RefreshReason::moved);
+  } else {
+    links.counters().redirected(RedirectKind::ask);
+  }
+  return node;
 }
 
 }  // namespace corral::upstream

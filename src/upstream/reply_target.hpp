@@ -38,6 +38,13 @@ class CallbackTarget final : public ReplyTarget {
   Callback done_;
 };
 
+// For replies nobody waits for (ASKING's +OK, a replayed MULTI's answers the client had already).
+class DiscardTarget final : public ReplyTarget {
+ public:
+  void on_reply(std::uint64_t, std::string_view) override {}
+  void on_failure(std::uint64_t, std::string_view) override {}
+};
+
 // Queues one command on some connection (one chosen by the sender: a server, a cluster slot's
 // node); its outcome then reaches target->on_*(tag) exactly once. False: nothing was queued.
 using CommandSender = std::function<bool(std::string_view command,
