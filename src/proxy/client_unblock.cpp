@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "config/values.hpp"
 #include "proxy/ascii.hpp"
 #include "proxy/client_registry.hpp"
 #include "proxy/cluster_router.hpp"
@@ -47,7 +48,7 @@ upstream::Link* node_link_for(LocalCall& call, const std::string& node) {
   auto& links = call.cluster->links();
   const auto& nodes = links.routes().nodes;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (node_address(nodes[i].endpoint) == node) {
+    if (config::format_endpoint(nodes[i].endpoint) == node) {
       return &links.node_link(static_cast<int>(i), call.client.id, call.client.protocol);
     }
   }
@@ -60,10 +61,6 @@ std::int64_t parse_client_id_reply(std::string_view reply) {
   long long id = 0;
   if (!parse_integer(reply.substr(1, reply.size() - 3), id) || id <= 0) return 0;
   return id;
-}
-
-std::string node_address(const config::Endpoint& endpoint) {
-  return endpoint.host + ":" + std::to_string(endpoint.port);
 }
 
 void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,

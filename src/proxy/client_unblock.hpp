@@ -24,8 +24,6 @@ void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster)
 // upstream).
 void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,
                               std::string node);
-// How the registry names a cluster node.
-std::string node_address(const config::Endpoint& endpoint);
 
 // The id a CLIENT ID reply names (":<id>\r\n"); 0 for any other reply.
 std::int64_t parse_client_id_reply(std::string_view reply);

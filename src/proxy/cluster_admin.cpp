@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "config/values.hpp"
 #include "proxy/cluster_router.hpp"
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
@@ -35,8 +36,6 @@ std::string slot_ranges(const upstream::SlotMap& map, int node) {
   }
   return out;
 }
-
-std::string address(const config::Endpoint& e) { return fmt::format("{}:{}", e.host, e.port); }
 
 std::string_view role(const upstream::SlotMap& map, int node) {
   if (!map.nodes[node].primary) return "replica";
@@ -73,7 +72,7 @@ Action corral_cluster(LocalCall& call) {
     const auto& node = map.nodes[i];
     const int index = static_cast<int>(i);
     resp::append_array_header(call.reply, 12);
-    resp::append_field(call.reply, "address", address(node.endpoint));
+    resp::append_field(call.reply, "address", config::format_endpoint(node.endpoint));
     resp::append_field(call.reply, "id", node.id);
     resp::append_field(call.reply, "role", role(map, index));
     resp::append_field(call.reply, "health", node.healthy ? "online" : "failing");
@@ -100,7 +99,7 @@ void append_node_lines(std::string& out, const upstream::SlotMap& map,
   for (std::size_t i = 0; i < map.nodes.size(); ++i) {
     const int index = static_cast<int>(i);
     out += fmt::format("node{}:address={},role={},health={},slots={},connections={}", i,
-                       address(map.nodes[i].endpoint), role(map, index),
+                       config::format_endpoint(map.nodes[i].endpoint), role(map, index),
                        map.nodes[i].healthy ? "online" : "failing", slot_ranges(map, index),
                        links.node_connections(index));
     if (i < probes.size() && probes[i].asked) {

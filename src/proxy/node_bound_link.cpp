@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "config/values.hpp"
 #include "proxy/ascii.hpp"
 #include "proxy/client_unblock.hpp"
 #include "proxy/cluster_router.hpp"
@@ -137,7 +138,7 @@ bool NodeBoundLink::move_to(int node) {
 void NodeBoundLink::learn_upstream_ids_for(std::uint64_t client_id) {
   client_id_ = client_id;
   learn_upstream_client_id(client_id, *connection_,
-                           node_address(router_.links().routes().nodes[node_].endpoint));
+                           config::format_endpoint(router_.links().routes().nodes[node_].endpoint));
 }
 
 bool NodeBoundLink::send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,

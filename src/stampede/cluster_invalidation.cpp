@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cache/store.hpp"
+#include "config/values.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
 #include "upstream/key_slot.hpp"
@@ -25,10 +26,6 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr std::chrono::milliseconds kFollowInterval{200};
-
-std::string endpoint_key(const config::Endpoint& e) {
-  return e.host + ":" + std::to_string(e.port);
-}
 
 // The keys the node at `endpoint` holds now, by the topology's latest map.
 InvalidationListener::KeyScope node_scope(std::shared_ptr<const upstream::Topology> topology,
@@ -99,7 +96,7 @@ void ClusterInvalidation::sync() {
   std::map<std::string, config::Endpoint> primaries;
   for (int p : map->primaries) {
     const auto& e = map->nodes[p].endpoint;
-    primaries.emplace(endpoint_key(e), e);
+    primaries.emplace(config::format_endpoint(e), e);
   }
   std::lock_guard lock(mutex_);
   for (auto it = listeners_.begin(); it != listeners_.end();) {

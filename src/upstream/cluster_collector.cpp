@@ -7,6 +7,7 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include "config/values.hpp"
 #include "metrics/metric_families.hpp"
 #include "upstream/topology.hpp"
 
@@ -123,7 +124,7 @@ class ClusterMetrics final : public prometheus::Collectable {
       const auto& gauges = topology_->node_gauges();
       for (std::size_t i = 0; i < map->nodes.size(); ++i) {
         const auto& node = map->nodes[i];
-        std::string address = node_address(node.endpoint);
+        std::string address = config::format_endpoint(node.endpoint);
         const std::string role = !node.primary  ? "replica"
                                  : owned[i] > 0 ? "primary"
                                                 : "primary_without_slots";

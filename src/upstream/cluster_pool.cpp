@@ -6,13 +6,9 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-namespace corral::upstream {
+#include "config/values.hpp"
 
-namespace {
-std::string endpoint_key(const config::Endpoint& e) {
-  return e.host + ":" + std::to_string(e.port);
-}
-}  // namespace
+namespace corral::upstream {
 
 ClusterPool::ClusterPool(const boost::asio::any_io_executor& executor,
                          const config::UpstreamSettings& settings,
@@ -44,7 +40,7 @@ void ClusterPool::sync() {
   std::map<std::string, NodeConnections> kept;
   by_node_.assign(routes_.nodes.size(), nullptr);
   for (std::size_t i = 0; i < routes_.nodes.size(); ++i) {
-    const auto key = endpoint_key(routes_.nodes[i].endpoint);
+    const auto key = config::format_endpoint(routes_.nodes[i].endpoint);
     auto it = connections_.find(key);
     if (it != connections_.end()) kept[key] = std::move(it->second), connections_.erase(it);
   }
@@ -73,7 +69,7 @@ Link& ClusterPool::node_link(int node, std::size_t affinity, int protocol) {
   if (by_node_.size() < routes_.nodes.size()) by_node_.resize(routes_.nodes.size(), nullptr);
   auto*& entry = by_node_[node];
   const auto& endpoint = routes_.nodes[node].endpoint;
-  if (entry == nullptr) entry = &connections_[endpoint_key(endpoint)];
+  if (entry == nullptr) entry = &connections_[config::format_endpoint(endpoint)];
   auto& list = entry->by_protocol[protocol == 3 ? 1 : 0];
   if (list.empty()) {
     const int count = std::max(1, settings_.connections_per_thread);
@@ -101,7 +97,7 @@ void ClusterPool::run_after(std::chrono::milliseconds delay, std::function<void(
 }
 
 std::size_t ClusterPool::node_connections(int node) {
-  const auto it = connections_.find(endpoint_key(routes_.nodes[node].endpoint));
+  const auto it = connections_.find(config::format_endpoint(routes_.nodes[node].endpoint));
   if (it == connections_.end()) return 0;
   return it->second.by_protocol[0].size() + it->second.by_protocol[1].size();
 }

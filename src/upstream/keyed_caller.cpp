@@ -6,6 +6,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "config/values.hpp"
 #include "upstream/cluster_command.hpp"
 #include "upstream/cluster_links.hpp"
 #include "upstream/key_slot.hpp"
@@ -61,7 +62,8 @@ class ClusterCaller final : public KeyedCaller {
   std::vector<std::string> primaries() override {
     const auto& routes = links_.routes();
     std::vector<std::string> names;
-    for (const int p : routes.primaries) names.push_back(endpoint_name(routes.nodes[p].endpoint));
+    for (const int p : routes.primaries)
+      names.push_back(config::format_endpoint(routes.nodes[p].endpoint));
     return names;
   }
   bool send_to_primary(std::string_view primary, std::string command,
@@ -87,13 +89,10 @@ class ClusterCaller final : public KeyedCaller {
  private:
   static constexpr int kClusterDownRetries = 30;
 
-  static std::string endpoint_name(const config::Endpoint& endpoint) {
-    return endpoint.host + ":" + std::to_string(endpoint.port);
-  }
   int find_primary(std::string_view name) {
     const auto& routes = links_.routes();
     for (const int p : routes.primaries) {
-      if (endpoint_name(routes.nodes[p].endpoint) == name) return p;
+      if (config::format_endpoint(routes.nodes[p].endpoint) == name) return p;
     }
     return -1;
   }

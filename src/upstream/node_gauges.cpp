@@ -2,15 +2,13 @@
 // command.
 #include "upstream/node_gauges.hpp"
 
-namespace corral::upstream {
+#include "config/values.hpp"
 
-std::string node_address(const config::Endpoint& endpoint) {
-  return endpoint.host + ":" + std::to_string(endpoint.port);
-}
+namespace corral::upstream {
 
 NodeFigures& NodeGauges::node(const config::Endpoint& endpoint) {
   std::lock_guard lock(mutex_);
-  auto& figures = nodes_[node_address(endpoint)];
+  auto& figures = nodes_[config::format_endpoint(endpoint)];
   if (!figures) figures = std::make_unique<NodeFigures>();
   return *figures;
 }

@@ -13,9 +13,6 @@
 
 namespace corral::upstream {
 
-// "host:port": the `node` label, and the key of every per-node table.
-std::string node_address(const config::Endpoint& endpoint);
-
 struct NodeFigures {
   // Connections to the node in the ready state, over every io thread: the shared pipelined ones
   // and those dedicated to a client (MULTI, blocking commands, pub/sub). Connection keeps it.
