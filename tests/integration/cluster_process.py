@@ -466,6 +466,19 @@ class ClusterStack:
         flat = admin.execute_command("CORRAL.INFO", key)
         return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
 
+    def check_direct_writes_invalidate(self, corral, name="inv", prefix="product:"):
+        """On every primary: a key read through `corral` is cached, then a write straight to the
+        primary reaches the cache through that primary's tracking connection."""
+        client = self.client(corral)
+        for port, key in each_primary_key(self.cluster, name, prefix=prefix).items():
+            owner = self.cluster.node(port)
+            owner.set(key, "v1")
+            harness.eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
+            harness.eq(self.corral_info(corral, key)["state"], b"fresh", "%s cached" % key)
+            owner.set(key, "v2")
+            wait_until(lambda: client.get(key) == b"v2", 5.0,
+                       what="the write on primary %d to reach corral's cache" % port)
+
     def client(self, corral=None, **kw):
         import redis
         kw.setdefault("socket_timeout", 10)

@@ -112,15 +112,7 @@ def cached_read_invalidated_by_direct_write(stack):
     # over TLS) like the data connections, or this times out.
     corral = stack.cached_corral("corral-cache", [CACHED])
     try:
-        client = stack.client(corral)
-        for port, key in each_primary_key(stack.cluster, "inv", prefix="product:").items():
-            owner = stack.cluster.node(port)
-            owner.set(key, "v1")
-            eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
-            eq(stack.corral_info(corral, key)["state"], b"fresh", "%s cached" % key)
-            owner.set(key, "v2")
-            harness.wait_until(lambda: client.get(key) == b"v2", 5.0,
-                               what="the write on primary %d to reach corral's cache" % port)
+        stack.check_direct_writes_invalidate(corral)
     finally:
         corral.stop()
 
