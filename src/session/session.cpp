@@ -430,7 +430,10 @@ awaitable<void> Session<Stream>::write_loop() {
     co_await asio::async_write(stream_, asio::buffer(writing_),
                                asio::redirect_error(use_awaitable, ec));
     if (ec) break;
-    written_at_ = std::chrono::steady_clock::now();
+    // Only client.idle_timeout reads it: no clock read per write batch without one.
+    if (worker_.settings.client.idle_timeout.count() > 0) {
+      written_at_ = std::chrono::steady_clock::now();
+    }
     writing_.clear();
     if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
   }
