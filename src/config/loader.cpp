@@ -203,6 +203,7 @@ const Table<UpstreamSettings>& upstream_table() {
       integer("max_in_flight", &S::max_in_flight, 1, 10'000'000),
       duration("reconnect_backoff_min", &S::reconnect_backoff_min, Min::positive),
       duration("reconnect_backoff_max", &S::reconnect_backoff_max, Min::positive),
+      duration("tracking_timeout", &S::tracking_timeout, Min::positive),
       section("tls", &S::tls, upstream_tls_table),
       cluster_only(choice("read_from", &S::read_from, kReadFrom)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
@@ -299,6 +300,7 @@ const Table<Settings>& settings_table() {
       section("upstream", &S::upstream, upstream_table, check_upstream),
       section("client", &S::client, client_table),
       section("cache", &S::cache, cache_table),
+      duration("shutdown_timeout", &S::shutdown_timeout, Min::zero),
       {"policies",
        [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
          read_policies(r, n, p, s.policies);

@@ -56,6 +56,9 @@ struct UpstreamSettings {
   std::size_t max_in_flight = 65536;  // commands awaiting a reply on one connection
   Duration reconnect_backoff_min{50};
   Duration reconnect_backoff_max{2000};
+  // A tracking (invalidation) link that answers no PING for this long is declared silent:
+  // reopened, and what it covers is not served from cache meanwhile.
+  Duration tracking_timeout{1000};
   // Redis Cluster only (`cluster:`).
   ReadFrom read_from = ReadFrom::primary;  // replicas get READONLY on their connections
   Duration topology_refresh{5000};         // periodic slot map refresh (also on events)
@@ -145,6 +148,8 @@ struct Settings {
   ClientSettings client;
   CacheSettings cache;
   std::vector<PolicySettings> policies;
+  // SIGTERM drain: how long answering what was already read may take before the process exits.
+  Duration shutdown_timeout{10000};
 };
 
 }  // namespace corral::config

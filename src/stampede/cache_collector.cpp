@@ -234,6 +234,13 @@ std::vector<MetricFamily> CacheCollector::Collect() const {
       MetricType::Counter, store.evictions);
   add("corral_cache_expirations_total", "Entries removed because every window had passed.",
       MetricType::Counter, store.expirations);
+  const auto& gaps = runtime_.tracking_gaps();
+  add("corral_tracking_gaps",
+      "Tracking links down or silent after being live: their keys are revalidated on each read.",
+      MetricType::Gauge, gaps.size());
+  add("corral_tracking_silences_total",
+      "Tracking links closed because they answered no PING within upstream.tracking_timeout.",
+      MetricType::Counter, gaps.silences());
   return out;
 }
 

@@ -20,6 +20,7 @@
 #include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy_stats.hpp"
+#include "stampede/tracking_gaps.hpp"
 
 namespace prometheus {
 class Collectable;
@@ -93,6 +94,9 @@ class CacheRuntime {
                                   InvalidationSource source);
   // Fleet fetches waiting for another process's refresh, woken by tracking messages.
   FleetWakeups& fleet_wakeups() { return fleet_wakeups_; }
+  // Keys whose tracking link is down or silent: not served from cache until it is back.
+  TrackingGaps& tracking_gaps() { return tracking_gaps_; }
+  const TrackingGaps& tracking_gaps() const { return tracking_gaps_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).
   void count_invalidation(std::string_view user_key, InvalidationSource source,
                           std::uint64_t count = 1);
@@ -121,6 +125,7 @@ class CacheRuntime {
   std::atomic<std::uint64_t> version_{0};
   std::atomic<bool> sweeper_claimed_{false};
   FleetWakeups fleet_wakeups_;
+  TrackingGaps tracking_gaps_;
   std::shared_ptr<prometheus::Collectable> collector_;
 };
 

@@ -94,6 +94,11 @@ const PolicySet& Engine::snapshot() {
   return *snapshot_;
 }
 
+bool Engine::in_tracking_gap(std::string_view user_key) const {
+  const auto& gaps = runtime_.tracking_gaps();
+  return gaps.any() && gaps.covers(user_key);
+}
+
 bool Engine::write_pending(std::string_view user_key) const {
   return !pending_writes_.empty() && pending_writes_.find(user_key) != pending_writes_.end();
 }
@@ -175,7 +180,10 @@ bool Engine::serve_key(const PolicyRef& policy, cache::CacheKey key,
     found = false;
   }
   const auto state = found ? entry_.state(now) : cache::EntryState::dead;
-  if (state == cache::EntryState::fresh || state == cache::EntryState::stale) {
+  // In a tracking gap the copy goes to plan_miss: revalidated first, and served only if the
+  // origin cannot answer (stale-if-error), as when Redis is down altogether.
+  if ((state == cache::EntryState::fresh || state == cache::EntryState::stale) &&
+      !in_tracking_gap(key.user_key)) {
     policy.stats().lookup(state == cache::EntryState::stale ? LookupOutcome::stale
                           : entry_.negative                 ? LookupOutcome::negative
                                                             : LookupOutcome::hit);
@@ -427,7 +435,8 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
     const cache::CacheKey key{argv[i + 1], command_name(CachedCommand::get)};
     const bool found = runtime_.store().lookup(key, now, entry_);
     const auto state = found ? entry_.state(now) : cache::EntryState::dead;
-    if (state != cache::EntryState::fresh && state != cache::EntryState::stale) {
+    if ((state != cache::EntryState::fresh && state != cache::EntryState::stale) ||
+        in_tracking_gap(key.user_key)) {
       complete = false;
       continue;
     }
@@ -471,9 +480,10 @@ bool Engine::handle_mget(std::span<const std::string_view> argv, std::uint64_t t
     const cache::CacheKey key{user_key, command_name(CachedCommand::get)};
     const std::string_view get_argv[] = {key.variant, user_key};
     const auto copy = runtime_.store().peek(key, now);
-    const bool error_only = copy && copy->state(now) == cache::EntryState::error_only;
+    // A live copy reaches here only in a tracking gap: it is revalidated like the others.
+    const bool usable = copy && copy->state(now) != cache::EntryState::dead;
     KeyFetch lead;
-    switch (plan_miss(policy, key, get_argv, error_only ? &*copy : nullptr, assembly, i, lead)) {
+    switch (plan_miss(policy, key, get_argv, usable ? &*copy : nullptr, assembly, i, lead)) {
       case MissPlan::answered:
       case MissPlan::waiting:
         break;

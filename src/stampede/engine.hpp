@@ -107,6 +107,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Appends "@v<version>" to `variant_` and points `versioned_argv_` at `<key>:v<version>`.
   void use_version(std::span<const std::string_view> argv, std::uint64_t version);
   bool write_pending(std::string_view user_key) const;
+  // The key's tracking link is down or silent: a write may be hiding behind its cached copy.
+  bool in_tracking_gap(std::string_view user_key) const;
   void sweep();
 
   struct KeyHash {

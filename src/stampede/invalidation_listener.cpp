@@ -72,19 +72,25 @@ class InvalidationListener::Inbox final : public upstream::ReplyTarget {
   Inbox(const asio::any_io_executor& executor, std::function<void(std::string_view)> apply)
       : wake_(executor), apply_(std::move(apply)) {}
 
-  void on_reply(std::uint64_t, std::string_view message) override { apply_(message); }
+  void on_reply(std::uint64_t, std::string_view message) override {
+    ++heard_;
+    apply_(message);
+  }
   void on_failure(std::uint64_t, std::string_view) override {
     ended_ = true;
     wake_.notify();
   }
 
   bool ended() const { return ended_; }
+  // Replies read so far (messages and PING answers): what the liveness watch compares.
+  std::uint64_t heard() const { return heard_; }
   void wake() { wake_.notify(); }
   awaitable<void> woken() { co_await wake_.wait(); }
 
  private:
   upstream::AsyncEvent wake_;
   bool ended_ = false;
+  std::uint64_t heard_ = 0;
   std::function<void(std::string_view)> apply_;
 };
 
@@ -104,7 +110,8 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
       role_(std::move(role)),
-      backoff_timer_(executor) {}
+      backoff_timer_(executor),
+      liveness_timer_(executor) {}
 
 InvalidationListener::~InvalidationListener() = default;
 
@@ -112,6 +119,8 @@ void InvalidationListener::start() {
   runtime_.fleet_wakeups().source_added();
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->run(); }, asio::detached);
+  asio::co_spawn(
+      executor_, [self = shared_from_this()] { return self->watch_liveness(); }, asio::detached);
 }
 
 void InvalidationListener::stop() {
@@ -120,6 +129,10 @@ void InvalidationListener::stop() {
   if (tracking_.exchange(false)) runtime_.fleet_wakeups().source_live(false);
   runtime_.fleet_wakeups().source_removed();
   backoff_timer_.cancel();
+  liveness_timer_.cancel();
+  // A listener retired with its node (failover, reshard) leaves no gap behind: the moved slots'
+  // entries were dropped with the move.
+  close_gap();
   if (current_) {
     current_->close();
     if (current_->inbox) current_->inbox->wake();
@@ -142,6 +155,7 @@ awaitable<void> InvalidationListener::run() {
     wanted_.store(!prefixes->empty(), std::memory_order_relaxed);
     if (prefixes->empty()) {
       end_current();
+      close_gap();  // no policy left to serve from cache: nothing to keep coherent
       // Nothing to track: wait for a reload to restart us.
       backoff_timer_.expires_at(asio::steady_timer::time_point::max());
     } else if (auto next = co_await open(prefixes)) {
@@ -151,6 +165,7 @@ awaitable<void> InvalidationListener::run() {
       if (current_) current_->close();
       current_ = std::move(next);
       if (!seamless) flush(*prefixes);
+      close_gap();
       // Fleet waiters may now rely on pushes (once every primary's listener is live); any that
       // waited meanwhile look again at once.
       if (!tracking_.exchange(true)) runtime_.fleet_wakeups().source_live(true);
@@ -182,22 +197,84 @@ awaitable<void> InvalidationListener::run() {
 
 void InvalidationListener::end_current() {
   if (!current_) return;
-  current_->close();
+  const Session ended = std::move(*current_);
   current_.reset();
+  ended.close();
   // The tracked prefixes are flushed when tracking is re-established, not now: if Redis itself
   // went away, the cached copies are what stale-if-error serves meanwhile.
   if (tracking_.exchange(false)) {
     runtime_.fleet_wakeups().source_live(false);
-    if (!stopping_)
-      spdlog::warn("tracking connection lost; cached prefixes are flushed once it is back");
+    if (!stopping_) {
+      open_gap(ended.prefixes);
+      spdlog::warn(
+          "tracking connection lost; cached prefixes are revalidated on each read until it is "
+          "back, then flushed");
+    }
   }
+}
+
+void InvalidationListener::open_gap(std::shared_ptr<const std::vector<std::string>> prefixes) {
+  if (gap_id_ != 0 || !prefixes) return;
+  auto in_scope = role_ && role_->scope ? role_->scope() : std::function<bool(std::string_view)>{};
+  gap_id_ = runtime_.tracking_gaps().open([prefixes = std::move(prefixes),
+                                           in_scope = std::move(in_scope)](std::string_view key) {
+    const bool tracked = std::any_of(prefixes->begin(), prefixes->end(),
+                                     [key](const std::string& p) { return key.starts_with(p); });
+    return tracked && (!in_scope || in_scope(key));
+  });
+}
+
+void InvalidationListener::close_gap() {
+  if (gap_id_ == 0) return;
+  runtime_.tracking_gaps().close(gap_id_);
+  gap_id_ = 0;
+}
+
+awaitable<void> InvalidationListener::watch_liveness() {
+  auto self = shared_from_this();
+  const auto interval = std::max(upstream_.tracking_timeout / 2, config::Duration(5));
+  std::shared_ptr<Inbox> watched;
+  std::uint64_t heard = 0;
+  int quiet_intervals = 0;
+  while (!stopping_) {
+    liveness_timer_.expires_after(interval);
+    error_code ec;
+    co_await liveness_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (stopping_) break;
+    if (!current_ || !current_->live()) {
+      watched.reset();
+      continue;
+    }
+    if (current_->inbox != watched || current_->inbox->heard() != heard) {
+      watched = current_->inbox;
+      heard = watched->heard();
+      quiet_intervals = 0;
+    } else if (++quiet_intervals >= 2) {
+      spdlog::warn("tracking connection to {}:{} answered nothing for {} ms; reopening it",
+                   upstream_.servers.front().host, upstream_.servers.front().port,
+                   upstream_.tracking_timeout.count());
+      runtime_.tracking_gaps().count_silence();
+      // run() sees the session end, opens the gap, and reconnects.
+      current_->close();
+      watched.reset();
+      continue;
+    }
+    ping_current();
+  }
+}
+
+void InvalidationListener::ping_current() {
+  static constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
+  // The inbox takes the answer: in subscribed RESP2 a pong and an invalidation message are both
+  // arrays, so whichever arrives first may take the PING's slot; both are read by apply().
+  current_->connection->send(kPing, current_->inbox, 0, /*exempt_from_timeout=*/true);
 }
 
 awaitable<std::optional<InvalidationListener::Session>> InvalidationListener::open(
     std::shared_ptr<const std::vector<std::string>> prefixes) {
   Session session{
       std::make_shared<upstream::Connection>(executor_, session_options(upstream_), nullptr),
-      nullptr};
+      nullptr, prefixes};
   session.connection->start();
   auto& connection = *session.connection;
   // Named arrays, not braced temporaries: g++ 12 miscompiles those inside co_await operands.

@@ -71,6 +71,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   struct Session {
     std::shared_ptr<upstream::Connection> connection;
     std::shared_ptr<Inbox> inbox;
+    std::shared_ptr<const std::vector<std::string>> prefixes;
 
     bool live() const;  // subscribed and not ended
     void close() const;
@@ -81,6 +82,12 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   boost::asio::awaitable<std::optional<Session>> open(
       std::shared_ptr<const std::vector<std::string>> prefixes);
   void end_current();
+  // PINGs the current session every tracking_timeout / 2 and closes it when nothing came back
+  // for tracking_timeout: a link that is open but silent hides writes just like a lost one.
+  boost::asio::awaitable<void> watch_liveness();
+  void ping_current();
+  void open_gap(std::shared_ptr<const std::vector<std::string>> prefixes);
+  void close_gap();
   void apply(std::string_view message, const std::vector<std::string>& prefixes);
   void flush(const std::vector<std::string>& prefixes);
 
@@ -91,6 +98,8 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   std::optional<Session> current_;  // the session tracking now (or just ended)
   std::optional<NodeRole> role_;
   boost::asio::steady_timer backoff_timer_;
+  boost::asio::steady_timer liveness_timer_;
+  std::uint64_t gap_id_ = 0;  // the tracking gap this listener opened (0: none)
   bool stopping_ = false;
   bool restart_requested_ = false;
   std::atomic<bool> tracking_{false};
