@@ -16,6 +16,8 @@ struct ProcessInfo {
   std::atomic<int> ready_upstream_connections{0};
   // Io threads whose upstream stopped answering their readiness PING in time (ReadyProbe).
   std::atomic<int> stalled_upstreams{0};
+  // SIGTERM: the listener is closed and the clients' last replies are being written (/readyz 503).
+  std::atomic<bool> draining{false};
 };
 
 }  // namespace corral::metrics

@@ -54,6 +54,14 @@ void ClientSession::end_session() {
   client_registry().remove(state_.id);
 }
 
+void ClientSession::drain() {
+  // A transaction or WATCH ends by itself: its EXEC is in flight (and answered) or will never be
+  // sent. A blocked command or a subscription would hold the process until shutdown_timeout: its
+  // connection is closed now, which answers the blocked request with an error.
+  if (!state_.dedicated || state_.mode.holds_redis_state()) return;
+  dispatcher_.end_session(state_);
+}
+
 void ClientSession::publish(const Resolved& resolved) {
   record_->last_active_ms.store(ClientRegistry::now_ms(), std::memory_order_relaxed);
   if (resolved.spec != nullptr) {

@@ -26,6 +26,7 @@ class ClientSession final : public session::ClientHandler {
   Action handle_tunnel(const Request& request, std::string& reply) override;
   void on_unsolicited(std::string_view reply) override;
   void end_session() override;
+  void drain() override;
 
   const ClientState& state() const { return state_; }
 

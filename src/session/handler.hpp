@@ -68,6 +68,9 @@ class ClientHandler {
 
   // The client is gone: release whatever the handler holds for it.
   virtual void end_session() = 0;
+  // The process is draining (SIGTERM): no request will follow. End what would never answer by
+  // itself (a blocked command, subscriptions), keep what will (a transaction's EXEC in flight).
+  virtual void drain() {}
 };
 
 // One per io thread: opens a ClientHandler for each accepted client of that thread.

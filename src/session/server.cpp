@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -36,6 +37,7 @@ struct Server::Admin {
   // Replaced by SIGHUP; sessions keep the SSL_CTX they started with (OpenSSL counts references).
   std::shared_ptr<asio::ssl::context> tls_context;
   std::unique_ptr<metrics::HttpEndpoint> endpoint;
+  asio::steady_timer drain_timer{io};
 };
 
 namespace {
@@ -161,11 +163,13 @@ void Server::bind() {
 
   std::atomic<int>& ready = info_.ready_upstream_connections;
   std::atomic<int>& stalled = info_.stalled_upstreams;
+  std::atomic<bool>& draining = info_.draining;
   if (settings_.metrics) {
     admin_->endpoint = std::make_unique<metrics::HttpEndpoint>(
-        admin_->io, *settings_.metrics, metrics_, [&ready, &stalled] {
+        admin_->io, *settings_.metrics, metrics_, [&ready, &stalled, &draining] {
           return ready.load(std::memory_order_relaxed) > 0 &&
-                 stalled.load(std::memory_order_relaxed) == 0;
+                 stalled.load(std::memory_order_relaxed) == 0 &&
+                 !draining.load(std::memory_order_relaxed);
         });
     admin_->endpoint->start();
   }
@@ -194,6 +198,48 @@ void Server::stop() {
   });
 }
 
+void Server::drain() {
+  asio::post(admin_->io, [this] {
+    if (info_.draining.exchange(true)) return;
+    error_code ignored;
+    admin_->acceptor.close(ignored);
+    admin_->tls_acceptor.close(ignored);
+    for (auto& worker : workers_) {
+      asio::post(worker->io, [w = worker.get()] {
+        w->draining = true;
+        // drain() may end a session (and erase it from the set) before returning.
+        const std::vector<Drainable*> sessions(w->sessions.begin(), w->sessions.end());
+        for (auto* session : sessions) {
+          if (w->sessions.count(session) != 0) session->drain();
+        }
+      });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + settings_.shutdown_timeout;
+    wait_for_drain(deadline);
+  });
+}
+
+// Polled, not signalled: it runs once per process, and a counter the sessions already keep
+// saves them a wake-up path of their own.
+void Server::wait_for_drain(std::chrono::steady_clock::time_point deadline) {
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  const auto left = info_.connected_clients.load(std::memory_order_relaxed);
+  if (left <= 0 || std::chrono::steady_clock::now() >= deadline) {
+    if (left > 0) {
+      spdlog::warn("shutdown_timeout ({} ms) passed with {} clients still waiting; closing them",
+                   settings_.shutdown_timeout.count(), left);
+    } else {
+      spdlog::info("every client got its last reply; exiting");
+    }
+    stop();
+    return;
+  }
+  admin_->drain_timer.expires_after(kPoll);
+  admin_->drain_timer.async_wait([this, deadline](const error_code& ec) {
+    if (!ec) wait_for_drain(deadline);
+  });
+}
+
 void Server::run() {
   bind();
   serve();
@@ -205,8 +251,9 @@ void Server::serve() {
   asio::signal_set signals(admin_->io, SIGINT, SIGTERM);
   signals.async_wait([this](const error_code& ec, int signal_number) {
     if (ec) return;
-    spdlog::info("signal {}: shutting down", signal_number);
-    stop();
+    spdlog::info("signal {}: draining (listener closed; answering what was read, up to {} ms)",
+                 signal_number, settings_.shutdown_timeout.count());
+    drain();
   });
 
   if (admin_->acceptor.is_open()) {

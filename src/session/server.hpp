@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -46,11 +47,16 @@ class Server {
   void serve();
   // Thread-safe: stops accepting and ends serve() (connected sessions are dropped).
   void stop();
+  // Thread-safe (SIGTERM, SIGINT): stops accepting and reading, lets every client get the replies
+  // to what it sent, closes each connection after its last one, then stop()s; at most
+  // shutdown_timeout later in any case. /readyz answers 503 from the start.
+  void drain();
 
  private:
   struct Admin;
   void wait_for_reload(boost::asio::signal_set& signal);
   void reload_tls(const config::Settings& fresh);
+  void wait_for_drain(std::chrono::steady_clock::time_point deadline);
 
   const config::Settings& settings_;
   metrics::Metrics& metrics_;

@@ -49,7 +49,9 @@ Session<Stream>::Session(Stream stream, Worker& worker)
 }
 
 template <class Stream>
-Session<Stream>::~Session() = default;
+Session<Stream>::~Session() {
+  worker_.sessions.erase(this);
+}
 
 namespace {
 std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
@@ -82,11 +84,25 @@ void Session<Stream>::start() {
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
   read_at_ = std::chrono::steady_clock::now();  // a client that never sends is idle from here
   loops_running_ = 2;
+  worker_.sessions.insert(this);
   auto self = this->shared_from_this();
   asio::co_spawn(
       stream_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
   asio::co_spawn(
       stream_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
+  // Accepted just before the listener closed: it gets its last replies like the others.
+  if (worker_.draining) drain();
+}
+
+template <class Stream>
+void Session<Stream>::drain() {
+  if (closed_) return;
+  stop_reading_ = true;
+  handler_->drain();
+  // Wakes a read waiting for the next request; the bytes it may still find are not read.
+  error_code ignored;
+  socket().shutdown(asio::ip::tcp::socket::shutdown_receive, ignored);
+  output_ready_.notify();
 }
 
 template <class Stream>
@@ -448,6 +464,7 @@ awaitable<void> Session<Stream>::write_loop() {
 template <class Stream>
 void Session<Stream>::finish_loop() {
   if (--loops_running_ > 0) return;
+  worker_.sessions.erase(this);
   handler_->end_session();
   worker_.stats.client_disconnected();
   worker_.info.connected_clients.fetch_sub(1, std::memory_order_relaxed);

@@ -20,6 +20,7 @@
 
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
+#include "session/drainable.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
 #include "upstream/async_event.hpp"
@@ -30,12 +31,16 @@ namespace corral::session {
 struct Worker;
 
 template <class Stream>
-class Session : public upstream::ReplyTarget, public std::enable_shared_from_this<Session<Stream>> {
+class Session : public upstream::ReplyTarget,
+                public Drainable,
+                public std::enable_shared_from_this<Session<Stream>> {
  public:
   Session(Stream stream, Worker& worker);
   ~Session() override;
 
   void start();
+  // Stops reading; the requests already read are answered, then the connection closes.
+  void drain() override;
 
   void on_reply(std::uint64_t tag, std::string_view reply) override;
   void on_failure(std::uint64_t tag, std::string_view error) override;

@@ -7,10 +7,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <thread>
+#include <unordered_set>
 
 #include "config/settings.hpp"
 #include "metrics/metrics.hpp"
 #include "metrics/process_info.hpp"
+#include "session/drainable.hpp"
 #include "session/handler.hpp"
 
 namespace corral::session {
@@ -36,6 +38,9 @@ struct Worker {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
   Handler* handler = nullptr;  // set by the wiring before run(); outlives the io thread
   std::thread thread;
+  // Touched only on the io thread: the live sessions, and whether new ones must drain at once.
+  std::unordered_set<Drainable*> sessions;
+  bool draining = false;
 };
 
 }  // namespace corral::session

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -31,7 +33,10 @@ class RunningServer {
         handler_(server_.io(0).get_executor()) {
     server_.set_handler(0, handler_);
     server_.bind();
-    thread_ = std::thread([this] { server_.serve(); });
+    thread_ = std::thread([this] {
+      server_.serve();
+      served_ = true;
+    });
   }
   ~RunningServer() {
     server_.stop();
@@ -39,6 +44,15 @@ class RunningServer {
   }
   unsigned short port() const { return server_.port(); }
   MemoryHandler& handler() { return handler_; }
+  corral::session::Server& server() { return server_; }
+  // serve() returned by itself (a drain ended it).
+  bool wait_served(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!served_ && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return served_;
+  }
   corral::metrics::ProcessInfo& info() { return info_; }
 
  private:
@@ -55,6 +69,7 @@ class RunningServer {
   corral::metrics::ProcessInfo info_;
   corral::session::Server server_;
   MemoryHandler handler_;
+  std::atomic<bool> served_{false};
   std::thread thread_;
 };
 
@@ -216,4 +231,44 @@ TEST_CASE("clients over max_clients are refused with Redis's error") {
   CHECK(closed_by_peer(second));
   ::close(first);
   ::close(second);
+}
+
+TEST_CASE("a drain answers what was read, then closes; new clients are refused") {
+  RunningServer server;
+  const auto port = server.port();
+  const int fd = connect_loopback(port);
+  REQUIRE(fd >= 0);
+  // Still in progress when the drain begins: answered all the same, in order.
+  send_all(fd, "*3\r\n$5\r\nLATER\r\n$3\r\n300\r\n$1\r\na\r\nPING\r\n");
+  const int idle = connect_loopback(port);
+  REQUIRE(idle >= 0);
+  for (int i = 0; i < 200 && server.info().connected_clients.load() != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(server.info().connected_clients.load() == 2);
+  server.server().drain();
+  const std::string expected = "$1\r\na\r\n+PONG\r\n";
+  CHECK(receive(fd, expected.size()) == expected);
+  CHECK(closed_by_peer(fd));
+  CHECK(closed_by_peer(idle));  // nothing pending: closed at once
+  CHECK(server.info().draining.load());
+  CHECK(connect_loopback(port) < 0);
+  CHECK(server.wait_served(std::chrono::seconds(5)));
+  ::close(fd);
+  ::close(idle);
+}
+
+TEST_CASE("a drain ends at shutdown_timeout even if a reply never comes") {
+  RunningServer server([](corral::config::Settings& settings) {
+    settings.shutdown_timeout = std::chrono::milliseconds(200);
+  });
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  send_all(fd, "*3\r\n$5\r\nLATER\r\n$5\r\n60000\r\n$1\r\na\r\n");
+  for (int i = 0; i < 200 && server.info().connected_clients.load() != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  server.server().drain();
+  CHECK(server.wait_served(std::chrono::seconds(5)));
+  ::close(fd);
 }
