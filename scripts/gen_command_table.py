@@ -51,9 +51,14 @@ DANGEROUS = [
     "module", "module|*",
     "migrate",  # makes the upstream connect to any host and, without COPY, deletes the keys
     "acl|setuser", "acl|deluser", "acl|load", "acl|save",
+    # The upstream's users, their password hashes and its failed-login log are the upstream's
+    # secrets; WHOAMI, CAT, GENPASS and HELP stay allowed.
+    "acl|list", "acl|getuser", "acl|users", "acl|log", "acl|dryrun",
+    # The upstream's MONITOR shows every client's commands and values, other proxies' too.
+    "monitor",
     "script|kill", "script|flush",
     "function|flush", "function|kill", "function|delete", "function|restore",
-    "client|kill", "client|pause",
+    "client|kill", "client|pause", "client|unpause",
     # CLUSTER subcommands that change slots, membership or the node's identity; the read-only
     # ones (nodes, slots, shards, info, keyslot, ...) stay allowed.
     "cluster|addslots", "cluster|addslotsrange", "cluster|delslots", "cluster|delslotsrange",
@@ -69,11 +74,25 @@ LOCAL = [
     # Corral's clients, not its upstream connections (KILL and PAUSE stay dangerous: they act on
     # every client of the proxy).
     "client|list", "client|info", "client|kill", "client|pause", "client|unpause",
+    # Redis ids differ from Corral's: translated to the client's dedicated connection's id.
+    "client|unblock",
     "command", "command|*",
+    # Cluster connection flags: Corral picks replicas (upstream.read_from) and follows ASK itself,
+    # and sent on a shared connection they would change it for every client. Emulated: +OK.
+    "readonly", "readwrite", "asking",
 ]
 
+# Local rows whose answer Redis gives as well: inside MULTI they are queued with the rest (their
+# replies belong in EXEC's). Every other local row is refused inside MULTI: forwarding AUTH,
+# CLIENT or INFO there would answer with the upstream's credentials, clients or state.
+QUEUED_IN_MULTI = ["ping", "echo", "select"]
+
+# Never run anywhere: they change the state of the upstream connection in a way no route can
+# contain (SCRIPT DEBUG turns the connection into a Lua debugger session).
+REFUSED = ["script|debug"]
+
 # Local rows that still need client.allow_commands: the dispatcher checks it before answering.
-LOCAL_DANGEROUS = {"client|kill", "client|pause"}
+LOCAL_DANGEROUS = {"client|kill", "client|pause", "client|unpause"}
 
 # Commands that only remove their keys: allowed on keys whose policy refuses writes.
 DELETES_KEYS = ["del", "unlink"]
@@ -104,7 +123,7 @@ STATE_CHANGES = {
 # Corral's admin commands, which Redis does not have: (name, arity).
 CORRAL_COMMANDS = [
     ("corral.info", 2),        # CORRAL.INFO key
-    ("corral.invalidate", 2),  # CORRAL.INVALIDATE key|prefix*
+    ("corral.invalidate", -2),  # CORRAL.INVALIDATE key|prefix* | TAG tag
     ("corral.stats", 1),       # CORRAL.STATS
     ("corral.rollover", -3),   # CORRAL.ROLLOVER prefix new [expected]
     ("corral.purge", 3),       # CORRAL.PURGE prefix version
@@ -120,7 +139,7 @@ REDIS_FLAGS = {
 }
 FLAG_ORDER = ["kWrite", "kReadOnly", "kAdmin", "kBlocking", "kPubSub", "kTransaction",
               "kDangerous", "kNoAuth", "kMovableKeys", "kFast", "kLoading", "kStale",
-              "kDeletesKeys", "kFlushesAll"]
+              "kDeletesKeys", "kFlushesAll", "kQueuedInMulti"]
 
 # Movable-key commands whose key specs are not one of the generic shapes derived below.
 SPECIAL_KEYSPECS = {
@@ -306,11 +325,13 @@ def build_rows(reply):
     extra = {}
     for table, flag in ((TRANSACTION, "kTransaction"), (EXTRA_BLOCKING, "kBlocking"),
                         (MAY_WRITE, "kWrite"), (PUBSUB, "kPubSub"), (DANGEROUS, "kDangerous"),
-                        (DELETES_KEYS, "kDeletesKeys"), (FLUSHES_ALL, "kFlushesAll")):
+                        (DELETES_KEYS, "kDeletesKeys"), (FLUSHES_ALL, "kFlushesAll"),
+                        (QUEUED_IN_MULTI, "kQueuedInMulti")):
         for name in expand(table, rows):
             extra.setdefault(name, set()).add(flag)
     local = expand(LOCAL, rows)
     routes = {name: route for route, names in ROUTES.items() for name in expand(names, rows)}
+    routes.update({name: "refused" for name in expand(REFUSED, rows)})
     changes = {name: change for name, change in STATE_CHANGES.items() if name in expand([name], rows)}
 
     specs = {}

@@ -25,6 +25,7 @@ enum CommandFlag : std::uint32_t {
   kStale = 1u << 12,
   kDeletesKeys = 1u << 13,  // only removes its keys (DEL UNLINK): allowed where writes are refused
   kFlushesAll = 1u << 14,   // empties databases (FLUSHDB FLUSHALL): the whole cache goes
+  kQueuedInMulti = 1u << 15,  // a local row Redis answers alike: queued inside MULTI (PING ...)
 };
 
 // Where a command is sent. A cluster adds "keyed by slot", "split by slot" and "broadcast" here.
@@ -36,6 +37,7 @@ enum class Route : std::uint8_t {
   tunnel,                // dedicated, then every reply is unsolicited (SUBSCRIBE MONITOR ...)
   control,               // shared with argument ON, else its replies are suppressed (CLIENT REPLY)
   out_of_band,           // a new connection at once: it must not queue behind a busy server
+  refused,               // nowhere: it would change a connection other clients share
 };
 
 // What a command does to the state Redis keeps for the client's connection; the proxy's

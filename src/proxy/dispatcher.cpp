@@ -4,6 +4,7 @@
 #include "proxy/dispatcher.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cstdlib>
 
@@ -135,11 +136,19 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
   } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & kDangerous) &&
              !command_allowed(resolved)) {
     append_not_allowed(scratch_, resolved.row().name);
+  } else if (resolved.row().route == Route::refused) {
+    append_refused(scratch_, resolved.row().name);
+  } else if (resolved.row().route == Route::local && client.mode.in_multi() &&
+             !(resolved.row().flags & kQueuedInMulti) &&
+             resolved.row().change != StateChange::quit &&
+             resolved.row().change != StateChange::reset) {
+    // Forwarded, it would be answered by the upstream: its credentials, its clients, its INFO.
+    append_local_in_multi(scratch_, resolved.row().name);
   } else {
     const auto& row = resolved.row();
-    // Inside MULTI, Redis queues local commands with the rest (their replies belong in EXEC's),
-    // but never those that end or reset the connection; SELECT on a dedicated connection must
-    // reach it too.
+    // Inside MULTI, Redis queues the local commands it answers alike (their replies belong in
+    // EXEC's), but never those that end or reset the connection; SELECT on a dedicated connection
+    // must reach it too.
     const bool redis_must_see = (client.mode.in_multi() && row.change != StateChange::quit &&
                                  row.change != StateChange::reset) ||
                                 (row.change == StateChange::select && client.dedicated);
@@ -199,6 +208,9 @@ Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
       return iequals(argv[2], "on") ? Path::shared : Path::reply_suppressed;
     case Route::out_of_band:
       return Path::out_of_band;
+    case Route::refused:  // answered by handle() before any path is chosen
+      assert(false);
+      break;
   }
   return Path::shared;
 }

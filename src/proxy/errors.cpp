@@ -49,6 +49,24 @@ void append_not_allowed(std::string& out, std::string_view command) {
   resp::append_error(out, message);
 }
 
+void append_refused(std::string& out, std::string_view command) {
+  std::string message = "ERR command '";
+  append_lowered(message, command);
+  message +=
+      "' is refused by this proxy: it would change an upstream connection that other "
+      "clients share";
+  resp::append_error(out, message);
+}
+
+void append_local_in_multi(std::string& out, std::string_view command) {
+  std::string message = "ERR command '";
+  append_lowered(message, command);
+  message +=
+      "' is answered by this proxy and cannot be queued inside MULTI; send it outside the "
+      "transaction";
+  resp::append_error(out, message);
+}
+
 void append_noauth(std::string& out) { resp::append_error(out, "NOAUTH Authentication required."); }
 
 }  // namespace corral::proxy

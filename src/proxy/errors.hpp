@@ -11,5 +11,10 @@ void append_unknown_command(std::string& out, std::span<const std::string_view> 
 void append_wrong_arity(std::string& out, std::string_view command);
 void append_not_allowed(std::string& out, std::string_view command);
 void append_noauth(std::string& out);
+// A command no route can run without changing a connection that other clients share.
+void append_refused(std::string& out, std::string_view command);
+// A command Corral answers itself, sent inside MULTI (Redis would queue it with the upstream's
+// answer inside EXEC's reply).
+void append_local_in_multi(std::string& out, std::string_view command);
 
 }  // namespace corral::proxy

@@ -73,6 +73,13 @@ Action echo(LocalCall& call) {
   return Action::done;
 }
 
+// READONLY, READWRITE, ASKING: Corral itself reads from replicas (upstream.read_from) and follows
+// ASK; the client's request for either is granted by what Corral already does.
+Action connection_flag(LocalCall& call) {
+  resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
 Action quit(LocalCall& call) {
   resp::append_simple(call.reply, "OK");
   return Action::close_after_reply;
@@ -268,6 +275,9 @@ constexpr LocalRow kLocalCommands[] = {
     {"hello", hello},
     {"select", select},
     {"reset", reset},
+    {"readonly", connection_flag},
+    {"readwrite", connection_flag},
+    {"asking", connection_flag},
     {"client|setname", client_setname},
     {"client|getname", client_getname},
     {"client|id", client_id},

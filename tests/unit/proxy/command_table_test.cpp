@@ -238,8 +238,8 @@ TEST_CASE("table sanity", "[command_table]") {
     for (char c : row.name) CHECK_FALSE((c >= 'A' && c <= 'Z'));
     CHECK(row.arity != 0);
     CHECK_FALSE((has(row, kWrite) && has(row, kReadOnly)));
-    // CLIENT KILL and CLIENT PAUSE act on Corral's clients and still need allow_commands.
-    if (row.name != "client|kill" && row.name != "client|pause") {
+    // CLIENT KILL, PAUSE and UNPAUSE act on Corral's clients and still need allow_commands.
+    if (row.name != "client|kill" && row.name != "client|pause" && row.name != "client|unpause") {
       CHECK_FALSE((row.route == Route::local && has(row, kDangerous)));
     }
     CHECK(has(row, kMovableKeys) == (row.key_spec != KeySpec::positions));
@@ -291,7 +291,20 @@ TEST_CASE("Corral's flags", "[command_table]") {
   CHECK(has(must_find_sub("function", "flush"), kDangerous));
   CHECK_FALSE(has(must_find_sub("cluster", "slots"), kDangerous));
   CHECK_FALSE(has(must_find_sub("acl", "whoami"), kDangerous));
-  CHECK_FALSE(has(must_find("monitor"), kDangerous));
+  // The upstream's MONITOR shows every client's commands; its users and hashes are secrets.
+  CHECK(has(must_find("monitor"), kDangerous));
+  for (auto sub : {"list", "getuser", "users", "log", "dryrun"}) {
+    CHECK(has(must_find_sub("acl", sub), kDangerous));
+  }
+  for (auto sub : {"cat", "genpass", "help"})
+    CHECK_FALSE(has(must_find_sub("acl", sub), kDangerous));
+  CHECK(must_find_sub("script", "debug").route == Route::refused);
+  for (auto name : {"readonly", "readwrite", "asking"})
+    CHECK(must_find(name).route == Route::local);
+  for (auto name : {"ping", "echo", "select"}) CHECK(has(must_find(name), kQueuedInMulti));
+  for (auto name : {"auth", "hello", "info", "command"}) {
+    CHECK_FALSE(has(must_find(name), kQueuedInMulti));
+  }
   CHECK_FALSE(has(must_find("lastsave"), kDangerous));
   CHECK_FALSE(has(must_find("get"), kDangerous));
 

@@ -180,4 +180,55 @@ TEST_CASE("end_session closes the client's dedicated connection", "[dispatcher]"
   CHECK(proxy.links.last_dedicated().closes == 1);
 }
 
+namespace {
+// MULTI, then `command`: refused by Corral, nothing of it sent, and EXEC aborts.
+void check_refused_in_multi(std::initializer_list<std::string_view> command) {
+  INFO(*command.begin());
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send(command) == Action::done);
+  CHECK(client.reply().starts_with("-ERR command '"));
+  CHECK(client.reply().find("cannot be queued inside MULTI") != std::string::npos);
+  CHECK(dedicated.sent.size() == 1);  // only MULTI reached Redis
+  CHECK(client.send({"EXEC"}) == Action::done);
+  CHECK(dedicated.sent.back().bytes == wire({"DISCARD"}));
+}
+}  // namespace
+
+TEST_CASE("Corral's own commands inside MULTI are refused, never forwarded", "[dispatcher]") {
+  check_refused_in_multi({"AUTH", "guess"});
+  check_refused_in_multi({"CLIENT", "LIST"});
+  check_refused_in_multi({"INFO"});
+  check_refused_in_multi({"HELLO", "3"});
+  check_refused_in_multi({"CLIENT", "SETNAME", "x"});
+  check_refused_in_multi({"CORRAL.STATS"});
+}
+
+TEST_CASE("PING, ECHO and SELECT inside MULTI are queued with the rest", "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.send({"PING"}) == Action::done);
+  CHECK(client.send({"ECHO", "x"}) == Action::done);
+  REQUIRE(dedicated.sent.size() == 3);
+  CHECK(dedicated.sent.back().bytes == wire({"ECHO", "x"}));
+}
+
+TEST_CASE("SCRIPT DEBUG is refused; READONLY, READWRITE and ASKING are answered locally",
+          "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"SCRIPT", "DEBUG", "YES"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR command 'script|debug' is refused by this proxy"));
+  for (auto name : {"READONLY", "READWRITE", "ASKING"}) {
+    CHECK(client.send({name}) == Action::done);
+    CHECK(client.reply() == "+OK\r\n");
+  }
+  CHECK(proxy.links.shared.empty());  // no shared connection was even asked for
+}
+
 }  // namespace corral::proxy::test

@@ -139,7 +139,9 @@ TEST_CASE("SUBSCRIBE enters the tunnel until the last subscription ends", "[disp
 }
 
 TEST_CASE("MONITOR tunnels until the client leaves", "[dispatcher]") {
-  Proxy proxy;
+  config::Settings settings;
+  settings.client.allow_commands = {"monitor"};
+  Proxy proxy(settings);
   Client client(proxy);
   CHECK(client.send({"MONITOR"}) == Action::done);
   auto& dedicated = proxy.links.last_dedicated();

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+# Client isolation (issue 17, first rows): a command that would change the state of an upstream
+# connection other clients share is refused or answered by Corral itself; Corral's own commands
+# are never forwarded inside MULTI (where the upstream would answer them with its credentials,
+# its client list or its INFO); the upstream's ACL users and MONITOR stay out of reach.
+# Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_isolation.py
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from resp_client import Err  # noqa: E402
+
+pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's own refusals")
+
+PASSWORD = "corral-isolation-pw"
+
+
+@pytest.fixture(scope="module")
+def stack():
+    # One io thread: every client shares the same upstream connection, which is what is at stake.
+    s = harness.Stack({"threads": 1, "client": {"password": PASSWORD}},
+                      redis_args=["--requirepass", "upstream-pw"], name="isolation")
+    s.overrides = dict(s.overrides, upstream={"password": "upstream-pw"})
+    s.start()
+    yield s
+    s.stop()
+
+
+def client(stack):
+    c = stack.raw()
+    assert c.call("AUTH", PASSWORD) == b"OK"
+    return c
+
+
+def test_script_debug_is_refused_and_other_clients_are_unaffected(stack):
+    with client(stack) as attacker, client(stack) as victim:
+        reply = attacker.call("SCRIPT", "DEBUG", "YES")
+        assert isinstance(reply, Err) and b"is refused by this proxy" in reply, reply
+        assert victim.call("EVAL", "return 'B'", "0") == b"B"
+        assert victim.call("SET", "iso:k", "v") == b"OK"
+        assert victim.call("GET", "iso:k") == b"v"
+        # The same through a pipeline on the attacker's own connection.
+        attacker.send_command("SCRIPT", "DEBUG", "SYNC")
+        attacker.send_command("GET", "iso:k")
+        assert isinstance(attacker.read(), Err)
+        assert attacker.read() == b"v"
+
+
+@pytest.mark.parametrize("command", [("AUTH", "guess"), ("AUTH", "default", "guess"),
+                                     ("CLIENT", "LIST"), ("INFO",), ("CLIENT", "SETNAME", "x"),
+                                     ("HELLO", "2")])
+def test_corral_commands_inside_multi_never_reach_the_upstream(stack, command):
+    with client(stack) as c:
+        assert c.call("MULTI") == b"OK"
+        reply = c.call(*command)
+        assert isinstance(reply, Err) and b"cannot be queued inside MULTI" in reply, reply
+        exec_reply = c.call("EXEC")
+        assert isinstance(exec_reply, Err) and exec_reply.startswith(b"EXECABORT"), exec_reply
+        # The connection is usable and still authenticated as Corral's client.
+        assert c.call("PING") == b"PONG"
+
+
+def test_ping_and_echo_inside_multi_are_queued(stack):
+    with client(stack) as c:
+        assert c.call("MULTI") == b"OK"
+        assert c.call("PING") == b"QUEUED"
+        assert c.call("ECHO", "x") == b"QUEUED"
+        assert c.call("EXEC") == [b"PONG", b"x"]
+
+
+@pytest.mark.parametrize("command", [("ACL", "LIST"), ("ACL", "GETUSER", "default"),
+                                     ("ACL", "USERS"), ("ACL", "LOG"), ("MONITOR",),
+                                     ("CLIENT", "UNPAUSE")])
+def test_upstream_secrets_and_monitor_are_refused(stack, command):
+    with client(stack) as c:
+        reply = c.call(*command)
+        assert isinstance(reply, Err) and b"is not allowed through this proxy" in reply, reply
+        assert c.call("PING") == b"PONG"
+
+
+def test_acl_whoami_and_cat_still_pass(stack):
+    with client(stack) as c:
+        assert c.call("ACL", "WHOAMI") == b"default"
+        assert isinstance(c.call("ACL", "CAT"), list)
+
+
+def test_cluster_connection_flags_are_answered_locally(stack):
+    with client(stack) as c, client(stack) as other:
+        for name in ("READONLY", "READWRITE", "ASKING"):
+            assert c.call(name) == b"OK"
+        # Sent upstream, READONLY would have answered an error from a non-cluster Redis, and
+        # ASKING would have changed the shared connection for the next client's command.
+        assert other.call("SET", "iso:flag", "1") == b"OK"
+        assert other.call("GET", "iso:flag") == b"1"
