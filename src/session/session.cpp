@@ -98,11 +98,20 @@ template <class Stream>
 void Session<Stream>::drain() {
   if (closed_) return;
   stop_reading_ = true;
+  draining_ = true;
   handler_->drain();
-  // Wakes a read waiting for the next request; the bytes it may still find are not read.
-  error_code ignored;
-  socket().shutdown(asio::ip::tcp::socket::shutdown_receive, ignored);
   output_ready_.notify();
+}
+
+// Requests that arrive while draining are read and dropped until the client closes: closing a
+// socket with unread bytes sends a reset, and a reset can destroy replies the client has not read
+// yet.
+template <class Stream>
+awaitable<void> Session<Stream>::discard_input() {
+  error_code ec;
+  while (!ec && !closed_) {
+    co_await stream_.async_read_some(asio::buffer(wake_), asio::redirect_error(use_awaitable, ec));
+  }
 }
 
 template <class Stream>
@@ -113,6 +122,7 @@ awaitable<void> Session<Stream>::read_loop() {
   } else {
     co_await read_tls();
   }
+  if (draining_) co_await discard_input();
   reader_done_ = true;
   output_ready_.notify();
   finish_loop();
@@ -437,7 +447,7 @@ awaitable<void> Session<Stream>::write_loop() {
   auto self = this->shared_from_this();
   while (!closed_) {
     if (output_.empty()) {
-      if (close_after_flush_ || (reader_done_ && slots_.empty())) break;
+      if (close_after_flush_ || ((reader_done_ || draining_) && slots_.empty())) break;
       co_await output_ready_.wait();
       continue;
     }
@@ -457,8 +467,21 @@ awaitable<void> Session<Stream>::write_loop() {
     error_code ignored;
     socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   }
+  if (draining_ && !closed_) co_await linger();
   abort();
   finish_loop();
+}
+
+// The last reply and our FIN are out: wait a little for the client's FIN (read by
+// discard_input), so that the close sends no reset over replies still in flight.
+template <class Stream>
+awaitable<void> Session<Stream>::linger() {
+  constexpr auto kLinger = std::chrono::milliseconds(500);
+  asio::steady_timer deadline(stream_.get_executor(), kLinger);
+  deadline.async_wait([this](const error_code& ec) {
+    if (!ec) abort();
+  });
+  while (!reader_done_ && !closed_) co_await output_ready_.wait();
 }
 
 template <class Stream>

@@ -63,6 +63,8 @@ class Session : public upstream::ReplyTarget,
   boost::asio::awaitable<void> read_tls();
   auto& socket() { return stream_.lowest_layer(); }
   boost::asio::awaitable<void> write_loop();
+  boost::asio::awaitable<void> discard_input();
+  boost::asio::awaitable<void> linger();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
   // The common case without a coroutine frame: false when the request must wait (tunnel,
@@ -107,6 +109,7 @@ class Session : public upstream::ReplyTarget,
   upstream::AsyncEvent slots_drained_;
   bool waiting_for_slots_ = false;
   bool stop_reading_ = false;
+  bool draining_ = false;  // SIGTERM: answer what was read, then close
   bool close_after_flush_ = false;
   bool reader_done_ = false;
   bool closed_ = false;
