@@ -30,6 +30,7 @@ DROP_PREFIX = "ck:"  # an invalidation drops the cached entry
 # prefix on one connection, and Redis refuses overlapping BCAST prefixes.
 REFRESH_PREFIX = "ckr:"
 DIRECT = "direct"
+TRACKING_LINK = b"__redis__:invalidate"  # what only Corral's tracking link sends upstream
 
 
 def fleet_config(tracking_timeout=None):
@@ -256,10 +257,22 @@ class Run:
         return report
 
 
-def percentile(sorted_values, fraction):
-    if not sorted_values:
-        return 0.0
-    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+def stall_tracking_links(fleet, run, after, hold):
+    """Stalls every Corral's tracking link (its own, through the Corral's FaultProxy) `after`
+    seconds into `run`, for `hold` seconds; returns how long the stall lasted."""
+    links = [p.wait_for_connection(lambda c: c.matches(TRACKING_LINK), what="the tracking link")
+             for p in fleet.proxies]
+    pause = threading.Event()  # never set: these waits are the fault's schedule, not for a state
+    pause.wait(max(0.0, after - run.elapsed()))
+    try:
+        for proxy, link in zip(fleet.proxies, links):
+            proxy.stall(conn=link)
+        stalled_at = time.monotonic()
+        pause.wait(hold)
+    finally:
+        for proxy, link in zip(fleet.proxies, links):
+            proxy.resume(conn=link)
+    return time.monotonic() - stalled_at
 
 
 class PathStats:
@@ -383,6 +396,9 @@ def main(argv=None):
     parser.add_argument("--corrals", type=int, default=3, help="fleet size (default 3)")
     parser.add_argument("--readers", type=int, default=2, help="readers per corral (default 2)")
     parser.add_argument("--write-rate", type=float, default=200.0, help="writes/s (default 200)")
+    parser.add_argument("--stall-tracking", type=float, default=None, metavar="SECONDS",
+                        help="each Corral reaches Redis through a fault proxy; every tracking link "
+                             "is stalled for SECONDS from a third of the run")
     parser.add_argument("--max-staleness", type=float, default=None,
                         help="exit 1 when the max staleness exceeds this many seconds")
     args = parser.parse_args(argv)
@@ -392,10 +408,17 @@ def main(argv=None):
     for name in ("keys", "corrals", "readers"):
         if getattr(args, name) < 1:
             parser.error("--%s must be at least 1" % name)
-    fleet = Fleet(size=args.corrals).start()
+    if args.stall_tracking is not None and not 0 < args.stall_tracking < args.duration:
+        parser.error("--stall-tracking must be positive and shorter than --duration")
+    fleet = Fleet(size=args.corrals, through_proxy=args.stall_tracking is not None).start()
     try:
-        report = Run(fleet, args.duration, args.seed, args.keys, args.readers,
-                     args.write_rate).start().finish()
+        run = Run(fleet, args.duration, args.seed, args.keys, args.readers,
+                  args.write_rate).start()
+        if args.stall_tracking is not None:
+            held = stall_tracking_links(fleet, run, args.duration / 3, args.stall_tracking)
+            print("tracking links of all %d corrals stalled for %.1fs" % (len(fleet.proxies), held),
+                  flush=True)
+        report = run.finish()
     finally:
         fleet.stop()
     print(report.format(), flush=True)

@@ -8,8 +8,6 @@
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -rA test_coherence.py
 import os
 import sys
-import threading
-import time
 
 import pytest
 
@@ -21,7 +19,6 @@ SILENT_TRACKING_BOUND_S = 3.5
 # The stall is held longer than the bound, so a Corral that never notices the silence serves
 # stale values past it and the test fails.
 STALL_S = 4.5
-TRACKING_LINK = b"__redis__:invalidate"
 
 
 @pytest.fixture
@@ -58,20 +55,9 @@ def test_steady_state_no_wrong_value_and_staleness_under_a_second(fleet):
 
 
 def test_silent_tracking_links_bound_staleness(relayed_fleet):
-    proxies = relayed_fleet.proxies
-    links = [p.wait_for_connection(lambda c: c.matches(TRACKING_LINK), what="the tracking link")
-             for p in proxies]
     run = coherence.Run(relayed_fleet, duration=STALL_S + 3.0).start()
-    pause = threading.Event()  # never set: waits below are fault timing, not waits for a state
-    try:
-        pause.wait(1.0)  # steady traffic first, so every key is cached when the links go quiet
-        for proxy, link in zip(proxies, links):
-            proxy.stall(conn=link)
-        stalled_at = time.monotonic()
-        pause.wait(STALL_S)
-    finally:
-        for proxy, link in zip(proxies, links):
-            proxy.resume(conn=link)
-    print("tracking links of all %d corrals stalled for %.1fs" % (len(proxies),
-                                                               time.monotonic() - stalled_at))
+    # Steady traffic first, so every key is cached when the links go quiet.
+    held = coherence.stall_tracking_links(relayed_fleet, run, 1.0, STALL_S)
+    print("tracking links of all %d corrals stalled for %.1fs" % (len(relayed_fleet.proxies),
+                                                               held), flush=True)
     check_run(run.finish(), SILENT_TRACKING_BOUND_S)
