@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coherence benchmark: tests/integration/coherence.py for longer than the test does. One writer
-# (SET ck:<i>/ckr:<i> <version>, directly or through a Corral, chosen from a printed seed) and
+# (SET ck:<i>/ck:r:<i> <version>, directly or through a Corral, chosen from a printed seed) and
 # readers GETting through each of three Corrals on one redis-server; every read is checked against
 # the write history. Prints reads, writes, stale reads, wrong values and the staleness distribution
 # (max, p99.9, p99) per path: read via which Corral / written directly or through which Corral.

@@ -26,9 +26,9 @@ import harness  # noqa: E402
 from resp_client import Closed, Err, Raw, encode_command  # noqa: E402
 
 DROP_PREFIX = "ck:"  # an invalidation drops the cached entry
-# An invalidation refetches it. Not nested under ck: - Corral asks Redis to track every policy
-# prefix on one connection, and Redis refuses overlapping BCAST prefixes.
-REFRESH_PREFIX = "ckr:"
+# An invalidation refetches it. Nested under ck: on purpose: the longest prefix picks the policy,
+# and Corral must still track both (Redis refuses overlapping BCAST prefixes on one connection).
+REFRESH_PREFIX = "ck:r:"
 DIRECT = "direct"
 TRACKING_LINK = b"__redis__:invalidate"  # what only Corral's tracking link sends upstream
 
