@@ -41,8 +41,9 @@ else
 fi
 [ -x "$corral_bin" ] || { echo "no corral binary at $corral_bin" >&2; exit 1; }
 
-echo "== $(date -u +%FT%TZ) $(nproc) cores, $("$corral_bin" --version 2>/dev/null || echo "corral ?")," \
-  "$(redis-server --version | cut -d' ' -f1-3)" >&2
+corral_version=$("$corral_bin" --version 2>/dev/null || echo "corral ?")
+redis_version=$(redis-server --version | cut -d' ' -f1-3)
+echo "== $(date -u +%FT%TZ) $(nproc) cores, $corral_version, $redis_version" >&2
 report=$(mktemp -t corral-coherence.XXXXXX)
 trap 'rm -f "$report"' EXIT
 status=0

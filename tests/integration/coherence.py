@@ -154,7 +154,8 @@ class Writer(threading.Thread):
                 key = rng.randrange(len(r.keys))
                 path = rng.choice(paths)
                 r.write(key, path, links[path])
-                r.stopping.wait(max(0.0, next_at - time.monotonic()))  # pacing, not a wait for state
+                # Pacing to the write rate, not a wait for some state.
+                r.stopping.wait(max(0.0, next_at - time.monotonic()))
         except Exception as e:  # noqa: BLE001 - reported as a hard failure of the run
             self.error = "writer: %r" % (e,)
         finally:

@@ -5,7 +5,8 @@
 # included, goes through that proxy. Stalling the tracking links of the primary that owns a cached
 # key must not hide a direct write on that primary for more than 3 s; the silence is counted, the
 # links come back and invalidations flow on them again.
-# Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -rA test_cluster_tracking_silence.py
+# Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -rA \
+#      test_cluster_tracking_silence.py
 import os
 import sys
 import time
