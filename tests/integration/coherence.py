@@ -30,6 +30,7 @@ DROP_PREFIX = "ck:"  # an invalidation drops the cached entry
 # and Corral must still track both (Redis refuses overlapping BCAST prefixes on one connection).
 REFRESH_PREFIX = "ck:r:"
 DIRECT = "direct"
+CONTROL = "redis"  # the reader straight on Redis
 TRACKING_LINK = b"__redis__:invalidate"  # what only Corral's tracking link sends upstream
 
 
@@ -189,7 +190,9 @@ class Reader(threading.Thread):
 
 
 class Run:
-    """One bounded run of the writer and readers_per_corral readers per Corral."""
+    """One bounded run of the writer, readers_per_corral readers per Corral, and one reader
+    straight on Redis: the checker's own control, which can never read stale (Redis answers a
+    read sent after a write's acknowledgement with that write or a later one)."""
 
     def __init__(self, fleet, duration=10.0, seed=None, key_count=64, readers_per_corral=2,
                  write_rate=200.0):
@@ -219,7 +222,8 @@ class Run:
         # sent), but it never makes an older value stale.
 
     def start(self):
-        print("coherence: seed %d, %d keys, %d corrals x %d readers, %.0f writes/s, %.1fs"
+        print("coherence: seed %d, %d keys, %d corrals x %d readers + 1 on redis, %.0f writes/s, "
+              "%.1fs"
               % (self.seed, len(self.keys), len(self.corral_ports), self.readers_per_corral,
                  self.write_rate, self.duration), flush=True)
         # Version 0 of every key, acknowledged before any read, so nil is never a right answer.
@@ -230,6 +234,7 @@ class Run:
         for name, port in sorted(self.corral_ports.items()):
             for n in range(self.readers_per_corral):
                 self.threads.append(Reader(self, name, port, n))
+        self.threads.append(Reader(self, CONTROL, self.redis_port, 0))
         self.started_at = time.monotonic()
         for t in self.threads:
             t.start()
@@ -350,26 +355,32 @@ class Report:
             self.wrong_examples.append(text)
 
     def total(self, corral=None, write_path=None):
+        """The reads through Corrals (or through `corral`, CONTROL included) made of writes by
+        any path (or by `write_path`)."""
         out = PathStats()
         for (c, w), stats in self.paths.items():
-            if (corral is None or c == corral) and (write_path is None or w == write_path):
+            if (c == corral or (corral is None and c != CONTROL)) and write_path in (None, w):
                 out.merge(stats)
         return out
 
+    def control(self):
+        return self.total(corral=CONTROL)
+
     def rows(self):
-        corrals = sorted({c for c, _ in self.paths})
+        corrals = sorted({c for c, _ in self.paths if c != CONTROL})
         writes = sorted({w for _, w in self.paths})
         rows = [("%s / %s" % (c, w), self.paths[(c, w)]) for c in corrals for w in writes
                 if (c, w) in self.paths]
         rows += [("%s / any" % c, self.total(corral=c)) for c in corrals]
         rows += [("any / %s" % w, self.total(write_path=w)) for w in writes]
-        rows.append(("all", self.total()))
+        rows.append(("all via corral", self.total()))
+        rows.append(("%s (control) / any" % CONTROL, self.control()))
         return rows
 
     def format(self):
         total = self.total()
-        lines = ["coherence: seed %d, %.1fs: %d reads (%.0f/s), %d writes (%d unacknowledged), "
-                 "%d stale reads, %d wrong values, %d error replies"
+        lines = ["coherence: seed %d, %.1fs: %d reads through Corral (%.0f/s), %d writes "
+                 "(%d unacknowledged), %d stale reads, %d wrong values, %d error replies"
                  % (self.seed, self.duration, total.reads + total.wrong + total.errors,
                     (total.reads + total.wrong + total.errors) / max(self.duration, 1e-9),
                     self.writes, self.unacked_writes, total.stale, total.wrong, total.errors),
@@ -423,7 +434,11 @@ def main(argv=None):
     finally:
         fleet.stop()
     print(report.format(), flush=True)
+    control = report.control()
     failed = report.total().wrong or report.total().errors or report.errors
+    if control.stale or control.wrong:
+        print("the control reader on redis-server read stale or wrong values: the checker is wrong")
+        failed = True
     if args.max_staleness is not None and report.max_staleness() > args.max_staleness:
         print("max staleness %.3fs exceeds --max-staleness %.3fs"
               % (report.max_staleness(), args.max_staleness))

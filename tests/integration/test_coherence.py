@@ -42,6 +42,10 @@ def check_run(report, bound):
     assert total.reads > 1000, "the readers hardly read (%d reads)" % total.reads
     assert report.writes > 100, "the writer hardly wrote (%d writes)" % report.writes
     assert total.wrong == 0, "wrong values:\n" + "\n".join(report.wrong_examples)
+    control = report.control()
+    assert control.reads > 100 and control.stale == 0 and control.wrong == 0, (
+        "the control reader on redis-server: %d reads, %d stale, %d wrong (a checker bug)"
+        % (control.reads, control.stale, control.wrong))
     worst = report.max_staleness()
     print("max staleness %.1f ms (bound %.0f ms)" % (worst * 1e3, bound * 1e3), flush=True)
     assert worst <= bound, "a read was %.3fs stale (bound %.1fs)" % (worst, bound)
