@@ -14,11 +14,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from fault_proxy import FaultProxy  # noqa: E402
 from harness import HOST, Closed, Err, Raw, encode_command  # noqa: E402
 
 # A script that keeps redis-server busy for 1.5 s: long enough for the checks made while the drain
-# waits for it, on a loaded machine. Past busy-reply-threshold (100 ms here) redis-server answers
-# other clients -BUSY, which tells the test the script is running.
+# waits for it, on a loaded machine. It is seen running through a FaultProxy between Corral and
+# Redis (its bytes were handed to redis-server), not through -BUSY replies: past
+# busy-reply-threshold Corral's own readiness probe would get -BUSY and /readyz turn 503 for that.
 BUSY_SCRIPT = """
 local t = redis.call('TIME')
 local start = t[1] * 1000000 + t[2]
@@ -27,14 +29,57 @@ repeat
 until now[1] * 1000000 + now[2] - start >= 1500000
 return 'done'
 """
-REDIS_ARGS = ["--busy-reply-threshold", "100"]
+EVAL = encode_command("EVAL", BUSY_SCRIPT, "0")
 DEFAULT_SHUTDOWN_S = 10.0
 EXIT_MARGIN_S = 2.0
 
 
+class RelayedStack:
+    """redis-server, and Corral reaching it through a FaultProxy (used here only to observe)."""
+
+    def __init__(self):
+        self.workdir = harness.make_tmpdir("corral-drain-")
+        self.redis = harness.RedisServer(self.workdir)
+        self.proxy = self.corral = None
+
+    def start(self):
+        try:
+            self.redis.start()
+            self.proxy = FaultProxy(self.redis.port, name="upstream").start()
+            # command_timeout well above the script's 1.5 s: the EVAL must not time out.
+            self.corral = harness.Corral(self.workdir, self.proxy.port,
+                                         {"upstream": {"command_timeout": "5s"}}).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        if self.corral is not None:
+            self.corral.stop()
+        if self.proxy is not None:
+            self.proxy.stop()
+        self.redis.stop()
+
+    def eval_forwarded(self):
+        """Whether the EVAL's last byte has been handed to redis-server (which runs it at once)."""
+        for conn in self.proxy.connections():
+            at = conn.seen_up.find(EVAL)
+            if at >= 0 and conn.bytes_up >= at + len(EVAL):
+                return True
+        return False
+
+
+@pytest.fixture
+def relayed():
+    stack = RelayedStack().start()
+    yield stack
+    stack.stop()
+
+
 @pytest.fixture
 def stack():
-    stack = harness.Stack(redis_args=REDIS_ARGS, name="drain").start()
+    stack = harness.Stack(name="drain").start()
     yield stack
     stack.stop()
 
@@ -44,12 +89,6 @@ def short_drain_stack():
     stack = harness.Stack({"shutdown_timeout": "3s"}, name="drain-short").start()
     yield stack
     stack.stop()
-
-
-def script_running(redis):
-    with Raw(redis.port, timeout=5) as probe:
-        reply = probe.call("PING")
-    return isinstance(reply, Err) and reply.startswith(b"BUSY")
 
 
 def connection_refused(port):
@@ -86,13 +125,14 @@ def ended(raw, timeout):
     return "error: " + reply.text()
 
 
-def test_in_flight_pipeline_is_answered_then_closed(stack):
-    corral, redis = stack.corral, stack.redis
+def test_in_flight_pipeline_is_answered_then_closed(relayed):
+    corral, redis = relayed.corral, relayed.redis
+    assert readyz_status(corral) == 200, "/readyz before SIGTERM"
     client = Raw(corral.port, timeout=15)
-    client.send(encode_command("EVAL", BUSY_SCRIPT, "0") + encode_command("SET", "drain:k", "v") +
-                encode_command("GET", "drain:k"))
-    harness.wait_until(lambda: script_running(redis), 5.0, interval=0.02,
-                       what="the EVAL to be running on redis-server")
+    client.send(EVAL + encode_command("SET", "drain:k", "v") + encode_command("GET", "drain:k"))
+    harness.wait_until(relayed.eval_forwarded, 5.0, interval=0.01,
+                       what="the EVAL to reach redis-server")
+    assert readyz_status(corral) == 200, "/readyz while the EVAL runs, before SIGTERM"
     corral.signal(signal.SIGTERM)
     signalled = time.monotonic()
     # Both while the script still runs (over a second left): the drain cannot be over yet.
