@@ -1,10 +1,10 @@
 # Tracking-link silence on a Redis Cluster (the single-node case is test_tracking_silence.py).
 # Corral keeps an invalidation link per primary per io thread. Each node is reached through a
-# FaultProxy of its own: the node announces the proxy's port (CONFIG SET cluster-announce-port;
-# the bus port stays the real one), so every connection Corral makes to it, the tracking links
-# included, goes through that proxy. Stalling the tracking links of the primary that owns a cached
-# key must not hide a direct write on that primary for more than 3 s; the silence is counted, the
-# links come back and invalidations flow on them again.
+# fault proxy of its own (ClusterNodes(relays=True): the node announces the relay's port), so
+# every connection Corral makes to it, the tracking links included, goes through that relay.
+# Stalling the tracking links of the primary that owns a cached key must not hide a direct write
+# on that primary for more than 3 s; the silence is counted, the links come back and
+# invalidations flow on them again.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -rA \
 #      test_cluster_tracking_silence.py
 import os
@@ -15,8 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from cluster_process import ClusterNodes, corral_overrides, key_slot  # noqa: E402
-from fault_proxy import FaultProxy  # noqa: E402
+from cluster_process import ClusterNodes, corral_overrides  # noqa: E402
 from harness import Raw  # noqa: E402
 
 SILENCE_BOUND_S = 3.0
@@ -26,27 +25,18 @@ POLICIES = [{"prefix": "c:", "origin": "redis", "ttl": "1h", "beta": 0, "jitter"
 
 
 class RelayedCluster:
-    """3 primaries, no replicas, each node behind a FaultProxy it announces; Corral seeded with
-    the proxies."""
+    """3 primaries, no replicas, each behind its relay; Corral seeded with the relays."""
 
     def __init__(self):
         self.workdir = harness.make_tmpdir("corral-cluster-silence-")
-        self.cluster = ClusterNodes(self.workdir, primaries=3, replicas=0)
-        self.proxies = {}  # announced (proxy) port -> FaultProxy
-        self.real = {}  # announced port -> the node's own port
+        self.cluster = ClusterNodes(self.workdir, primaries=3, replicas=0, relays=True)
         self.corral = None
 
     def start(self):
         try:
             self.cluster.start()
-            for port in self.cluster.ports:
-                proxy = FaultProxy(port, name="node%d" % port).start()
-                self.proxies[proxy.port], self.real[proxy.port] = proxy, port
-                self.node(port).config_set("cluster-announce-port", proxy.port)
-            harness.wait_until(self.announced, 15.0, what="every node to see the proxy ports")
             self.corral = harness.Corral(self.workdir, 0, corral_overrides(
-                ["redis://%s:%d" % (harness.HOST, p) for p in self.proxies],
-                {"policies": POLICIES})).start()
+                self.cluster.seeds(), {"policies": POLICIES})).start()
             harness.wait_until(self.tracked, 10.0, what="a tracking link on every primary")
         except BaseException:
             self.stop()
@@ -56,29 +46,12 @@ class RelayedCluster:
     def stop(self):
         if self.corral is not None:
             self.corral.stop()
-        for proxy in self.proxies.values():
-            proxy.stop()
         self.cluster.stop()
-
-    def node(self, real_port):
-        return self.cluster.node(real_port)
-
-    def announced(self):
-        want = set(self.proxies)
-        return all({n["port"] for n in self.cluster.nodes(via=p)} == want
-                   for p in self.cluster.ports)
 
     def tracked(self):
         return all(any(c.get("name") == "corral-tracking" and "t" in c.get("flags", "")
-                       for c in self.node(p).client_list()) for p in self.cluster.ports)
-
-    def owner(self, key):
-        """(proxy, the node's real port) of the primary that owns `key`'s slot."""
-        slot = key_slot(key)
-        for n in self.cluster.nodes(via=self.cluster.ports[0]):
-            if any(lo <= slot <= hi for lo, hi in n["slots"]):
-                return self.proxies[n["port"]], self.real[n["port"]]
-        raise AssertionError("no node owns slot %d" % slot)
+                       for c in self.cluster.node(p).client_list())
+                   for p in self.cluster.primaries())
 
     def get(self, key):
         with Raw(self.corral.port, timeout=10) as client:
@@ -115,8 +88,9 @@ def wait_for_value(stack, key, value, timeout):
 
 def test_silent_tracking_links_of_a_primary_stop_cache_serving_within_3s(relayed):
     key = "c:k"
-    proxy, real_port = relayed.owner(key)
-    owner = relayed.node(real_port)
+    real_port = relayed.cluster.owner_of(key)
+    proxy = relayed.cluster.relay(real_port)
+    owner = relayed.cluster.node(real_port)
     owner.set(key, "v1")
     # Read again until cached: the flush of a tracking session that has just started may drop
     # the first fill.
