@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from fault_proxy import FaultProxy  # noqa: E402
 from harness import HOST, Closed, Err, Raw, encode_command  # noqa: E402
+from relayed_stack import RelayedStack  # noqa: E402
 
 # A script that keeps redis-server busy for 1.5 s: long enough for the checks made while the drain
 # waits for it, on a loaded machine. It is seen running through a FaultProxy between Corral and
@@ -34,45 +34,19 @@ DEFAULT_SHUTDOWN_S = 10.0
 EXIT_MARGIN_S = 2.0
 
 
-class RelayedStack:
-    """redis-server, and Corral reaching it through a FaultProxy (used here only to observe)."""
-
-    def __init__(self):
-        self.workdir = harness.make_tmpdir("corral-drain-")
-        self.redis = harness.RedisServer(self.workdir)
-        self.proxy = self.corral = None
-
-    def start(self):
-        try:
-            self.redis.start()
-            self.proxy = FaultProxy(self.redis.port, name="upstream").start()
-            # command_timeout well above the script's 1.5 s: the EVAL must not time out.
-            self.corral = harness.Corral(self.workdir, self.proxy.port,
-                                         {"upstream": {"command_timeout": "5s"}}).start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self):
-        if self.corral is not None:
-            self.corral.stop()
-        if self.proxy is not None:
-            self.proxy.stop()
-        self.redis.stop()
-
-    def eval_forwarded(self):
-        """Whether the EVAL's last byte has been handed to redis-server (which runs it at once)."""
-        for conn in self.proxy.connections():
-            at = conn.seen_up.find(EVAL)
-            if at >= 0 and conn.bytes_up >= at + len(EVAL):
-                return True
-        return False
+def eval_forwarded(stack):
+    """Whether the EVAL's last byte has been handed to redis-server (which runs it at once)."""
+    for conn in stack.proxy.connections():
+        at = conn.seen_up.find(EVAL)
+        if at >= 0 and conn.bytes_up >= at + len(EVAL):
+            return True
+    return False
 
 
 @pytest.fixture
 def relayed():
-    stack = RelayedStack().start()
+    # command_timeout well above the script's 1.5 s: the EVAL must not time out on its own.
+    stack = RelayedStack({"upstream": {"command_timeout": "5s"}}, name="drain").start()
     yield stack
     stack.stop()
 
@@ -130,7 +104,7 @@ def test_in_flight_pipeline_is_answered_then_closed(relayed):
     assert readyz_status(corral) == 200, "/readyz before SIGTERM"
     client = Raw(corral.port, timeout=15)
     client.send(EVAL + encode_command("SET", "drain:k", "v") + encode_command("GET", "drain:k"))
-    harness.wait_until(relayed.eval_forwarded, 5.0, interval=0.01,
+    harness.wait_until(lambda: eval_forwarded(relayed), 5.0, interval=0.01,
                        what="the EVAL to reach redis-server")
     assert readyz_status(corral) == 200, "/readyz while the EVAL runs, before SIGTERM"
     corral.signal(signal.SIGTERM)

@@ -15,8 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from fault_proxy import FaultProxy  # noqa: E402
-from harness import Raw  # noqa: E402
+from relayed_stack import RelayedStack  # noqa: E402
 
 SILENCE_BOUND_S = 3.0  # the spec's bound: tracking_timeout (1 s) + reconnect and flush
 PROMPT_S = 1.0  # an invalidation on a working link (milliseconds; headroom for a loaded machine)
@@ -31,56 +30,20 @@ CONFIG = {"policies": [
 ]}
 
 
-class RelayedStack:
-    """redis-server, a FaultProxy in front of it, and Corral whose upstream is the proxy."""
-
-    def __init__(self):
-        self.workdir = harness.make_tmpdir("corral-tracking-silence-")
-        self.redis = harness.RedisServer(self.workdir)
-        self.proxy = None
-        self.corral = None
-
-    def start(self):
-        try:
-            self.redis.start()
-            self.proxy = FaultProxy(self.redis.port, name="upstream").start()
-            self.corral = harness.Corral(self.workdir, self.proxy.port, CONFIG).start()
-            self.tracking_link()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self):
-        if self.corral is not None:
-            self.corral.stop()
-        if self.proxy is not None:
-            self.proxy.stop()
-        self.redis.stop()
-
-    def tracking_link(self, exclude=None):
-        return self.proxy.wait_for_connection(
-            lambda c: c.matches(TRACKING_LINK) and c is not exclude, 5.0,
-            what="Corral's tracking link" + (" (a new one)" if exclude else ""))
-
-    def direct(self):
-        return self.redis.client()
-
-    def get(self, key):
-        with Raw(self.corral.port, timeout=10) as client:
-            return client.call("GET", key)
-
-    def cache_state(self, key):
-        with Raw(self.corral.port, timeout=10) as client:
-            flat = client.call("CORRAL.INFO", key)
-        return dict(zip(flat[::2], flat[1::2])).get(b"state")
+def tracking_link(stack, exclude=None):
+    return stack.proxy.wait_for_connection(
+        lambda c: c.matches(TRACKING_LINK) and c is not exclude, 5.0,
+        what="Corral's tracking link" + (" (a new one)" if exclude else ""))
 
 
 @pytest.fixture
 def stack():
-    stack = RelayedStack().start()
-    yield stack
-    stack.stop()
+    stack = RelayedStack(CONFIG, name="tracking-silence").start()
+    try:
+        tracking_link(stack)
+        yield stack
+    finally:
+        stack.stop()
 
 
 def cache(stack, key, value):
@@ -106,7 +69,7 @@ def wait_for_value(stack, key, value, timeout):
 
 def test_silent_tracking_link_stops_cache_serving_within_3s_then_recovers(stack):
     cache(stack, "c:k", "v1")
-    link = stack.tracking_link()
+    link = tracking_link(stack)
     silences = stack.corral.metric("corral_tracking_silences_total")
     stack.proxy.stall(conn=link)
     stack.direct().set("c:k", "v2")
@@ -120,7 +83,7 @@ def test_silent_tracking_link_stops_cache_serving_within_3s_then_recovers(stack)
         what="corral_tracking_silences_total to count the silence")
 
     # Recovered: a new tracking link, the cache fills again, and invalidations flow on it.
-    stack.tracking_link(exclude=link)
+    tracking_link(stack, exclude=link)
     harness.wait_until(lambda: stack.get("c:k") == b"v2" and
                        stack.cache_state("c:k") == b"fresh", 5.0,
                        what="c:k cached again once tracking is back")
