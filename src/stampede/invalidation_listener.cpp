@@ -41,6 +41,20 @@ bool tracks_tags(const std::vector<std::string>& prefixes) {
 upstream::ConnectionOptions session_options(const config::UpstreamSettings& upstream) {
   return upstream::connection_options(upstream, 0, false);
 }
+
+// Redis refuses the whole CLIENT TRACKING command when two BCAST prefixes overlap, which would
+// leave every policy untracked. Nested policies ("user:" and "user:session:") are allowed, and
+// the outer prefix already brings the inner one's invalidations: keep the outermost only. (Keys
+// of an untracked policy under a tracked prefix are then invalidated too: extra, never missed.)
+std::vector<std::string> outermost(std::vector<std::string> prefixes) {
+  // Sorted, a prefix comes right before the strings it is a prefix of.
+  std::sort(prefixes.begin(), prefixes.end());
+  std::vector<std::string> kept;
+  for (auto& prefix : prefixes) {
+    if (kept.empty() || !prefix.starts_with(kept.back())) kept.push_back(std::move(prefix));
+  }
+  return kept;
+}
 }  // namespace
 
 std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
@@ -53,6 +67,7 @@ std::vector<std::string> tracked_prefixes(const PolicySet& policies) {
     }
     tagged = tagged || policy.origin == config::OriginKind::http;
   }
+  prefixes = outermost(std::move(prefixes));
   if (!tagged) return prefixes;
   // Tag purges of any process of the fleet (CORRAL.INVALIDATE TAG INCRs the tag's key). Redis
   // refuses overlapping BCAST prefixes: a policy prefix covering the tag keys ("corral:") already

@@ -1,0 +1,44 @@
+# redis-server and one Corral whose upstream is a FaultProxy in front of it: the single-node
+# fixture of the suites that degrade or watch Corral's upstream links (tracking silence, drain).
+import harness
+from fault_proxy import FaultProxy
+from harness import Raw
+
+
+class RelayedStack:
+    def __init__(self, config=None, name="relayed"):
+        self.workdir = harness.make_tmpdir("corral-%s-" % name)
+        self.config = config or {}
+        self.redis = harness.RedisServer(self.workdir)
+        self.proxy = None
+        self.corral = None
+
+    def start(self):
+        try:
+            self.redis.start()
+            self.proxy = FaultProxy(self.redis.port, name="upstream").start()
+            self.corral = harness.Corral(self.workdir, self.proxy.port, self.config).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        if self.corral is not None:
+            self.corral.stop()
+        if self.proxy is not None:
+            self.proxy.stop()
+        self.redis.stop()
+
+    def direct(self):
+        return self.redis.client()
+
+    def get(self, key):
+        with Raw(self.corral.port, timeout=10) as client:
+            return client.call("GET", key)
+
+    def cache_state(self, key):
+        """CORRAL.INFO's state of `key` (b"fresh", b"stale", ...), None when not cached."""
+        with Raw(self.corral.port, timeout=10) as client:
+            flat = client.call("CORRAL.INFO", key)
+        return dict(zip(flat[::2], flat[1::2])).get(b"state")
