@@ -23,6 +23,7 @@
 #include "stampede/versioned/pointer_watch.hpp"
 #include "upstream/cluster_collector.hpp"
 #include "upstream/cluster_pool.hpp"
+#include "upstream/cluster_ready_probe.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/pool.hpp"
 #include "upstream/ready_probe.hpp"
@@ -90,16 +91,25 @@ class App::StatusCollector final : public prometheus::Collectable {
     std::function<std::uint64_t()> reconnects;
   };
 
-  StatusCollector(const metrics::ProcessInfo& info, Tracking tracking)
-      : info_(info), tracking_(std::move(tracking)) {}
+  StatusCollector(const metrics::ProcessInfo& info, Tracking tracking,
+                  std::function<std::string()> not_ready_reason,
+                  std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe)
+      : info_(info),
+        tracking_(std::move(tracking)),
+        not_ready_reason_(std::move(not_ready_reason)),
+        cluster_probe_(std::move(cluster_probe)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    const int ready = info_.ready_upstream_connections.load(std::memory_order_relaxed);
     const int stalled = info_.stalled_upstreams.load(std::memory_order_relaxed);
     std::vector<prometheus::MetricFamily> out;
     gauge(out, "corral_upstream_ready",
-          "1 when an upstream connection is ready and answers (what /readyz reports), else 0.",
-          ready > 0 && stalled == 0 ? 1 : 0);
+          "1 when Corral can serve what the upstream serves (what /readyz reports), else 0.",
+          not_ready_reason_().empty() ? 1 : 0);
+    if (cluster_probe_) {
+      gauge(out, "corral_cluster_slots_ready",
+            "Slots whose primary answers this Corral's PINGs (16384 when every slot is served).",
+            static_cast<double>(cluster_probe_->slots_ready()));
+    }
     gauge(out, "corral_upstream_stalled_threads",
           "Io threads whose upstream did not answer the readiness PING in time.", stalled);
     gauge(out, "corral_tracking_connected",
@@ -132,6 +142,8 @@ class App::StatusCollector final : public prometheus::Collectable {
 
   const metrics::ProcessInfo& info_;
   Tracking tracking_;
+  std::function<std::string()> not_ready_reason_;
+  std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe_;
 };
 
 App::App(const config::Settings& settings, metrics::Metrics& metrics)
@@ -184,7 +196,26 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     tracking = {[l = listener_] { return l->tracking(); }, [l = listener_] { return l->wanted(); },
                 [l = listener_] { return l->reconnects(); }};
   }
-  status_ = std::make_shared<StatusCollector>(info_, std::move(tracking));
+  std::function<std::string()> not_ready_reason;
+  if (topology_) {
+    cluster_probe_ = std::make_shared<upstream::ClusterReadyProbe>(
+        server_.io(0).get_executor(), *first.cluster_pool, ThreadParts::kProbeInterval,
+        ThreadParts::probe_deadline(settings_));
+    not_ready_reason = [probe = cluster_probe_] { return probe->not_ready_reason(); };
+  } else {
+    not_ready_reason = [this]() -> std::string {
+      if (info_.ready_upstream_connections.load(std::memory_order_relaxed) == 0) {
+        return "no connection to the upstream is ready";
+      }
+      if (info_.stalled_upstreams.load(std::memory_order_relaxed) != 0) {
+        return "the upstream did not answer a PING in time";
+      }
+      return {};
+    };
+  }
+  server_.set_readiness(not_ready_reason);
+  status_ = std::make_shared<StatusCollector>(info_, std::move(tracking),
+                                              std::move(not_ready_reason), cluster_probe_);
   metrics.add_collectable(status_);
 }
 
@@ -192,6 +223,7 @@ App::~App() = default;
 
 void App::run() {
   if (topology_) asio::post(server_.io(0), [topology = topology_] { topology->start(); });
+  if (cluster_probe_) asio::post(server_.io(0), [probe = cluster_probe_] { probe->start(); });
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
   if (listener_) asio::post(first_io, [listener = listener_] { listener->start(); });
@@ -209,9 +241,11 @@ void App::run() {
   // Commands of a newer or renamed upstream: learned once for the process, on the first thread.
   auto learner = std::make_shared<proxy::CommandLearner>(first.pool, settings_.upstream.database);
   for (int i = 0; i < server_.threads(); ++i) {
-    asio::post(server_.io(i), [parts = threads_[i].get()] {
+    // On a cluster the single-server pool serves only the command learner and INFO; readiness
+    // is the cluster probe's.
+    asio::post(server_.io(i), [parts = threads_[i].get(), cluster = topology_ != nullptr] {
       parts->pool.start();
-      parts->probe->start();
+      if (!cluster) parts->probe->start();
     });
   }
   asio::post(first_io, [learner] { learner->start(); });

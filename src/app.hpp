@@ -24,6 +24,10 @@ class ClusterInvalidation;
 class InvalidationListener;
 }  // namespace corral::stampede
 
+namespace corral::upstream {
+class ClusterReadyProbe;
+}  // namespace corral::upstream
+
 namespace corral {
 
 class App {
@@ -49,6 +53,8 @@ class App {
   // Redis Cluster only: one per io thread (see App::App).
   std::vector<std::shared_ptr<stampede::ClusterInvalidation>> cluster_tracking_;
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
+  // Redis Cluster only: readiness follows every primary of the slot map, not the first seed.
+  std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe_;
 };
 
 }  // namespace corral

@@ -67,7 +67,7 @@ Response text_response(http::status status, unsigned version, std::string body) 
 class Server : public std::enable_shared_from_this<Server> {
  public:
   Server(asio::io_context& io, config::Endpoint listen, const Metrics& metrics,
-         std::function<bool()> ready, HttpEndpoint::Limits limits)
+         HttpEndpoint::NotReadyReason ready, HttpEndpoint::Limits limits)
       : io_(io),
         listen_(std::move(listen)),
         metrics_(metrics),
@@ -205,10 +205,10 @@ class Server : public std::enable_shared_from_this<Server> {
     } else if (path == "/healthz") {
       res = text_response(http::status::ok, req.version(), "ok");
     } else if (path == "/readyz") {
-      bool ready = !ready_ || ready_();
-      res = ready ? text_response(http::status::ok, req.version(), "ready")
-                  : text_response(http::status::service_unavailable, req.version(),
-                                  "upstream unreachable");
+      const std::string reason = ready_ ? ready_() : std::string();
+      res = reason.empty()
+                ? text_response(http::status::ok, req.version(), "ready")
+                : text_response(http::status::service_unavailable, req.version(), reason);
     } else {
       res = text_response(http::status::not_found, req.version(), "not found\n");
     }
@@ -220,7 +220,7 @@ class Server : public std::enable_shared_from_this<Server> {
   asio::io_context& io_;
   const config::Endpoint listen_;
   const Metrics& metrics_;
-  const std::function<bool()> ready_;
+  const HttpEndpoint::NotReadyReason ready_;
   const HttpEndpoint::Limits limits_;
   tcp::acceptor acceptor_;
   std::atomic<unsigned short> port_{0};
@@ -236,11 +236,12 @@ struct HttpEndpoint::Impl {
 };
 
 HttpEndpoint::HttpEndpoint(boost::asio::io_context& io, const config::Endpoint& listen,
-                           const Metrics& metrics, std::function<bool()> ready)
+                           const Metrics& metrics, HttpEndpoint::NotReadyReason ready)
     : HttpEndpoint(io, listen, metrics, std::move(ready), Limits{}) {}
 
 HttpEndpoint::HttpEndpoint(boost::asio::io_context& io, const config::Endpoint& listen,
-                           const Metrics& metrics, std::function<bool()> ready, Limits limits)
+                           const Metrics& metrics, HttpEndpoint::NotReadyReason ready,
+                           Limits limits)
     : impl_(std::make_unique<Impl>(
           Impl{std::make_shared<Server>(io, listen, metrics, std::move(ready), limits)})) {}
 

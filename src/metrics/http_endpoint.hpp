@@ -30,12 +30,15 @@ class HttpEndpoint {
     std::size_t max_request = 16 * 1024;            // request line + headers + body, bytes
   };
 
+  // Empty when ready; else why not, the body of /readyz's 503.
+  using NotReadyReason = std::function<std::string()>;
+
   // `ready` is called on the endpoint's io_context thread; it must be thread-safe.
   // An empty `ready` means always ready.
   HttpEndpoint(boost::asio::io_context& io, const config::Endpoint& listen, const Metrics& metrics,
-               std::function<bool()> ready);
+               NotReadyReason ready);
   HttpEndpoint(boost::asio::io_context& io, const config::Endpoint& listen, const Metrics& metrics,
-               std::function<bool()> ready, Limits limits);
+               NotReadyReason ready, Limits limits);
   ~HttpEndpoint();
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;

@@ -161,15 +161,11 @@ void Server::bind() {
   }
   if (settings_.listen_plain) open_acceptor(admin_->acceptor, settings_.listen);
 
-  std::atomic<int>& ready = info_.ready_upstream_connections;
-  std::atomic<int>& stalled = info_.stalled_upstreams;
-  std::atomic<bool>& draining = info_.draining;
   if (settings_.metrics) {
     admin_->endpoint = std::make_unique<metrics::HttpEndpoint>(
-        admin_->io, *settings_.metrics, metrics_, [&ready, &stalled, &draining] {
-          return ready.load(std::memory_order_relaxed) > 0 &&
-                 stalled.load(std::memory_order_relaxed) == 0 &&
-                 !draining.load(std::memory_order_relaxed);
+        admin_->io, *settings_.metrics, metrics_, [this]() -> std::string {
+          if (info_.draining.load(std::memory_order_relaxed)) return "draining (SIGTERM)";
+          return not_ready_reason_ ? not_ready_reason_() : std::string();
         });
     admin_->endpoint->start();
   }

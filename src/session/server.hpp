@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -34,6 +35,11 @@ class Server {
   // Every thread needs its handler before run(); the handler must outlive run().
   void set_handler(int thread, Handler& handler);
   void on_reload(ReloadHook hook) { reload_ = std::move(hook); }
+  // Why the upstream cannot be served now (empty: it can), for /readyz; set before bind(). It is
+  // called on the admin thread and must be thread-safe. Draining is added by the server itself.
+  void set_readiness(std::function<std::string()> not_ready_reason) {
+    not_ready_reason_ = std::move(not_ready_reason);
+  }
 
   // bind() then serve().
   void run();
@@ -64,6 +70,7 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Admin> admin_;
   ReloadHook reload_;
+  std::function<std::string()> not_ready_reason_;
 };
 
 }  // namespace corral::session

@@ -132,7 +132,9 @@ struct Fixture {
   explicit Fixture(HttpEndpoint::Limits limits = {})
       : metrics(1, 1, [](std::size_t) { return std::string("GET"); }),
         endpoint(
-            io, {"127.0.0.1", 0}, metrics, [this] { return ready.load(); }, limits) {
+            io, {"127.0.0.1", 0}, metrics,
+            [this] { return ready.load() ? std::string() : std::string("upstream unreachable"); },
+            limits) {
     endpoint.start();
     thread = std::thread([this] {
       io.run();
