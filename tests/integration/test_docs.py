@@ -78,11 +78,12 @@ def stack():
     corral = None
     try:
         with open(os.path.join(ROOT, "config", "corral.yaml")) as f:
-            settings = yaml.safe_load(f)
+            settings = expand_env(yaml.safe_load(f))
         for key in ("listen", "metrics"):
             settings.pop(key, None)
         settings.get("upstream", {}).pop("address", None)
         corral = harness.Corral(workdir, redis.port, settings).start()
+        harness.wait_until(lambda: corral.http("/readyz")[0] == 200, 10, what="corral /readyz 200")
         yield {"6379": redis.port, "6380": corral.port, "9121": corral.metrics_port}
     finally:
         for p in (corral, redis):
@@ -100,6 +101,20 @@ def pem_dir():
     shutil.copy(os.path.join(d, "cert.key"), os.path.join(d, "key.pem"))
     shutil.copy(os.path.join(d, "ca.pem"), os.path.join(d, "redis-ca.pem"))
     return d
+
+
+def expand_env(value):
+    """The config's ${NAME:-default} values as Corral would read them here; empty ones dropped, so
+    that the harness does not take an unset password for a password."""
+    if isinstance(value, dict):
+        expanded = {k: expand_env(v) for k, v in value.items()}
+        return {k: v for k, v in expanded.items() if v != ""}
+    if isinstance(value, list):
+        return [expand_env(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}",
+                      lambda m: os.environ.get(m.group(1)) or m.group(2) or "", value)
+    return value
 
 
 def localize(text, ports):
