@@ -9,12 +9,15 @@
 #   <!-- check-config: policies --> list items of `policies:`, checked inside a config
 #   <!-- check-config: invalid --> a config that `corral --check-config` must refuse
 #   <!-- output -->                lines the block above must print (in this order, each a substring)
+# Any other HTML comment right above a fence is an error, so that a misspelt marker cannot leave a
+# block unchecked.
 import os
 import re
 
 MARKER = re.compile(r"^<!--\s*(runnable|check-config|output)(?::\s*([\w-]+))?\s*-->\s*$")
 KINDS = {"runnable": {None, "stack"}, "check-config": {None, "policies", "invalid"},
          "output": {None}}
+MARKER_WORDS = r"runn?able|check-?config|output"
 FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)")
@@ -49,7 +52,8 @@ def fenced_blocks(root, path):
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
-        if stripped.startswith("<!--") and re.search(r"runnable|check-config|output", stripped):
+        above_fence = i + 1 < len(lines) and FENCE.match(lines[i + 1].strip())
+        if stripped.startswith("<!--") and (above_fence or re.search(MARKER_WORDS, stripped)):
             m = MARKER.match(stripped)
             if not m or m.group(2) not in KINDS[m.group(1)]:
                 raise MarkerError("%s:%d: unknown marker %r" % (path, i + 1, stripped))
