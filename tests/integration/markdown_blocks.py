@@ -2,13 +2,13 @@
 # comment that precedes them, relative links, and the anchors GitHub gives headings.
 #
 # Markers (an HTML comment on the line right above the opening fence):
-#   <!-- runnable -->              a shell block run by bash -euo pipefail from the repository root
-#   <!-- runnable: stack -->       the same, with a redis-server and Corral running config/corral.yaml;
-#                                  the ports 6379, 6380 and 9121 in it become the test's free ports
-#   <!-- check-config -->          a whole config file that `corral --check-config` must accept
+#   <!-- runnable -->               a shell block, run by bash -euo pipefail from the repo root
+#   <!-- runnable: stack -->        the same, with a redis-server and Corral (config/corral.yaml);
+#                                   the ports 6379, 6380 and 9121 in it become the test's free ports
+#   <!-- check-config -->           a whole config file that `corral --check-config` must accept
 #   <!-- check-config: policies --> list items of `policies:`, checked inside a config
-#   <!-- check-config: invalid --> a config that `corral --check-config` must refuse
-#   <!-- output -->                lines the block above must print (in this order, each a substring)
+#   <!-- check-config: invalid -->  a config that `corral --check-config` must refuse
+#   <!-- output -->                 lines the block above prints, in this order (substrings)
 # Any other HTML comment right above a fence is an error, so that a misspelt marker cannot leave a
 # block unchecked.
 import os
@@ -88,7 +88,8 @@ def fenced_blocks(root, path):
         pending = None
         i = end + 1
     if pending:
-        raise MarkerError("%s:%d: the marker is not followed by a fenced block" % (path, pending[2]))
+        raise MarkerError("%s:%d: the marker is not followed by a fenced block"
+                          % (path, pending[2]))
     return blocks
 
 
