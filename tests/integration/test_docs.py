@@ -1,7 +1,8 @@
 # The docs cannot drift from the code: every block of README.md and docs/ marked runnable is run,
 # every marked config block goes through `corral --check-config`, every relative link and #anchor
-# resolves, every config key the schema reads has a row in docs/configuration.md, and the README
-# stays short and starts with the two commands (the test one being what .ci/run runs).
+# resolves, every config key the schema reads has a row in docs/configuration.md, every corral_*
+# name the docs use exists in src/, and the README stays short and starts with the two commands
+# (the test one being what .ci/run runs).
 # The markers are described in markdown_blocks.py and in CONTRIBUTING.md.
 import glob
 import os
@@ -263,3 +264,27 @@ def test_every_config_key_has_a_row_in_the_configuration_page():
     rows = set(re.findall(r"^\|\s*`(?:[\w\[\].]+\.)?([a-z_]+)`", text, re.M))
     missing = sorted(schema_keys() - rows)
     assert not missing, "docs/configuration.md has no table row for: %s" % ", ".join(missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every corral_* name in the docs exists in src/: a metric's name, or a CMake library
+# ---------------------------------------------------------------------------------------------
+
+def test_every_metric_the_docs_name_exists():
+    source = ""
+    for pattern in ("src/**/*.cpp", "src/**/*.hpp", "src/**/CMakeLists.txt"):
+        for path in glob.glob(os.path.join(ROOT, pattern), recursive=True):
+            with open(path, errors="replace") as f:
+                source += f.read()
+    defined = set(re.findall(r"\bcorral_[a-z_]+\b", source))
+    unknown = set()
+    for page in pages():
+        with open(os.path.join(ROOT, page)) as f:
+            text = f.read()
+        for m in re.finditer(r"\bcorral_[a-z_]+(\*?)", text):
+            if m.group(1):  # a family written as corral_cluster_*
+                continue
+            name = m.group(0).rstrip("_")
+            if name not in defined:
+                unknown.add("%s: %s" % (page, name))
+    assert not unknown, "names the code does not define:\n" + "\n".join(sorted(unknown))
