@@ -8,6 +8,7 @@ CORRAL_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libboost-system-dev libhiredis-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev
   catch2 libssl-dev openssl redis-server redis-tools python3 python3-redis prometheus curl
+  python3-pytest python3-yaml
 )
 
 # install_packages [extra...]: apt-get installs whatever of the list is missing.
