@@ -105,6 +105,14 @@ class App::StatusCollector final : public prometheus::Collectable {
     gauge(out, "corral_upstream_ready",
           "1 when Corral can serve what the upstream serves (what /readyz reports), else 0.",
           not_ready_reason_().empty() ? 1 : 0);
+    prometheus::MetricFamily auth_failures;
+    auth_failures.name = "corral_auth_failures_total";
+    auth_failures.help = "AUTH (and HELLO ... AUTH) attempts refused.";
+    auth_failures.type = prometheus::MetricType::Counter;
+    auth_failures.metric.emplace_back();
+    auth_failures.metric.back().counter.value =
+        static_cast<double>(info_.auth_failures.load(std::memory_order_relaxed));
+    out.push_back(std::move(auth_failures));
     if (cluster_probe_) {
       gauge(out, "corral_cluster_slots_ready",
             "Slots whose primary answers this Corral's PINGs (16384 when every slot is served).",

@@ -18,6 +18,8 @@ struct ProcessInfo {
   std::atomic<int> stalled_upstreams{0};
   // SIGTERM: the listener is closed and the clients' last replies are being written (/readyz 503).
   std::atomic<bool> draining{false};
+  // AUTH and HELLO ... AUTH attempts refused (a password guesser shows here).
+  std::atomic<std::uint64_t> auth_failures{0};
 };
 
 }  // namespace corral::metrics

@@ -25,6 +25,7 @@ class ClientSession final : public session::ClientHandler {
   bool tunneling() const override { return state_.mode.tunneling(); }
   Action handle_tunnel(const Request& request, std::string& reply) override;
   void on_unsolicited(std::string_view reply) override;
+  bool authenticated() const override { return state_.authenticated; }
   void end_session() override;
   void drain() override;
 

@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
+
+#include <spdlog/spdlog.h>
 
 #include "proxy/admin_commands.hpp"
 #include "proxy/ascii.hpp"
@@ -39,6 +42,18 @@ bool secret_equals(std::string_view given, std::string_view expected) {
   return diff == 0;
 }
 
+// Counted always, logged at most once a second: a guesser must not be able to flood the log.
+void note_auth_failure(LocalCall& call) {
+  static std::atomic<std::int64_t> last_logged_ms{0};
+  const auto failures = call.info.auth_failures.fetch_add(1, std::memory_order_relaxed) + 1;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  auto last = last_logged_ms.load(std::memory_order_relaxed);
+  if (now_ms - last < 1000 || !last_logged_ms.compare_exchange_strong(last, now_ms)) return;
+  spdlog::warn("client {}: AUTH refused ({} refused since start)", call.client.id, failures);
+}
+
 // Returns an error message, or empty when the credentials are accepted (and applied).
 std::string_view authenticate(LocalCall& call, std::string_view user, std::string_view password) {
   const auto& client = call.settings.client;
@@ -46,12 +61,19 @@ std::string_view authenticate(LocalCall& call, std::string_view user, std::strin
     return "ERR AUTH <password> called without any password configured for the default user. "
            "Are you sure your configuration is correct?";
   }
-  if (!iequals(user, "default"))
-    return "WRONGPASS invalid username-password pair or user is disabled.";
+  constexpr std::string_view kWrongPass =
+      "WRONGPASS invalid username-password pair or user is disabled.";
+  if (!iequals(user, "default")) {
+    note_auth_failure(call);
+    return kWrongPass;
+  }
   const bool admin =
       !client.admin_password.empty() && secret_equals(password, client.admin_password);
   const bool ordinary = !client.password.empty() && secret_equals(password, client.password);
-  if (!admin && !ordinary) return "WRONGPASS invalid username-password pair or user is disabled.";
+  if (!admin && !ordinary) {
+    note_auth_failure(call);
+    return kWrongPass;
+  }
   call.client.authenticated = true;
   call.client.admin = admin || client.admin_password.empty();
   return {};

@@ -65,6 +65,8 @@ class ClientHandler {
   virtual Action handle_tunnel(const resp::Request& request, std::string& reply) = 0;
   // A reply that matched no request was forwarded to the client (a push, a message).
   virtual void on_unsolicited(std::string_view reply) = 0;
+  // False while the client still has to AUTH: its requests then get Redis 6.2's small limits.
+  virtual bool authenticated() const { return true; }
 
   // The client is gone: release whatever the handler holds for it.
   virtual void end_session() = 0;

@@ -108,6 +108,7 @@ class Session : public upstream::ReplyTarget,
   upstream::AsyncEvent output_ready_;
   upstream::AsyncEvent slots_drained_;
   bool waiting_for_slots_ = false;
+  bool authenticated_ = true;  // false until the handler says the client passed AUTH
   bool stop_reading_ = false;
   bool draining_ = false;  // SIGTERM: answer what was read, then close
   bool close_after_flush_ = false;

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from resp_client import Err  # noqa: E402
+from resp_client import Closed, Err  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's own refusals")
 
@@ -95,3 +95,36 @@ def test_cluster_connection_flags_are_answered_locally(stack):
         # ASKING would have changed the shared connection for the next client's command.
         assert other.call("SET", "iso:flag", "1") == b"OK"
         assert other.call("GET", "iso:flag") == b"1"
+
+
+def test_before_auth_requests_get_redis_6_2_limits(stack):
+    # A bulk of 500 MB announced by a client that never authenticated: refused at once (Redis
+    # 6.2 answers "unauthenticated bulk length"), before any byte of it is buffered.
+    with stack.raw() as c:
+        c.sock.sendall(b"*1\r\n$524288000\r\n" + b"x" * 65536)
+        reply = c.read()
+        assert isinstance(reply, Err) and b"Protocol error" in reply, reply
+        with pytest.raises((Closed, ConnectionError)):
+            c.read()  # and the connection is closed
+    with stack.raw() as c:
+        c.sock.sendall(b"*11\r\n")  # more than 10 arguments before AUTH
+        reply = c.read()
+        assert isinstance(reply, Err) and b"Protocol error" in reply, reply
+    # After AUTH the configured limits apply: a 100 KB value goes through.
+    with client(stack) as c:
+        assert c.call("SET", "iso:big", "v" * 100000) == b"OK"
+        assert len(c.call("GET", "iso:big")) == 100000
+    # AUTH itself fits the limits, pipelined with a larger request behind it.
+    with stack.raw() as c:
+        c.send_command("AUTH", PASSWORD)
+        c.send_command("SET", "iso:big2", "w" * 50000)
+        assert c.read() == b"OK"
+        assert c.read() == b"OK"
+
+
+def test_refused_auths_are_counted(stack):
+    before = stack.corral.metric("corral_auth_failures_total")
+    with stack.raw() as c:
+        for _ in range(5):
+            assert isinstance(c.call("AUTH", "guess"), Err)
+    assert stack.corral.metric("corral_auth_failures_total") == before + 5
