@@ -7,7 +7,7 @@ CORRAL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CORRAL_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libboost-system-dev libhiredis-dev libspdlog-dev libyaml-cpp-dev prometheus-cpp-dev
-  catch2 libssl-dev openssl redis-server redis-tools python3 python3-redis prometheus curl
+  catch2 libssl-dev openssl redis-server redis-tools python3 python3-redis python3-pytest prometheus curl
 )
 
 # install_packages [extra...]: apt-get installs whatever of the list is missing.

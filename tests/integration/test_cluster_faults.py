@@ -1,21 +1,18 @@
-#!/usr/bin/python3
 # Corral on a real Redis Cluster under faults (issue 10): kill -9 of a primary under load, slots
 # moved by `redis-cli --cluster reshard` under load, Corral started with a seed down, a seed that
 # answers garbage or nothing, and a primary frozen by SIGSTOP. Each test leaves the cluster whole.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_faults.py [filter]
-import os
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_faults.py [-k name]
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from cluster_process import (ClusterStack, nodes_get, slot_tags, tagged_keys,  # noqa: E402
-                             write_direct)
-from harness import check, eq, wait_until  # noqa: E402
+import pytest
 
-suite = harness.Suite("cluster_faults")
+import harness
+from cluster_process import (ClusterStack, nodes_get, slot_tags, tagged_keys,
+                             write_direct)
+from harness import check, eq, wait_until
+
 
 NODE_TIMEOUT_MS = 2000
 CACHED = {"prefix": "cached:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "2s",
@@ -24,12 +21,16 @@ CONFIG = {"upstream": {"connect_timeout": "500ms", "command_timeout": "1s"},
           "client": {"max_request": "32mb", "max_output_buffer": "64mb"}}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return ClusterStack("cluster-faults", CONFIG, node_timeout=NODE_TIMEOUT_MS).start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def whole_again(stack):
     stack.cluster.restore()
     stack.cluster.flushall()
@@ -169,14 +170,12 @@ def watch_promotion(cluster, replica_port, out):
         time.sleep(0.02)
 
 
-@suite.test
-def kill_primary_under_load(stack):
+def test_kill_primary_under_load(stack):
     """Errors end soon after the failover, and no GET returns a value never written."""
     kill_primary(stack, cached=None)
 
 
-@suite.test
-def kill_primary_cached_reads_never_fail(stack):
+def test_kill_primary_cached_reads_never_fail(stack):
     """Reads of cached keys keep answering the right value through the failover: a shard's death
     is an origin error like any other (a Corral of its own, with a read-through policy)."""
     cached = stack.cached_corral("corral-cache", [CACHED])
@@ -236,8 +235,7 @@ def kill_primary(stack, cached):
         check(all(r.ops > 50 for r in readers), "cached reads ran throughout")
 
 
-@suite.test
-def reshard_under_load_without_errors(stack):
+def test_reshard_under_load_without_errors(stack):
     cluster = stack.cluster
     loads = start_load(stack)
     redirects_before = stack.corral.metric("corral_cluster_redirects_total")
@@ -273,8 +271,7 @@ def _all_slots_work(client, cluster, tag):
     eq(set(nodes_get(cluster, keys).values()), {b"1"}, "the values on the nodes")
 
 
-@suite.test
-def starts_with_a_seed_down(stack):
+def test_starts_with_a_seed_down(stack):
     cluster = stack.cluster
     down = cluster.replicas()[0]
     cluster.kill_node(down)
@@ -326,8 +323,7 @@ class FakeSeed(threading.Thread):
             c.close()
 
 
-@suite.test
-def seed_answering_garbage_or_nothing(stack):
+def test_seed_answering_garbage_or_nothing(stack):
     for what, reply in (("garbage", b"HTTP/1.1 400 Bad Request\r\n\r\n\x00\xff*-3\r\n$x\r\n"),
                         ("hang", None)):
         fake = FakeSeed(reply)
@@ -344,8 +340,7 @@ def seed_answering_garbage_or_nothing(stack):
             fake.close()
 
 
-@suite.test
-def frozen_primary_fails_fast_and_recovers(stack):
+def test_frozen_primary_fails_fast_and_recovers(stack):
     cluster = stack.cluster
     frozen = cluster.primaries()[0]
     frozen_key = next(k for k in tagged_keys("frz") if cluster.owner_of(k) == frozen)
@@ -378,7 +373,3 @@ def frozen_primary_fails_fast_and_recovers(stack):
     cluster.resume(frozen)
     cluster.wait_healthy()
     eq(client.get(frozen_key), b"after", "the value written after the failover")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,27 +1,22 @@
-#!/usr/bin/python3
 # Fleet mode (`shared: true`) and versioned policies on a real Redis Cluster (3 primaries + 3
 # replicas): three Corral processes and one HTTP origin. One origin fetch per expiry across the
 # fleet for hot keys on every primary, the value, shadow and lock keys on the key's own node,
 # scripts reloaded node by node after SCRIPT FLUSH (NOSCRIPT fallback), a resharded hot key
 # (MOVED followed), waiters woken by their primary's tracking push, and a versioned policy:
 # versions written through Corral, ROLLOVER's pointer swap, CORRAL.PURGE on every primary.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_fleet.py [name-filter]
-import json
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_fleet.py [-k name]
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from cluster_process import (ClusterNodes, corral_overrides, each_primary_key,  # noqa: E402
-                             key_slot, nodes_keys, slot_tags)
-from harness import Raw, check, eq, is_err  # noqa: E402
-from origin_process import OriginServer  # noqa: E402
-from test_fleet import Readers, get, metric_total  # noqa: E402
+import pytest
 
-suite = harness.Suite("cluster_fleet")
-harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+import harness
+from cluster_process import (ClusterNodes, corral_overrides, each_primary_key,
+                             key_slot, nodes_keys, slot_tags)
+from harness import Raw, check, eq, is_err
+from origin_process import OriginServer
+from test_fleet import Readers, get, metric_total
+
 
 TTL_S = 1.0
 ORIGIN_DELAY_MS = 200
@@ -143,12 +138,16 @@ def owner_keys(fleet, port, pattern):
     return {k.decode() for k in fleet.cluster.node(port).scan_iter(match=pattern, count=1000)}
 
 
-@suite.fixture
-def fixture():
+def start_fleet():
     return ClusterFleet().start()
 
 
-@suite.before_each
+@pytest.fixture
+def fleet(kept):
+    return kept(start_fleet)
+
+
+@pytest.fixture(autouse=True)
 def clean(fleet):
     fleet.cluster.flushall()
     fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
@@ -159,8 +158,8 @@ def clean(fleet):
                 check(isinstance(dropped, int), "CORRAL.INVALIDATE %s: %r" % (pattern, dropped))
 
 
-@suite.test(corral_only=True)
-def one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(fleet):
+@pytest.mark.corral_only
+def test_one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(fleet):
     hot = each_primary_key(fleet.cluster, "hot", prefix="feat:")  # {primary port: key}
     eq(len(hot), 3, "one hot key per primary")
     paths = {key: origin_path(key) for key in hot.values()}
@@ -201,8 +200,8 @@ def one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(f
           "the other processes found the lock held")
 
 
-@suite.test(corral_only=True)
-def keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
+@pytest.mark.corral_only
+def test_keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
     fleet.origin.control(default={"body": "v{n}", "delay_ms": 10})
     tags = slot_tags()
     keys = ["long:{%s}k" % tags[s] for s in range(0, 16384, 16384 // 48)]
@@ -222,8 +221,8 @@ def keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
     eq(everywhere, {shadow_of(k) for k in keys}, "one shadow copy per key")
 
 
-@suite.test(corral_only=True)
-def scripts_are_reloaded_on_each_node_after_script_flush(fleet):
+@pytest.mark.corral_only
+def test_scripts_are_reloaded_on_each_node_after_script_flush(fleet):
     hot = each_primary_key(fleet.cluster, "flushed", prefix="feat:")
     for key in hot.values():
         eq(get(fleet.corrals[1], key), b"v1", "first read of " + key)
@@ -247,8 +246,8 @@ def commandstat_calls_of(fleet, port):
     return {n: int(stats.get("cmdstat_" + n, {}).get("calls", 0)) for n in ("eval", "evalsha")}
 
 
-@suite.test(corral_only=True)
-def a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
+@pytest.mark.corral_only
+def test_a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
     src, dst = fleet.cluster.primaries()[0], fleet.cluster.primaries()[1]
     owners = fleet.cluster.slot_map()
     src_slots = [s for s in range(16384) if owners[s] == src][:40]
@@ -275,8 +274,8 @@ def a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
           % (moved_before, moved_after))
 
 
-@suite.test(corral_only=True)
-def waiters_on_every_primary_are_woken_by_their_primarys_tracking_push(fleet):
+@pytest.mark.corral_only
+def test_waiters_on_every_primary_are_woken_by_their_primarys_tracking_push(fleet):
     hot = list(each_primary_key(fleet.cluster, "w", prefix="wake:").values())
     rounds = 6
     waits_ms = []
@@ -345,8 +344,8 @@ def read_versions(corral, count):
         r.close()
 
 
-@suite.test(corral_only=True)
-def versioned_rollover_and_purge_on_every_primary(fleet):
+@pytest.mark.corral_only
+def test_versioned_rollover_and_purge_on_every_primary(fleet):
     count = 600
     first, second = fleet.corrals[0], fleet.corrals[1]
     load_versions(first, 1, count)
@@ -394,8 +393,8 @@ def tag_per_primary(fleet):
     return out
 
 
-@suite.test(corral_only=True)
-def a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
+@pytest.mark.corral_only
+def test_a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
     tags = tag_per_primary(fleet)
     keys = {}
     for i, (port, tag) in enumerate(sorted(tags.items())):
@@ -421,8 +420,8 @@ def a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
         eq(fleet.origin.requests(origin_path(key)), 2, "one refetch of %s for the fleet" % key)
 
 
-@suite.test(corral_only=True)
-def a_hot_key_survives_its_primarys_failover(fleet):
+@pytest.mark.corral_only
+def test_a_hot_key_survives_its_primarys_failover(fleet):
     victim = fleet.cluster.primaries()[-1]
     key = each_primary_key(fleet.cluster, "fo", prefix="feat:")[victim]
     path = origin_path(key)
@@ -454,7 +453,3 @@ def a_hot_key_survives_its_primarys_failover(fleet):
     finally:
         fleet.cluster.restore()
         fleet.wait_tracking()
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,21 +1,19 @@
-#!/usr/bin/python3
 # Upstream faults: redis-server killed under load, stopped (hung), absent at start-up, and single
 # upstream connections killed with replies in flight. Clients must get errors ("upstream ...") or
 # their own correct replies, never a wrong or shifted one; /readyz follows the upstream; Corral
 # reconnects once redis-server is back on the same port.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_faults.py [name-filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_faults.py [-k name]
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Closed, Err, Raw, check, encode_command, eq, is_err, wait_until  # noqa: E402
+import pytest
 
-suite = harness.Suite("faults")
+import harness
+from harness import Closed, Err, Raw, check, encode_command, eq, is_err, wait_until
+
 
 CONFIG = {"upstream": {"connect_timeout": "500ms", "command_timeout": "2s"},
           "client": {"max_request": "1mb", "max_output_buffer": "16mb"}}
@@ -166,8 +164,8 @@ def wait_for_recovery(port, timeout=10.0):
 
 # ---------------------------------------------------------------------------------------------
 
-@suite.test(corral_only=True)
-def upstream_killed_under_load_then_restarted(_):
+@pytest.mark.corral_only
+def test_upstream_killed_under_load_then_restarted():
     st = new_stack("kill")
     try:
         eq(readyz(st), 200, "/readyz with the upstream up")
@@ -200,8 +198,8 @@ def upstream_killed_under_load_then_restarted(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def upstream_down_at_startup(_):
+@pytest.mark.corral_only
+def test_upstream_down_at_startup():
     wd = harness.make_tmpdir("corral-down-")
     port = harness.free_port()
     corral = harness.Corral(wd, port, CONFIG).start()
@@ -230,8 +228,8 @@ def upstream_down_at_startup(_):
         redis_srv.stop()
 
 
-@suite.test(corral_only=True)
-def upstream_hung_times_out(_):
+@pytest.mark.corral_only
+def test_upstream_hung_times_out():
     st = new_stack("hang")
     try:
         with Raw(st.port, timeout=10) as r:
@@ -270,8 +268,8 @@ def find_client(side, pred, timeout=5.0):
     return wait_until(look, timeout, 0.05, "a matching connection in CLIENT LIST")
 
 
-@suite.test(corral_only=True)
-def blocked_command_reply_lost(_):
+@pytest.mark.corral_only
+def test_blocked_command_reply_lost():
     st = new_stack("lost")
     try:
         side = st.redis.raw()
@@ -300,8 +298,8 @@ def blocked_command_reply_lost(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def transaction_connection_killed(_):
+@pytest.mark.corral_only
+def test_transaction_connection_killed():
     st = new_stack("txkill")
     try:
         side = st.redis.raw()
@@ -326,8 +324,8 @@ def transaction_connection_killed(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def shared_connections_killed_mid_pipeline(_):
+@pytest.mark.corral_only
+def test_shared_connections_killed_mid_pipeline():
     st = new_stack("shared")
     try:
         side = st.redis.raw()
@@ -369,8 +367,8 @@ def shared_connections_killed_mid_pipeline(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def subscriber_survives_or_is_told(_):
+@pytest.mark.corral_only
+def test_subscriber_survives_or_is_told():
     # When the upstream connection of a subscribed client dies, the client must not stay silently
     # deaf: either Corral resubscribes (a later PUBLISH reaches it) or the client gets an error or
     # is disconnected.
@@ -398,7 +396,3 @@ def subscriber_survives_or_is_told(_):
             eq(c.call("PING"), b"PONG", "corral still serves")
     finally:
         st.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

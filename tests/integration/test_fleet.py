@@ -1,25 +1,20 @@
-#!/usr/bin/python3
 # Fleet mode (`shared: true`): three Corral processes on one redis-server and one HTTP origin.
 # One origin fetch per expiry across the fleet under 300 concurrent clients, takeover after a
 # refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
 # shared negative answer and the shared XFetch metadata; a tag purge sent to one process reaches
 # the local caches of all three; the shared copy takes Cache-Control freshness and keeps the
 # validators, so another process revalidates it (304); a tag purge reaches the shared copy too.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
-import json
-import os
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_fleet.py [-k name]
 import signal
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Raw, check, eq  # noqa: E402
-from origin_process import OriginServer  # noqa: E402
+import pytest
 
-suite = harness.Suite("fleet")
-harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+import harness
+from harness import Raw, check, eq
+from origin_process import OriginServer
+
 
 TTL_S = 1.0
 ORIGIN_DELAY_MS = 200
@@ -165,12 +160,16 @@ class Readers:
         return [r for r in self.replies if not isinstance(r, bytes) or isinstance(r, harness.Err)]
 
 
-@suite.fixture
-def fixture():
+def start_fleet():
     return Fleet().start()
 
 
-@suite.before_each
+@pytest.fixture
+def fleet(kept):
+    return kept(start_fleet)
+
+
+@pytest.fixture(autouse=True)
 def clean(fleet):
     fleet.direct().flushall()
     fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
@@ -181,8 +180,8 @@ def clean(fleet):
         r.close()
 
 
-@suite.test(corral_only=True)
-def one_origin_fetch_per_expiry_across_the_fleet(fleet):
+@pytest.mark.corral_only
+def test_one_origin_fetch_per_expiry_across_the_fleet(fleet):
     path = "/features/hot"
     locks_before = metric_total(fleet, "corral_fleet_locks_total", policy="feat:",
                                 result="acquired")
@@ -208,8 +207,8 @@ def one_origin_fetch_per_expiry_across_the_fleet(fleet):
     check(len(values) >= 3, "clients saw the refreshed values, got %s" % sorted(values))
 
 
-@suite.test(corral_only=True)
-def refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
+@pytest.mark.corral_only
+def test_refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
     path = "/features/k"
     victim, others = fleet.corrals[0], fleet.corrals[1:]
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
@@ -240,8 +239,8 @@ def refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
     fleet.wait_tracking()
 
 
-@suite.test(corral_only=True)
-def a_late_write_after_the_lock_expired_is_fenced(fleet):
+@pytest.mark.corral_only
+def test_a_late_write_after_the_lock_expired_is_fenced(fleet):
     path = "/features/f"
     slow, fast = fleet.corrals[0], fleet.corrals[1]
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
@@ -279,8 +278,8 @@ def key_slot(key):
     return crc16(key) % 16384
 
 
-@suite.test(corral_only=True)
-def companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
+@pytest.mark.corral_only
+def test_companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
     direct = fleet.direct()
     for key in ("feat:plain", "feat:{user7}:prefs"):
         eq(get(fleet.corrals[0], key), b"v1", key)
@@ -295,8 +294,8 @@ def companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
     eq(direct.hget("feat:{user7}:prefs:corral:shadow", "v"), b"v1", "a tagged key keeps its tag")
 
 
-@suite.test(corral_only=True)
-def other_processes_read_the_shared_copy_and_its_metadata(fleet):
+@pytest.mark.corral_only
+def test_other_processes_read_the_shared_copy_and_its_metadata(fleet):
     path = "/features/m"
     before = [c.metric("corral_origin_requests_total", policy="feat:") for c in fleet.corrals]
     eq(get(fleet.corrals[0], "feat:m"), b"v1", "filled by the first process")
@@ -320,8 +319,8 @@ def other_processes_read_the_shared_copy_and_its_metadata(fleet):
     eq(sum(counted), 1.0, "origin requests counted across the fleet %s" % counted)
 
 
-@suite.test(corral_only=True)
-def del_through_one_process_drops_the_value_fleet_wide(fleet):
+@pytest.mark.corral_only
+def test_del_through_one_process_drops_the_value_fleet_wide(fleet):
     path = "/features/d"
     for corral in fleet.corrals:
         eq(get(corral, "feat:d"), b"v1", "cached by " + corral.name)
@@ -336,8 +335,8 @@ def del_through_one_process_drops_the_value_fleet_wide(fleet):
     eq(origin_count(fleet, path), 2, "origin fetches")
 
 
-@suite.test(corral_only=True)
-def scripts_run_by_digest_and_survive_script_flush(fleet):
+@pytest.mark.corral_only
+def test_scripts_run_by_digest_and_survive_script_flush(fleet):
     direct = fleet.direct()
     for i, corral in enumerate(fleet.corrals):  # each process learns each script's digest
         eq(get(corral, "feat:w%d" % i), b"v1", "a miss through " + corral.name)
@@ -355,8 +354,8 @@ def scripts_run_by_digest_and_survive_script_flush(fleet):
     eq(get(fleet.corrals[0], "feat:s2"), b"v1", "another process after SCRIPT FLUSH")
 
 
-@suite.test(corral_only=True)
-def not_found_is_shared_and_negatively_cached(fleet):
+@pytest.mark.corral_only
+def test_not_found_is_shared_and_negatively_cached(fleet):
     path = "/features/none"
     fleet.origin.control(paths={path: {"status": 404, "body": "no"}})
     eq(get(fleet.corrals[0], "feat:none"), None, "404 is nil")
@@ -366,8 +365,8 @@ def not_found_is_shared_and_negatively_cached(fleet):
     eq(fleet.direct().exists("feat:none"), 0, "no plain key for a nil")
 
 
-@suite.test(corral_only=True)
-def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
+@pytest.mark.corral_only
+def test_origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     path = "/features/down"
     fleet.origin.control(paths={path: {"status": 503, "delay_ms": 10}})
     reply = get(fleet.corrals[0], "feat:down")
@@ -375,8 +374,8 @@ def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     eq(fleet.direct().exists("{feat:down}:corral:lock"), 0, "the lock is released at once")
 
 
-@suite.test(corral_only=True)
-def the_shared_copy_takes_max_age_from_the_origin(fleet):
+@pytest.mark.corral_only
+def test_the_shared_copy_takes_max_age_from_the_origin(fleet):
     path = "/features/ma"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Cache-Control": "max-age=5"}}})
     eq(get(fleet.corrals[0], "feat:ma"), b"v1", "first GET")
@@ -389,8 +388,8 @@ def the_shared_copy_takes_max_age_from_the_origin(fleet):
     check(2500 < pttl <= 5000, "the plain key lives for max-age (PTTL %d ms)" % pttl)
 
 
-@suite.test(corral_only=True)
-def the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
+@pytest.mark.corral_only
+def test_the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
     path = "/nograce/swr"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {
         "Cache-Control": "max-age=1, stale-while-revalidate=30"}}})
@@ -405,8 +404,8 @@ def the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
                        what="the refreshed copy on corral2")
 
 
-@suite.test(corral_only=True)
-def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
+@pytest.mark.corral_only
+def test_another_process_revalidates_the_shared_copy_with_its_etag(fleet):
     path = "/features/et"
     fleet.origin.control(paths={path: {"body": "same", "etag": '"e7"'}})
     eq(get(fleet.corrals[0], "feat:et"), b"same", "first GET, on corral0")
@@ -423,8 +422,8 @@ def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
                        result="not_modified") == 1, "revalidations{result=not_modified} = 1")
 
 
-@suite.test(corral_only=True)
-def a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
+@pytest.mark.corral_only
+def test_a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
     path = "/features/tg"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Surrogate-Key": "grp"}}})
     for corral in fleet.corrals:
@@ -443,8 +442,8 @@ def a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
     eq(origin_count(fleet, path), 2, "one refetch for the whole fleet")
 
 
-@suite.test(corral_only=True)
-def a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
+@pytest.mark.corral_only
+def test_a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
     fleet.origin.control(paths={
         "/tagged/a": {"body": "a{n}", "headers": {"Surrogate-Key": "team-red"}},
         "/tagged/b": {"body": "b{n}", "headers": {"Surrogate-Key": "team-blue"}}})
@@ -473,7 +472,3 @@ def a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
         get(corral, "tagged:b")
     eq(origin_count(fleet, "/tagged/b"), 3, "still cached after the purge")
     eq(fleet.direct().get("corral:tag:{team-red}"), b"1", "the tag's epoch key in Redis")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())
