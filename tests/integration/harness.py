@@ -195,8 +195,8 @@ class Proc:
         return data[-tail:].decode("utf-8", "replace")
 
     def describe_failure(self):
-        return "--- %s (pid %s, exit %s) log tail ---\n%s" % (self.name, self.pid, self.returncode(),
-                                                             self.log_text(4000))
+        return "--- %s (pid %s, exit %s) log tail ---\n%s" % (
+            self.name, self.pid, self.returncode(), self.log_text(4000))
 
     def rss_peak_kb(self):
         """VmHWM of the live process in kB (None if unknown)."""
@@ -310,6 +310,9 @@ class Monitor:
         return self
 
     def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
         self.conn.close()
 
     def commands(self):
@@ -337,8 +340,10 @@ class Monitor:
         return sum(1 for c in self.commands() if c == want)
 
     def count_naming(self, name, key):
-        """How many `name` commands had `key` among their arguments (EVALSHA sha 1 key ...)."""
-        return sum(1 for c in self.commands() if c[0] == name.upper() and key in c[1:])
+        """How many `name` commands had an argument containing `key` (EVALSHA sha 1 key ...,
+        or a key derived from it such as {key}:corral:shadow)."""
+        return sum(1 for c in self.commands()
+                   if c[0] == name.upper() and any(key in a for a in c[1:]))
 
 
 def _requirepass(args):

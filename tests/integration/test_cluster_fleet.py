@@ -11,8 +11,8 @@ import time
 import pytest
 
 import harness
-from cluster_process import (ClusterNodes, corral_overrides, each_primary_key,
-                             key_slot, nodes_keys, slot_tags)
+from cluster_process import (ClusterNodes, corral_overrides, each_primary_key, key_slot,
+                             nodes_keys, slot_tags, wait_tracking_flushed)
 from harness import Raw, check, eq, is_err
 from origin_process import OriginServer
 from test_fleet import Readers, get, metric_total
@@ -103,7 +103,9 @@ class ClusterFleet:
             return True
         harness.wait_until(tracking, 15.0, what="tracking connections of every corral on every "
                            "primary")
-        time.sleep(0.3)  # the listeners' first flushes land before the test caches
+        for corral in self.corrals:
+            listeners = fleet_config(0)["threads"] * len(self.cluster.primaries())
+            wait_tracking_flushed(corral, listeners)
 
     def stop(self):
         for p in self.corrals + [self.origin]:
@@ -170,7 +172,7 @@ def test_one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_prim
     readers = [Readers(fleet.corrals, key, per_corral=20) for key in hot.values()]
     for r in readers:
         r.__enter__()
-    time.sleep(4.6 * TTL_S)
+    time.sleep(4.6 * TTL_S)  # under test: one fetch per expiry, so let 4 TTLs pass
     for r in readers:
         r.__exit__(None, None, None)
     total_fetches = 0
@@ -207,7 +209,9 @@ def test_keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
     keys = ["long:{%s}k" % tags[s] for s in range(0, 16384, 16384 // 48)]
     for key in keys:
         eq(get(fleet.corrals[0], key), b"v1", "filled through corral0: " + key)
-    time.sleep(0.2)
+    harness.wait_until(lambda: nodes_keys(fleet.cluster, "long:*:corral:shadow")
+                       >= {shadow_of(k) for k in keys}, 5.0,
+                       what="corral0's shared copies of every key written to the cluster")
     for corral in fleet.corrals[1:]:
         for key in keys:
             eq(get(corral, key), b"v1", "%s read by %s" % (key, corral.name))
@@ -228,22 +232,21 @@ def test_scripts_are_reloaded_on_each_node_after_script_flush(fleet):
         eq(get(fleet.corrals[1], key), b"v1", "first read of " + key)
     for port in fleet.cluster.primaries():
         fleet.cluster.node(port).script_flush()
-    before = {port: commandstat_calls_of(fleet, port) for port in hot}
-    time.sleep(TTL_S + 0.1)
-    for key in hot.values():
-        # Stale at first (grace), then the refresh's value once its scripts ran again.
-        harness.wait_until(lambda key=key: get(fleet.corrals[1], key) == b"v2", 5.0,
-                           what="the refresh of %s after SCRIPT FLUSH" % key)
-    for port, key in hot.items():
-        after = commandstat_calls_of(fleet, port)
-        check(after["eval"] > before[port]["eval"], "node %d ran the source again (EVAL after "
-              "NOSCRIPT): %s -> %s" % (port, before[port], after))
-        check(after["evalsha"] > before[port]["evalsha"], "node %d got EVALSHA" % port)
-
-
-def commandstat_calls_of(fleet, port):
-    stats = fleet.cluster.node(port).info("commandstats")
-    return {n: int(stats.get("cmdstat_" + n, {}).get("calls", 0)) for n in ("eval", "evalsha")}
+    monitors = {port: fleet.cluster.monitor(port) for port in hot}
+    try:
+        for key in hot.values():
+            # Fresh for TTL_S, then stale (grace), then the refresh's value once its scripts ran
+            # again.
+            harness.wait_until(lambda key=key: get(fleet.corrals[1], key) == b"v2", TTL_S + 5.0,
+                               what="the refresh of %s after SCRIPT FLUSH" % key)
+        for port, key in hot.items():
+            check(monitors[port].count_naming("EVAL", key) > 0, "node %d ran the source again "
+                  "for %s (EVAL after NOSCRIPT)" % (port, key))
+            check(monitors[port].count_naming("EVALSHA", key) > 0,
+                  "node %d got EVALSHA for %s" % (port, key))
+    finally:
+        for monitor in monitors.values():
+            monitor.close()
 
 
 @pytest.mark.corral_only
@@ -261,10 +264,10 @@ def test_a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
     moved = [k for k in keys if owners[key_slot(k)] == dst]
     check(len(moved) >= 1, "the reshard moved some of the keys' slots (%d of %d)"
           % (len(moved), len(keys)))
-    time.sleep(TTL_S + 0.1)
     for key in moved:
-        harness.wait_until(lambda key=key: all(get(c, key) == b"v2" for c in fleet.corrals), 5.0,
-                           what="the refresh of moved key " + key)
+        # Fresh for TTL_S, then refreshed once for the fleet.
+        harness.wait_until(lambda key=key: all(get(c, key) == b"v2" for c in fleet.corrals),
+                           TTL_S + 5.0, what="the refresh of moved key " + key)
         eq(fleet.origin.requests(origin_path(key)), 2,
            "origin fetches of %s: the first and one refresh" % key)
         check(shadow_of(key) in owner_keys(fleet, dst, "*moving*"),
@@ -280,7 +283,7 @@ def test_waiters_on_every_primary_are_woken_by_their_primarys_tracking_push(flee
     rounds = 6
     waits_ms = []
     for round_no in range(1, rounds + 1):
-        time.sleep(WAKE_TTL_MS / 1000 + 0.05)
+        time.sleep(WAKE_TTL_MS / 1000 + 0.05)  # the waiters under test wait on an expiry
         for key in hot:
             path = origin_path(key)
             replies, firsts = read_together(fleet.corrals, key)
@@ -373,9 +376,14 @@ def test_versioned_rollover_and_purge_on_every_primary(fleet):
     eq(read_versions(second, count), [b"v2:%d" % i for i in range(count)], "version 2 via corral1")
     harness.wait_until(lambda: read_versions(first, 5) == [b"v2:%d" % i for i in range(5)], 3.0,
                        what="corral0 to follow the pointer swap")
-    time.sleep(VERSION_GRACE_S + 0.2)
     with admin(first) as raw:
-        eq(raw.call("CORRAL.PURGE", "ver:", 1), count, "PURGE deleted every version 1 key")
+        def purge_v1():
+            reply = raw.call("CORRAL.PURGE", "ver:", 1)
+            return None if isinstance(reply, harness.Err) else ("done", reply)
+        # Refused (grace) until VERSION_GRACE_S after the rollover, then done at once.
+        purged = harness.wait_until(purge_v1, VERSION_GRACE_S + 5.0,
+                                    what="PURGE of version 1 after the grace period")
+        eq(purged[1], count, "PURGE deleted every version 1 key")
         eq(raw.call("CORRAL.PURGE", "ver:", 1), 0, "a second PURGE finds nothing")
     for port in fleet.cluster.primaries():
         eq(owner_keys(fleet, port, "ver:k*:v1"), set(), "version 1 keys left on %d" % port)
@@ -428,13 +436,13 @@ def test_a_hot_key_survives_its_primarys_failover(fleet):
     eq(get(fleet.corrals[0], key), b"v1", "first read of " + key)
     try:
         with Readers(fleet.corrals, key, per_corral=10) as readers:
-            time.sleep(0.5)
+            readers.wait_reads(100, "before the kill")
             t_kill = time.monotonic()
             fleet.cluster.kill_node(victim)
             fleet.cluster.wait_failover(victim)
             failed_over = time.monotonic() - t_kill
             fetched_before = fleet.origin.requests(path)
-            time.sleep(3 * TTL_S)
+            time.sleep(3 * TTL_S)  # the refreshes under test happen once per TTL: let 3 pass
             fetched_after = fleet.origin.requests(path)
         eq(readers.errors(), [], "replies that were not values (grace covers the failover)")
         check(fetched_after >= fetched_before + 2, "refreshes after the failover (%.1fs): origin "

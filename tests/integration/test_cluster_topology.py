@@ -59,11 +59,6 @@ def cache(stack, corral, keys):
                    5, what="%s cached" % key)
 
 
-def replica_of(cluster, primary):
-    pid = cluster.node_id(primary)
-    return next(n["port"] for n in cluster.nodes() if n["master"] == pid)
-
-
 def move_slot(cluster, slot, src, dst):
     """Moves one slot with its keys from `src` to `dst` (what redis-cli --cluster reshard does
     per slot: IMPORTING/MIGRATING, MIGRATE, then SETSLOT NODE everywhere)."""
@@ -90,7 +85,7 @@ def test_failover_drops_the_cached_keys_of_the_moved_slots_only(stack):
         moved = key_in_slot(a_slot_of(cluster, failing), "moved")
         kept = key_in_slot(a_slot_of(cluster, other), "kept")
         cache(stack, corral, [moved, kept])
-        promoted = replica_of(cluster, failing)
+        promoted = cluster.replica_of(failing)
         eq(cluster.node(promoted).execute_command("CLUSTER", "FAILOVER"), b"OK", "CLUSTER FAILOVER")
         wait_until(lambda: cluster.owner_of(moved) == promoted, 20, what="the failover")
         wait_until(lambda: corral_state(stack, corral, moved) == b"absent", 10,

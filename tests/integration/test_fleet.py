@@ -109,6 +109,14 @@ def get(corral, key):
         r.close()
 
 
+def wait_shared_expired(fleet, key, *corrals):
+    """Waits until the shared copy of `key` is past its fresh TTL: its plain key is gone from
+    Redis (the shadow keeps the value through grace), and `corrals` no longer hold it fresh."""
+    harness.wait_until(lambda: not fleet.direct().exists(key) and
+                       all(c.entry_state(key) != b"fresh" for c in corrals), TTL_S + 5.0,
+                       what="the shared copy of %s to expire" % key)
+
+
 def metric_total(fleet, name, **labels):
     return sum(c.metric(name, **labels) for c in fleet.corrals if c.alive())
 
@@ -124,6 +132,7 @@ class Readers:
         self.stop_flag = threading.Event()
         self.threads = [threading.Thread(target=self.run, args=(c.port,), daemon=True)
                         for c in corrals for _ in range(per_corral)]
+        self.reads = 0  # answered so far, all threads (under lock)
 
     def run(self, port):
         replies, latencies = [], []
@@ -139,12 +148,21 @@ class Readers:
             except (OSError, ConnectionError) as e:
                 replies.append(("lost", str(e)))
                 break
+            with self.lock:
+                self.reads += 1
             latencies.append(time.monotonic() - t0)
         if r is not None:
             r.close()
         with self.lock:
             self.replies.extend(replies)
             self.latencies.extend(latencies)
+
+    def wait_reads(self, count, when):
+        """Waits until `count` more reads were answered: the readers really run."""
+        with self.lock:
+            start = self.reads
+        harness.wait_until(lambda: self.reads >= start + count, 10.0,
+                           what="%d reads of %s %s" % (count, self.key, when))
 
     def __enter__(self):
         for t in self.threads:
@@ -187,7 +205,7 @@ def test_one_origin_fetch_per_expiry_across_the_fleet(fleet):
                                 result="acquired")
     eq(get(fleet.corrals[0], "feat:hot"), b"v1", "first read (fills Redis)")
     with Readers(fleet.corrals, "feat:hot", per_corral=100) as readers:
-        time.sleep(4.6 * TTL_S)
+        time.sleep(4.6 * TTL_S)  # the behaviour under test is per expiry: let 4 TTLs pass
     times = origin_times(fleet, path)
     gaps = [b - a for a, b in zip(times, times[1:])]
     eq(readers.errors(), [], "replies that were not values")
@@ -215,7 +233,7 @@ def test_refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
     eq(get(victim, "feat:k"), b"v1", "first value")
     # Only the victim reads at the expiry, so it is the one holding the lock, mid-fetch.
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 5000}})
-    time.sleep(TTL_S + 0.1)
+    wait_shared_expired(fleet, "feat:k", victim)
     eq(get(victim, "feat:k"), b"v1", "stale value while the victim refreshes")
     harness.wait_until(lambda: origin_count(fleet, path) == 2, 3.0, what="the victim's fetch")
     lock_key = "{feat:k}:corral:lock"
@@ -246,7 +264,7 @@ def test_a_late_write_after_the_lock_expired_is_fenced(fleet):
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
     eq(get(slow, "feat:f"), b"v1", "first value")
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 2500}})
-    time.sleep(TTL_S + 0.1)
+    wait_shared_expired(fleet, "feat:f", slow)
     get(slow, "feat:f")  # the slow process takes the lock and waits 2.5s for the origin
     harness.wait_until(lambda: origin_count(fleet, path) == 2, 3.0, what="the slow fetch")
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
@@ -298,8 +316,15 @@ def test_companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
 def test_other_processes_read_the_shared_copy_and_its_metadata(fleet):
     path = "/features/m"
     before = [c.metric("corral_origin_requests_total", policy="feat:") for c in fleet.corrals]
+    def invalidations():
+        return [c.metric("corral_cache_invalidations_total", policy="feat:", source="tracking")
+                for c in fleet.corrals]
+    invalidations_before = invalidations()
     eq(get(fleet.corrals[0], "feat:m"), b"v1", "filled by the first process")
-    time.sleep(0.2)  # the fill's tracking invalidations have reached every process
+    # The fill's write of feat:m is announced to every process; one arriving after a process
+    # cached the copy would drop it again.
+    harness.wait_until(lambda: all(n > b for n, b in zip(invalidations(), invalidations_before)),
+                       5.0, what="the fill's tracking invalidation on every process")
     for corral in fleet.corrals:
         eq(get(corral, "feat:m"), b"v1", "read by " + corral.name)
     eq(origin_count(fleet, path), 1, "origin fetches")
@@ -340,17 +365,15 @@ def test_scripts_run_by_digest_and_survive_script_flush(fleet):
     direct = fleet.direct()
     for i, corral in enumerate(fleet.corrals):  # each process learns each script's digest
         eq(get(corral, "feat:w%d" % i), b"v1", "a miss through " + corral.name)
-    direct.config_resetstat()
-    eq(get(fleet.corrals[1], "feat:s1"), b"v1", "a miss: read, lock, fetch, write")
-    eq(get(fleet.corrals[2], "feat:s1"), b"v1", "read of the shared copy")
-    stats = direct.info("commandstats")
-    check(stats.get("cmdstat_evalsha", {}).get("calls", 0) >= 1, "scripts run by digest")
-    eq(stats.get("cmdstat_eval", {}).get("calls", 0), 0, "no script sent in full")
-    direct.script_flush()
-    # Redis forgot the scripts: NOSCRIPT, then the same call again with EVAL.
-    eq(get(fleet.corrals[2], "feat:s2"), b"v1", "a new key after SCRIPT FLUSH")
-    stats = direct.info("commandstats")
-    check(stats.get("cmdstat_eval", {}).get("calls", 0) >= 1, "the NOSCRIPT fallback ran EVAL")
+    with fleet.redis.monitor() as upstream:
+        eq(get(fleet.corrals[1], "feat:s1"), b"v1", "a miss: read, lock, fetch, write")
+        eq(get(fleet.corrals[2], "feat:s1"), b"v1", "read of the shared copy")
+        check(upstream.count_naming("EVALSHA", "feat:s1") >= 1, "scripts run by digest")
+        eq(upstream.count_naming("EVAL", "feat:s1"), 0, "no script sent in full")
+        direct.script_flush()
+        # Redis forgot the scripts: NOSCRIPT, then the same call again with EVAL.
+        eq(get(fleet.corrals[2], "feat:s2"), b"v1", "a new key after SCRIPT FLUSH")
+        check(upstream.count_naming("EVAL", "feat:s2") >= 1, "the NOSCRIPT fallback ran EVAL")
     eq(get(fleet.corrals[0], "feat:s2"), b"v1", "another process after SCRIPT FLUSH")
 
 
@@ -379,10 +402,12 @@ def test_the_shared_copy_takes_max_age_from_the_origin(fleet):
     path = "/features/ma"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Cache-Control": "max-age=5"}}})
     eq(get(fleet.corrals[0], "feat:ma"), b"v1", "first GET")
-    time.sleep(TTL_S + 0.3)  # past the policy's 1s ttl, well within max-age=5
+    # Time under test: past the policy's 1s ttl, well within max-age=5.
+    time.sleep(TTL_S + 0.3)
     for corral in fleet.corrals:
         eq(get(corral, "feat:ma"), b"v1", "GET on %s" % corral.name)
-    time.sleep(0.3)  # a background refresh, if one had started, would have reached the origin
+    # A refresh that should not happen has no event to wait for: give one time to show.
+    time.sleep(0.3)
     eq(origin_count(fleet, path), 1, "no refresh: the shared copy is fresh for max-age")
     pttl = fleet.direct().pttl("feat:ma")
     check(2500 < pttl <= 5000, "the plain key lives for max-age (PTTL %d ms)" % pttl)
@@ -396,7 +421,7 @@ def test_the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(flee
     eq(get(fleet.corrals[0], "ng:swr"), b"v1", "first GET, on corral0")
     eq(fleet.direct().hget("{ng:swr}:corral:shadow", "win"), b"30000 0",
        "the copy's own windows in the shadow")
-    time.sleep(1.3)  # stale; the policy has no grace, the response gave 30 s
+    wait_shared_expired(fleet, "ng:swr")  # the policy has no grace, the response gave 30 s
     # corral1 never fetched it: only the windows recorded with the shared copy let it serve v1.
     eq(get(fleet.corrals[1], "ng:swr"), b"v1", "GET on corral1: the stale shared copy")
     harness.wait_until(lambda: origin_count(fleet, path) == 2, 5.0, what="one background refresh")
@@ -410,7 +435,7 @@ def test_another_process_revalidates_the_shared_copy_with_its_etag(fleet):
     fleet.origin.control(paths={path: {"body": "same", "etag": '"e7"'}})
     eq(get(fleet.corrals[0], "feat:et"), b"same", "first GET, on corral0")
     eq(fleet.direct().hget("{feat:et}:corral:shadow", "val"), b'"e7"\n', "validators in the shadow")
-    time.sleep(TTL_S + 0.3)  # stale: corral1 has never fetched it, yet knows its ETag from Redis
+    wait_shared_expired(fleet, "feat:et")  # corral1 never fetched it, yet knows its ETag
     eq(get(fleet.corrals[1], "feat:et"), b"same", "GET on corral1 in grace")
     harness.wait_until(lambda: fleet.origin.not_modified(path) == 1, 5.0,
                        what="corral1's conditional refresh answered 304")
