@@ -1,5 +1,5 @@
-# Shared fixtures of the integration suites: a module's processes are started on first use, restarted
-# before the next test if one died, and stopped when the module ends however it ends.
+# Shared fixtures of the integration suites: a module's processes are started on first use,
+# restarted before the next test if one died, and stopped when the module ends however it ends.
 #
 # The habit: a test that fails once is a bug, fixed at its cause (a race in the test, a wait on the
 # wrong condition, a count of something another test also moves, or Corral itself), never by a retry

@@ -167,7 +167,7 @@ def test_xfetch_refreshes_before_expiry_without_a_miss(stack):
     # Stop short of the 2s TTL: a change seen before it can only come from an early refresh.
     while time.monotonic() - t0 < 1.85:
         seen.append(client.get("xf:1"))
-        time.sleep(0.01)
+        time.sleep(0.01)  # under test: reads spread over the TTL
     check(b"new" in seen, "no early refresh within the TTL (%d reads)" % len(seen))
     eq(seen[0], b"old", "first hit")
     eq(metric(stack, "corral_cache_lookups_total", policy="xf:", outcome="miss"), 1.0,

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -126,7 +125,7 @@ def test_stale_serves_split_grace_and_stale_if_error(fx):
                        "/sie/e": {"status": 200, "body": "sie"}})
     grace0 = fx.metric("corral_cache_stale_serves_total", policy="web:", reason="grace")
     eq(client.get("web:g"), b"web", "web: first read")
-    time.sleep(0.35)  # past the 200ms ttl, within grace
+    fx.stack.corral.wait_expired("web:g")  # past the 200ms ttl, within grace
     eq(client.get("web:g"), b"web", "web: within grace")
     eq(fx.metric("corral_cache_stale_serves_total", policy="web:", reason="grace"), grace0 + 1,
        "a grace serve")
@@ -136,7 +135,7 @@ def test_stale_serves_split_grace_and_stale_if_error(fx):
     sie0 = fx.metric("corral_cache_stale_serves_total", policy="sie:", reason="stale_if_error")
     eq(client.get("sie:e"), b"sie", "sie: first read")
     fx.origin.control({"/sie/e": {"status": 500, "body": "down"}})
-    time.sleep(0.35)  # past the ttl (no grace): the copy is only good for stale-if-error
+    fx.stack.corral.wait_expired("sie:e")  # past the ttl (no grace): only good for stale-if-error
     eq(client.get("sie:e"), b"sie", "sie: the stale-if-error copy while the origin fails")
     check(fx.metric("corral_cache_stale_serves_total", policy="sie:", reason="stale_if_error")
           >= sie0 + 1, "a stale-if-error serve is counted")

@@ -94,7 +94,7 @@ def test_waiters_get_the_winners_value_from_one_fetch_and_wake_on_its_invalidati
         delay = ORIGIN_DELAY_MS + (round_no * 7) % 29
         fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": delay}})
         # Every process's copy (and the shared one) expires at the same instant: Redis's clock.
-        time.sleep(TTL_MS / 1000 + 0.05)
+        time.sleep(TTL_MS / 1000 + 0.05)  # under test: the waiters of one expiry
         by_corral = read_together(fleet.corrals, key)
         expected = ("v%d" % round_no).encode()
         for i, (replies, _) in sorted(by_corral.items()):

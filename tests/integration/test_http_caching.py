@@ -74,7 +74,7 @@ def test_max_age_sets_freshness(fx):
     eq(c.get("hc:ma"), b"v1", "first GET")
     eq(c.get("hc:ma"), b"v1", "GET within max-age")
     eq(fx.origin.requests("/hc/ma"), 1, "origin requests within max-age")
-    time.sleep(1.3)  # past max-age=1, far within the policy's ttl of 60s
+    fx.stack.corral.wait_expired("hc:ma")  # past max-age=1, far within the policy's ttl of 60s
     eq(c.get("hc:ma"), b"v2", "GET past max-age")
     eq(fx.origin.requests("/hc/ma"), 2, "origin requests past max-age")
 
@@ -84,7 +84,7 @@ def test_s_maxage_wins_over_max_age(fx):
     fx.origin.control({"/hc/sm": rule("v{n}", "max-age=60, s-maxage=1")})
     c = fx.stack.client()
     eq(c.get("hc:sm"), b"v1", "first GET")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:sm")
     eq(c.get("hc:sm"), b"v2", "GET past s-maxage (max-age would still allow it)")
 
 
@@ -93,7 +93,7 @@ def test_age_is_subtracted(fx):
     fx.origin.control({"/hc/age": rule("v{n}", "max-age=60", headers={"Age": "59"})})
     c = fx.stack.client()
     eq(c.get("hc:age"), b"v1", "first GET")
-    time.sleep(1.3)  # max-age 60 minus Age 59: fresh for one second
+    fx.stack.corral.wait_expired("hc:age")  # max-age 60 minus Age 59: fresh for one second
     eq(c.get("hc:age"), b"v2", "GET past max-age minus Age")
 
 
@@ -104,7 +104,7 @@ def test_expires_against_date(fx):
     c = fx.stack.client()
     eq(c.get("hc:exp"), b"v1", "first GET")
     eq(c.get("hc:exp"), b"v1", "GET within Expires - Date (1s)")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:exp")
     eq(c.get("hc:exp"), b"v2", "GET past Expires - Date")
     fx.origin.control({"/hc/exp0": rule("v{n}", headers={"Expires": "0"})})
     eq(c.get("hc:exp0"), b"v1", "GET of an invalid Expires")
@@ -116,7 +116,7 @@ def test_max_ttl_caps_header_freshness(fx):
     fx.origin.control({"/cap/big": rule("v{n}", "max-age=3600")})
     c = fx.stack.client()
     eq(c.get("cap:big"), b"v1", "first GET")
-    time.sleep(1.3)  # max_ttl 1s caps max-age=3600
+    fx.stack.corral.wait_expired("cap:big")  # max_ttl 1s caps max-age=3600
     eq(c.get("cap:big"), b"v2", "GET past max_ttl")
 
 
@@ -166,7 +166,7 @@ def test_etag_revalidation_renews_the_copy(fx):
     c = fx.stack.client()
     before = revalidations(fx, "not_modified")
     eq(c.get("hc:et"), b"same", "first GET")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:et")
     eq(c.get("hc:et"), b"same", "GET past max-age: revalidated")
     eq(fx.origin.not_modified("/hc/et"), 1, "304s")
     eq(fx.origin.full("/hc/et"), 1, "full responses")
@@ -176,7 +176,7 @@ def test_etag_revalidation_renews_the_copy(fx):
     # The resource changes: the conditional request gets a new body.
     before_modified = revalidations(fx, "modified")
     fx.origin.control({"/hc/et": rule("changed", "max-age=1", etag='"b"')})
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:et")
     eq(c.get("hc:et"), b"changed", "GET past max-age after a change")
     eq(fx.origin.full("/hc/et"), 2, "full responses after the change")
     eq(revalidations(fx, "modified") - before_modified, 1, "revalidations{result=modified}")
@@ -187,7 +187,7 @@ def test_last_modified_revalidation(fx):
     fx.origin.control({"/hc/lm": rule("dated", "max-age=1", last_modified=LAST_MODIFIED)})
     c = fx.stack.client()
     eq(c.get("hc:lm"), b"dated", "first GET")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:lm")
     eq(c.get("hc:lm"), b"dated", "GET past max-age")
     eq(fx.origin.not_modified("/hc/lm"), 1, "304s")
     eq(fx.origin.headers("/hc/lm").get("if-modified-since"), LAST_MODIFIED,
@@ -199,7 +199,8 @@ def test_stale_while_revalidate_extends_grace(fx):
     fx.origin.control({"/hc/swr": rule("v{n}", "max-age=1, stale-while-revalidate=30")})
     c = fx.stack.client()
     eq(c.get("hc:swr"), b"v1", "first GET")
-    time.sleep(1.3)  # the policy has no grace: only stale-while-revalidate serves v1 now
+    # The policy has no grace: only stale-while-revalidate serves v1 now.
+    fx.stack.corral.wait_expired("hc:swr")
     eq(c.get("hc:swr"), b"v1", "GET in stale-while-revalidate: the stale copy")
     harness.wait_until(lambda: fx.origin.requests("/hc/swr") == 2, 5, what="background refresh")
     harness.wait_until(lambda: c.get("hc:swr") == b"v2", 5, what="refreshed copy served")
@@ -213,7 +214,8 @@ def test_stale_if_error_extends_the_error_window(fx):
     eq(c.get("hc:se"), b"old", "first GET")
     eq(c.get("hc:nose"), b"old", "first GET without stale-if-error")
     fx.origin.control({"/hc/se": {"status": 503}, "/hc/nose": {"status": 503}})
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:se")
+    fx.stack.corral.wait_expired("hc:nose")
     eq(c.get("hc:se"), b"old", "GET while the origin fails, within stale-if-error")
     is_err(fx.raw_call("GET", "hc:nose"), "ERR corral: origin", what="GET without stale-if-error")
 
@@ -224,7 +226,7 @@ def test_policy_stale_if_error_still_applies(fx):
     c = fx.stack.client()
     eq(c.get("sie:a"), b"old", "first GET")
     fx.origin.control({"/sie/a": {"status": 503}})
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("sie:a")
     eq(c.get("sie:a"), b"old", "the policy's stale_if_error covers a header-fresh entry")
 
 
@@ -234,6 +236,7 @@ def test_cache_control_ignore_keeps_the_policy_ttl(fx):
     c = fx.stack.client()
     eq(c.get("ign:a"), b"v1", "first GET")
     eq(c.get("ign:b"), b"v1", "first GET of a no-store response")
+    # Time under test: the copies stay fresh past max-age=1 (nothing happens to wait for).
     time.sleep(1.3)
     eq(c.get("ign:a"), b"v1", "GET past max-age: the policy's 60s ttl decides")
     eq(c.get("ign:b"), b"v1", "no-store is ignored too")

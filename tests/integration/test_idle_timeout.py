@@ -46,13 +46,13 @@ def test_busy_client_stays(stack):
         deadline = time.monotonic() + QUIET_FOR
         while time.monotonic() < deadline:
             eq(busy.call("PING"), b"PONG", "a client active every 0.3s stays open")
-            time.sleep(0.3)
+            time.sleep(0.3)  # under test: active more often than the idle timeout
 
 
 def test_subscriber_stays(stack):
     with stack.raw() as listener:
         eq(listener.call("SUBSCRIBE", "idle:news")[0], b"subscribe", "subscribed")
-        time.sleep(QUIET_FOR)
+        time.sleep(QUIET_FOR)  # under test: quiet for longer than the idle timeout
         eq(stack.client().publish("idle:news", "hello"), 1, "the subscriber is still there")
         eq(listener.read(), [b"message", b"idle:news", b"hello"], "message after the quiet time")
 
@@ -61,7 +61,7 @@ def test_blocked_client_stays(stack):
     out = {}
 
     def push_later():
-        time.sleep(QUIET_FOR)
+        time.sleep(QUIET_FOR)  # under test: blocked for longer than the idle timeout
         out["pushed"] = stack.direct().rpush("idle:q", "job")
 
     with stack.raw(timeout=QUIET_FOR + 5.0) as worker:

@@ -7,7 +7,6 @@
 import os
 import random
 import threading
-import time
 
 import pytest
 
@@ -470,9 +469,7 @@ def test_metrics_endpoint(stack):
 
 
 def wait_metric_at_least(stack, name, want, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached():
         v = stack.corral.metric(name)
-        if v >= want or time.monotonic() > deadline:
-            return v
-        time.sleep(0.1)
+        return (v,) if v >= want else None
+    return harness.wait_until(reached, timeout, 0.1, what="%s to reach %s" % (name, want))[0]
