@@ -40,9 +40,16 @@ class Kept:
         return current
 
     def stop(self):
+        """Stops everything, each even when stopping another failed (the first error is raised)."""
+        errors = []
         for started in reversed(list(self._started.values())):
-            _stop(started)
+            try:
+                _stop(started)
+            except Exception as e:  # noqa: BLE001 - the others must still stop
+                errors.append(e)
         self._started.clear()
+        if errors:
+            raise errors[0]
 
 
 def _alive(started):
