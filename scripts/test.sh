@@ -2,18 +2,29 @@
 # Installs what is missing, builds, and runs every test: a short libFuzzer run of the RESP parsers,
 # then unit and integration tests with ctest, two at a time (suites that measure timing run alone;
 # see tests/integration/CMakeLists.txt). FUZZ_SECONDS sets the fuzz time per target.
-#   --asan   also build with AddressSanitizer + UBSan and run the unit and integration tests there
+#   --asan       also build with AddressSanitizer + UBSan and run the unit and integration tests there
+#   --repeat N   run each test up to N times, stopping at its first failure (ctest --repeat
+#                until-fail:N): the flake gate; a test that fails once is a bug to fix at its cause
 # The last lines are ctest's summary of the release build.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 asan=0
-for arg in "$@"; do
-  case "$arg" in
+repeat=()
+while [ $# -gt 0 ]; do
+  case "$1" in
     --asan) asan=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
-    *) echo "unknown option: $arg" >&2; exit 2 ;;
+    --repeat)
+      if ! [[ "${2:-}" =~ ^[1-9][0-9]*$ ]]; then
+        echo "--repeat needs a count of runs (a positive integer), got '${2:-}'" >&2
+        exit 2
+      fi
+      repeat=(--repeat "until-fail:$2")
+      shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
+  shift
 done
 
 install_packages clang libclang-rt-14-dev nutcracker
@@ -28,7 +39,7 @@ if [ "$asan" -eq 1 ]; then
   # fleet_wakeup measures wake-up latency (its code paths run in integration.fleet too): in the
   # release build only, which keeps CI's time down.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -j2 -LE fuzz \
+    ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -j2 -LE fuzz "${repeat[@]}" \
     -E '^integration[.]fleet_wakeup$' || status=1
 fi
 if command -v clang++ >/dev/null 2>&1; then
@@ -38,5 +49,5 @@ fi
 echo "== release build"
 build_preset release
 echo "== tests"
-ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure -j2 || status=1
+ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure -j2 "${repeat[@]}" || status=1
 exit $status

@@ -3,7 +3,6 @@
 # Corral in front of it; stopped however the suite ends (harness cleanup, atexit, and the script's
 # watcher, which stops the nodes when this Python process dies even by SIGKILL).
 import os
-import time
 import signal
 import subprocess
 
@@ -223,6 +222,11 @@ class ClusterNodes:
         kw.setdefault("socket_timeout", 10)
         return redis.Redis(host=HOST, port=port, **dict(self.security_kwargs(), **kw))
 
+    def monitor(self, port):
+        """A harness.Monitor of one node's commands from now on."""
+        assert not self.tls_dir, "Monitor speaks plain RESP: not on a TLS-only cluster"
+        return harness.Monitor(port, self.password)
+
     def cluster_client(self, **kw):
         """redis-py's own cluster client straight to the nodes (the reference for the tests)."""
         from redis.cluster import ClusterNode, RedisCluster
@@ -254,6 +258,22 @@ class ClusterNodes:
 
     def replicas(self):
         return [n["port"] for n in self.nodes() if "slave" in n["flags"]]
+
+    def replica_of(self, primary, timeout=30):
+        """A replica of `primary` whose link to it is up. After an earlier failover or restore,
+        CLUSTER NODES shows a replica's new master only once the gossip has spread, and a
+        replica can be failed over to only once it is in sync: wait for both."""
+        primary_id = self.node_id(primary)
+
+        def linked_replica():
+            for n in self.nodes():
+                if n["master"] == primary_id and "fail" not in n["flags"] and self.node(
+                        n["port"], socket_timeout=2).info("replication").get(
+                        "master_link_status") == "up":
+                    return n["port"]
+            return None
+        return wait_until(linked_replica, timeout, 0.1,
+                          what="a replica of %d with its master link up" % primary)
 
     def node_id(self, port):
         return next(n["id"] for n in self.nodes() if n["port"] == port)
@@ -331,8 +351,23 @@ class ClusterNodes:
             self.down.discard(port)
         self.wait_healthy()
 
+    def wait_agreed(self, timeout=30):
+        """Waits until every live node reports the same slot owners. A reshard right after another
+        (or a failover) would otherwise meet nodes whose gossip has not caught up yet, which
+        `redis-cli --cluster` refuses: "Nodes don't agree about configuration"."""
+        def signature(port):
+            return sorted((n["id"], tuple(n["slots"])) for n in self.nodes(via=port)
+                          if "master" in n["flags"] and n["slots"])
+
+        def agreed():
+            live = [p for p in self.ports if p not in self.down and p not in self.paused]
+            return len({repr(signature(p)) for p in live}) == 1
+        wait_until(agreed, timeout, 0.1, what="every node to agree on the slot owners")
+
     def reshard(self, src_port, dst_port, slots, timeout=120):
-        """`redis-cli --cluster reshard` of `slots` slots from one primary to another."""
+        """`redis-cli --cluster reshard` of `slots` slots from one primary to another, once every
+        node agrees on the slot owners (as redis-cli requires), and until they agree again."""
+        self.wait_agreed()
         args = [REDIS_CLI] + self.cli_args() + [
             "--cluster", "reshard", "%s:%d" % (HOST, dst_port), "--cluster-from",
             self.node_id(src_port), "--cluster-to", self.node_id(dst_port), "--cluster-slots",
@@ -342,6 +377,7 @@ class ClusterNodes:
         if r.returncode != 0 or "[ERR]" in out:
             raise AssertionError("reshard %d -> %d failed (%d):\n%s"
                                  % (src_port, dst_port, r.returncode, out[-3000:]))
+        self.wait_agreed()
         return out
 
     def flushall(self):
@@ -434,6 +470,17 @@ def corral_overrides(seeds, extra=None):
     return harness.deep_merge(base, extra or {})
 
 
+def wait_tracking_flushed(corral, listeners):
+    """Each tracking listener (one per primary and io thread) drops its policies' cached keys when
+    its tracking starts (writes made before it went unseen), then logs "tracking N prefixes on the
+    upstream for invalidation": once `listeners` such lines are logged, no such flush can land on a
+    key the test caches afterwards."""
+    def logged():
+        return corral.log_text(tail=1 << 30).count("prefixes on the upstream for invalidation")
+    wait_until(lambda: logged() >= listeners, 10.0,
+               what="%d tracking listeners of %s started (log lines)" % (listeners, corral.name))
+
+
 class ClusterStack:
     """A cluster and a Corral in front of it (seeded with every node unless `seed_ports`)."""
 
@@ -488,9 +535,7 @@ class ClusterStack:
                            for c in self.cluster.node(p).client_list())
                        for p in self.cluster.primaries())
         wait_until(tracked, 10.0, what="a tracking corral-tracking connection on every primary")
-        # Each listener drops the policies' cached keys when its tracking starts (writes made
-        # before it went unseen): let the last of those flushes land before the test caches.
-        time.sleep(0.3)
+        wait_tracking_flushed(corral, corral.config()["threads"] * len(self.cluster.primaries()))
         return corral
 
     def corral_info(self, corral, key, admin_password="admin-secret"):

@@ -1,13 +1,15 @@
 # Integration test harness: free loopback ports, redis-server and corral processes in a temp dir
-# (always cleaned up: try/finally, atexit, signal handlers, PR_SET_PDEATHSIG), a raw RESP client,
-# and a tiny test runner that prints PASS/FAIL per test and ends with "N passed, N failed".
+# (always cleaned up: the fixtures' teardown, atexit, signal handlers, PR_SET_PDEATHSIG), a raw
+# RESP client, wait_until, and assertion helpers. The fixtures are in conftest.py.
 #
 # Environment: CORRAL_BIN (path to corral), REDIS_SERVER (default redis-server),
 # TARGET=corral|redis (redis: point the clients at redis-server directly, corral-only tests skip),
-# KEEP_TMP=1 keeps the temp dir, INTEGRATION_FILTER=substr runs only matching tests.
+# KEEP_TMP=1 keeps the temp dir.
 import atexit
 import ctypes
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -16,7 +18,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import urllib.error
 import urllib.request
 
@@ -27,7 +28,6 @@ HOST = "127.0.0.1"
 CORRAL_BIN = os.environ.get("CORRAL_BIN", "")
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
 TARGET = os.environ.get("TARGET", "corral").strip().lower()
-SUITE_DEADLINE = float(os.environ.get("INTEGRATION_DEADLINE", "280"))
 
 
 def redis_mode():
@@ -194,6 +194,10 @@ class Proc:
             return ""
         return data[-tail:].decode("utf-8", "replace")
 
+    def describe_failure(self):
+        return "--- %s (pid %s, exit %s) log tail ---\n%s" % (
+            self.name, self.pid, self.returncode(), self.log_text(4000))
+
     def rss_peak_kb(self):
         """VmHWM of the live process in kB (None if unknown)."""
         try:
@@ -260,12 +264,86 @@ class RedisServer(Proc):
         return redis.Redis(host=HOST, port=self.port, db=db, password=password,
                            socket_timeout=10, **kw)
 
+    def asleep(self):
+        """The main thread is in nanosleep: DEBUG SLEEP is running (redis-server otherwise waits
+        in epoll_wait)."""
+        try:
+            with open("/proc/%d/wchan" % self.pid) as f:
+                return f.read().strip() == "hrtimer_nanosleep"
+        except (OSError, TypeError):
+            return False
+
+    def monitor(self):
+        """A Monitor of this server's commands from now on (use in a with block)."""
+        return Monitor(self.port, _requirepass(self.extra_args))
+
     def raw(self, timeout=10):
         r = Raw(self.port, timeout=timeout)
         pw = _requirepass(self.extra_args)
         if pw:
             r.call("AUTH", pw)
         return r
+
+
+class Monitor:
+    """MONITOR on one redis-server (a context manager): the commands it ran while this was open,
+    so that a test counts what it caused itself (commands naming its own keys) instead of
+    server-wide totals that other clients, or a background refresh left by an earlier test, also
+    move."""
+
+    _ARG = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+
+    def __init__(self, port, password=None):
+        self.port, self.password = port, password
+        self.conn = self._connect()
+        check(self.conn.call("MONITOR") == b"OK", "MONITOR refused on %d" % port)
+        self.seen = []
+        self._markers = 0
+
+    def _connect(self):
+        conn = Raw(self.port, timeout=10)
+        if self.password:
+            conn.call("AUTH", self.password)
+        return conn
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.conn.close()
+
+    def commands(self):
+        """Every command run since MONITOR, as lists of str (the name upper-cased), up to a
+        marker sent now: whatever was run before this call is in the list."""
+        self._markers += 1
+        marker = "monitor-marker-%d-%d" % (os.getpid(), self._markers)
+        side = self._connect()
+        try:
+            side.call("ECHO", marker)
+        finally:
+            side.close()
+        while True:
+            line = self.conn.read()
+            args = [a.decode("utf-8", "replace") for a in
+                    self._ARG.findall(line.split(b"] ", 1)[-1])]
+            if args == ["ECHO", marker]:
+                return list(self.seen)
+            if args and args[0].upper() not in ("AUTH", "ECHO"):
+                self.seen.append([args[0].upper()] + args[1:])
+
+    def count(self, *command):
+        """How many times exactly `command` ran (name case-insensitive), e.g. count("GET", "k")."""
+        want = [command[0].upper()] + list(command[1:])
+        return sum(1 for c in self.commands() if c == want)
+
+    def count_naming(self, name, key):
+        """How many `name` commands had an argument containing `key` (EVALSHA sha 1 key ...,
+        or a key derived from it such as {key}:corral:shadow)."""
+        return sum(1 for c in self.commands()
+                   if c[0] == name.upper() and any(key in a for a in c[1:]))
 
 
 def _requirepass(args):
@@ -278,28 +356,6 @@ def _requirepass(args):
 # ---------------------------------------------------------------------------------------------
 # corral
 # ---------------------------------------------------------------------------------------------
-
-def to_yaml(value, indent=0):
-    """A tiny YAML emitter for dicts, lists and scalars (strings double-quoted, JSON style)."""
-    import json
-    pad = "  " * indent
-    if isinstance(value, dict):
-        lines = []
-        for k, v in value.items():
-            if isinstance(v, dict):
-                lines.append("%s%s:" % (pad, k))
-                lines.append(to_yaml(v, indent + 1))
-            else:
-                lines.append("%s%s: %s" % (pad, k, to_yaml(v, 0)))
-        return "\n".join(lines)
-    if isinstance(value, (list, tuple)):
-        return json.dumps(value)  # JSON is YAML flow style, and handles lists of mappings
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(str(value))
-
 
 def deep_merge(base, extra):
     out = dict(base)
@@ -340,8 +396,7 @@ class Corral(Proc):
     def start(self, timeout=10.0):
         for attempt in range(3):
             self.port, self.metrics_port = free_port(), free_port()
-            with open(self.config_path, "w") as f:
-                f.write(to_yaml(self.config()) + "\n")
+            self.write_config()
             self._spawn([CORRAL_BIN, "-c", self.config_path])
             try:
                 self._wait_ready(timeout)
@@ -351,9 +406,19 @@ class Corral(Proc):
                 # A bind race on a "free" port is retried; anything else is reported at once.
                 if "Address already in use" not in self.log_text() or attempt == 2:
                     raise AssertionError("corral did not start (%s); config:\n%s\n--- corral "
-                                         "log ---\n%s" % (e, to_yaml(self.config()),
+                                         "log ---\n%s" % (e, self.config_text(),
                                                           self.log_text()))
         return self
+
+    def config_text(self):
+        # JSON is YAML (flow style): policy keys such as "prefix:*" and lists of mappings need no
+        # quoting rules of our own.
+        return json.dumps(self.config(), indent=2) + "\n"
+
+    def write_config(self):
+        """Writes config() to config_path (start() does; a test may rewrite it before SIGHUP)."""
+        with open(self.config_path, "w") as f:
+            f.write(self.config_text())
 
     def _wait_ready(self, timeout):
         def ready():
@@ -374,6 +439,24 @@ class Corral(Proc):
 
     def http(self, path, timeout=5.0):
         return http_get(self.metrics_port, path, timeout)
+
+    def entry_state(self, key, password=None):
+        """CORRAL.INFO's state of the cached GET of `key`: fresh, stale, negative, absent or
+        uncached (no policy). `password`: the admin password, when the config sets one."""
+        with Raw(self.port, timeout=5) as r:
+            if password:
+                r.call("AUTH", password)
+            flat = r.call("CORRAL.INFO", key)
+        check(isinstance(flat, list), "CORRAL.INFO %s answered %r" % (key, flat))
+        return dict(zip(flat[0::2], flat[1::2]))[b"state"]
+
+    def wait_expired(self, key, timeout=5.0, password=None):
+        """Waits until the cached copy of `key` is no longer fresh (its TTL passed) and returns
+        its state: a test's time gap ends on what Corral reports, not on a guess at the clock."""
+        def expired():
+            state = self.entry_state(key, password)
+            return state if state not in (b"fresh", b"negative") else None
+        return wait_until(expired, timeout, what="the cached %s to expire (leave 'fresh')" % key)
 
     def metric(self, name, **labels):
         """Sum of the samples of `name` whose labels include `labels` (0.0 when absent)."""
@@ -446,21 +529,12 @@ class Stack:
         return redis_mode() or (self.corral is not None and self.corral.alive())
 
     def describe_failure(self):
-        out = []
-        for p in (self.corral, self.redis):
-            if p is not None:
-                out.append("--- %s (pid %s, exit %s) log tail ---\n%s"
-                           % (p.name, p.pid, p.returncode(), p.log_text(4000)))
-        return "\n".join(out)
+        return "\n".join(p.describe_failure() for p in (self.corral, self.redis) if p is not None)
 
 
 # ---------------------------------------------------------------------------------------------
-# Runner
+# Assertion helpers (new tests use plain `assert cond, "message"`)
 # ---------------------------------------------------------------------------------------------
-
-class Skip(Exception):
-    pass
-
 
 def check(cond, msg="check failed"):
     if not cond:
@@ -480,96 +554,3 @@ def is_err(reply, prefix=None, what="reply"):
     if prefix is not None:
         p = prefix.encode() if isinstance(prefix, str) else prefix
         check(reply.startswith(p), "%s: error %r does not start with %r" % (what, reply, p))
-
-
-class Suite:
-    """Tests run in order; `fixture` is built once and rebuilt if its processes die."""
-
-    def __init__(self, name):
-        self.name = name
-        self.tests = []
-        self._fixture_fn = None
-        self._before_each = None
-
-    def fixture(self, fn):
-        self._fixture_fn = fn
-        return fn
-
-    def before_each(self, fn):
-        self._before_each = fn
-        return fn
-
-    def test(self, fn=None, *, corral_only=False):
-        def wrap(f):
-            self.tests.append((f.__name__, f, corral_only))
-            return f
-        return wrap(fn) if fn is not None else wrap
-
-    def _watchdog(self):
-        def fire():
-            sys.stderr.write("\nharness: suite %s exceeded %.0fs; thread stacks:\n"
-                             % (self.name, SUITE_DEADLINE))
-            for tid, frame in sys._current_frames().items():
-                sys.stderr.write("--- thread %s ---\n%s" % (tid, "".join(
-                    traceback.format_stack(frame))))
-            sys.stderr.flush()
-            cleanup_all()
-            print("0 passed, 1 failed", flush=True)
-            os._exit(3)
-        t = threading.Timer(SUITE_DEADLINE, fire)
-        t.daemon = True
-        t.start()
-        return t
-
-    def main(self):
-        flt = os.environ.get("INTEGRATION_FILTER") or (sys.argv[1] if len(sys.argv) > 1 else "")
-        passed = failed = skipped = 0
-        print("suite %s: target=%s corral=%s redis=%s" % (self.name, TARGET, CORRAL_BIN or "-",
-                                                       REDIS_SERVER), flush=True)
-        dog = self._watchdog()
-        fixture = None
-        t_suite = time.monotonic()
-        try:
-            for name, fn, corral_only in self.tests:
-                if flt and flt not in name:
-                    continue
-                if corral_only and redis_mode():
-                    print("SKIP %s (corral only)" % name, flush=True)
-                    skipped += 1
-                    continue
-                t0 = time.monotonic()
-                try:
-                    if fixture is None and self._fixture_fn is not None:
-                        fixture = self._fixture_fn()
-                    if self._before_each is not None:
-                        self._before_each(fixture)
-                    fn(fixture)
-                    if fixture is not None and hasattr(fixture, "alive") and not fixture.alive():
-                        raise AssertionError("a process of the fixture died during the test")
-                    print("PASS %s (%.2fs)" % (name, time.monotonic() - t0), flush=True)
-                    passed += 1
-                except Skip as e:
-                    print("SKIP %s (%s)" % (name, e), flush=True)
-                    skipped += 1
-                except BaseException as e:  # noqa: BLE001 - a test failure of any kind
-                    if isinstance(e, KeyboardInterrupt):
-                        raise
-                    failed += 1
-                    print("FAIL %s (%.2fs): %s" % (name, time.monotonic() - t0,
-                                                   str(e)[:2000]), flush=True)
-                    traceback.print_exc(file=sys.stdout)
-                    if fixture is not None and hasattr(fixture, "describe_failure"):
-                        print(fixture.describe_failure(), flush=True)
-                    if fixture is not None and hasattr(fixture, "alive") and not fixture.alive():
-                        print("(fixture died: rebuilding it for the next tests)", flush=True)
-                        fixture.stop()
-                        fixture = None
-        finally:
-            if fixture is not None and hasattr(fixture, "stop"):
-                fixture.stop()
-            dog.cancel()
-            cleanup_all()
-        print("suite %s took %.1fs; %d skipped" % (self.name, time.monotonic() - t_suite,
-                                                  skipped), flush=True)
-        print("%d passed, %d failed" % (passed, failed), flush=True)
-        return 1 if failed else 0

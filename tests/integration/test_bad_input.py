@@ -1,23 +1,21 @@
-#!/usr/bin/python3
 # Bad input over raw sockets: malformed RESP (error, then the connection closes), requests over
 # client.max_request, unknown commands, wrong arity, inline commands, byte-by-byte and split
 # pipelines, garbage, abrupt disconnects, and a slow reader cut off at client.max_output_buffer
 # while another client keeps working. Corral must be alive and serving after all of it.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_bad_input.py [name-filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_bad_input.py [-k name]
 #      TARGET=redis /usr/bin/python3 test_bad_input.py   (against redis-server directly)
 import hashlib
 import os
 import random
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Raw, check, encode_command, eq, is_err  # noqa: E402
+import pytest
 
-suite = harness.Suite("bad_input")
+import harness
+from harness import Raw, check, encode_command, eq, is_err
+
 
 MB = 1024 * 1024
 CONFIG = {"client": {"max_request": "1mb", "max_output_buffer": "1mb"}}
@@ -26,12 +24,16 @@ REDIS_EQUIVALENT = ["--proto-max-bulk-len", "1mb", "--client-output-buffer-limit
                     "normal 1mb 0 0"]
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return harness.Stack(CONFIG, redis_mode_args=REDIS_EQUIVALENT, name="badinput").start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     stack.direct().flushall()
 
@@ -67,39 +69,32 @@ def error_then_close(stack, payload, want, exact=False, before=b""):
 # Protocol errors: -ERR Protocol error: ..., then close
 # ---------------------------------------------------------------------------------------------
 
-@suite.test
-def bad_bulk_length(stack):
+def test_bad_bulk_length(stack):
     error_then_close(stack, b"*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length", exact=True)
 
 
-@suite.test
-def negative_bulk_length(stack):
+def test_negative_bulk_length(stack):
     error_then_close(stack, b"*2\r\n$3\r\nGET\r\n$-7\r\n", "-ERR Protocol error: invalid bulk length",
                      exact=True)
 
 
-@suite.test
-def bad_multibulk_length(stack):
+def test_bad_multibulk_length(stack):
     error_then_close(stack, b"*x\r\n", "-ERR Protocol error: invalid multibulk length", exact=True)
 
 
-@suite.test
-def huge_multibulk_count(stack):
+def test_huge_multibulk_count(stack):
     error_then_close(stack, b"*99999999999\r\n", "-ERR Protocol error: ")
 
 
-@suite.test
-def expected_dollar(stack):
+def test_expected_dollar(stack):
     error_then_close(stack, b"*2\r\n$3\r\nGET\r\n:5\r\n", "-ERR Protocol error: expected '$'")
 
 
-@suite.test
-def unbalanced_quotes_inline(stack):
+def test_unbalanced_quotes_inline(stack):
     error_then_close(stack, b"SET bq \"unterminated\r\n", "-ERR Protocol error: unbalanced quotes")
 
 
-@suite.test
-def too_big_inline(stack):
+def test_too_big_inline(stack):
     with stack.raw() as r:
         try:
             r.send(b"A" * (256 * 1024))
@@ -114,16 +109,14 @@ def too_big_inline(stack):
     assert_alive(stack)
 
 
-@suite.test
-def bulk_over_max_request(stack):
+def test_bulk_over_max_request(stack):
     # Only the header: the 1 MiB + 1 body is refused before it is sent.
     error_then_close(stack, b"*3\r\n$3\r\nSET\r\n$6\r\nbig:k1\r\n$%d\r\n" % (MB + 1),
                      "-ERR Protocol error: invalid bulk length", exact=True)
     eq(stack.direct().get("big:k1"), None, "nothing stored")
 
 
-@suite.test
-def bulk_at_max_request_is_accepted(stack):
+def test_bulk_at_max_request_is_accepted(stack):
     # "over max_request" is refused; exactly max_request (1mb) is a valid request.
     v = os.urandom(MB)
     with stack.raw() as r:
@@ -135,8 +128,7 @@ def bulk_at_max_request_is_accepted(stack):
        hashlib.sha1(v).hexdigest().encode(), "direct SHA1 of the stored value")
 
 
-@suite.test
-def replies_before_protocol_error_are_kept(stack):
+def test_replies_before_protocol_error_are_kept(stack):
     # Replies owed for the good requests before the bad bytes come first, in order.
     payload = (b"PING\r\n" + encode_command("SET", "pe:k", "v1") + encode_command("GET", "pe:k")
                + b"*1\r\n$3\r\nGET\r\n" + encode_command("ECHO", "last-good") + b"*1\r\n$x\r\n"
@@ -153,8 +145,7 @@ def replies_before_protocol_error_are_kept(stack):
 # Command errors: -ERR, the connection stays open
 # ---------------------------------------------------------------------------------------------
 
-@suite.test
-def unknown_command(stack):
+def test_unknown_command(stack):
     with stack.raw() as r:
         reply = r.call("FOOBARX", "a", "b")
         is_err(reply, "ERR unknown command", "unknown command")
@@ -165,8 +156,7 @@ def unknown_command(stack):
         eq(r.call("ECHO", "still"), b"still", "connection still open 2")
 
 
-@suite.test
-def wrong_arity(stack):
+def test_wrong_arity(stack):
     with stack.raw() as r:
         for cmd in (["GET"], ["SET", "k"], ["GET", "a", "b"], ["HSET", "h", "f"], ["ECHO"],
                     ["PING", "a", "b"], ["SELECT"], ["LPUSH", "l"]):
@@ -175,8 +165,7 @@ def wrong_arity(stack):
         eq(stack.direct().exists("k", "h", "l"), 0, "nothing was written")
 
 
-@suite.test
-def command_names_are_case_insensitive(stack):
+def test_command_names_are_case_insensitive(stack):
     with stack.raw() as r:
         eq(r.call("sEt", "ci:k", "v"), b"OK", "sEt")
         eq(r.call("get", "ci:k"), b"v", "get")
@@ -184,8 +173,7 @@ def command_names_are_case_insensitive(stack):
         eq(r.call("eChO", "x"), b"x", "eChO")
 
 
-@suite.test
-def wrongtype_passthrough(stack):
+def test_wrongtype_passthrough(stack):
     with stack.raw() as r:
         eq(r.call("LPUSH", "wt:l", "a"), 1, "LPUSH")
         is_err(r.call("GET", "wt:l"), "WRONGTYPE", "GET on a list")
@@ -197,8 +185,7 @@ def wrongtype_passthrough(stack):
 # Inline commands and framing
 # ---------------------------------------------------------------------------------------------
 
-@suite.test
-def inline_commands(stack):
+def test_inline_commands(stack):
     with stack.raw() as r:
         r.send(b"PING\r\n")
         eq(r.read_bytes(7), b"+PONG\r\n", "inline PING")
@@ -215,8 +202,7 @@ def inline_commands(stack):
         eq(r.read_bytes(12), b":1\r\n:2\r\n:3\r\n", "mixed inline and RESP")
 
 
-@suite.test
-def empty_multibulk_is_ignored(stack):
+def test_empty_multibulk_is_ignored(stack):
     with stack.raw() as r:
         r.send(b"*0\r\n*1\r\n$4\r\nPING\r\n")
         eq(r.read_bytes(7), b"+PONG\r\n", "*0 yields no reply")
@@ -260,26 +246,24 @@ def pipeline_with_expected_bytes(n=60, seed=5):
     return b"".join(req), b"".join(want)
 
 
-@suite.test
-def byte_by_byte_pipeline(stack):
+def test_byte_by_byte_pipeline(stack):
     req, want = pipeline_with_expected_bytes()
     with stack.raw() as r:
         for i in range(len(req)):
             r.send(req[i:i + 1])
             if i % 64 == 0:
-                time.sleep(0.002)
+                time.sleep(0.002)  # under test: the bytes arrive in many separate reads
         eq(r.read_bytes(len(want)), want, "replies to a pipeline sent one byte at a time")
 
 
-@suite.test
-def pipeline_split_at_every_offset(stack):
+def test_pipeline_split_at_every_offset(stack):
     req = (encode_command("SET", "sp:k", "a\r\nb") + b"GET sp:k\r\n" + encode_command("INCR", "sp:n")
            + encode_command("ECHO", ""))
     for i in range(1, len(req)):
         stack.direct().delete("sp:n")
         with stack.raw() as r:
             r.send(req[:i])
-            time.sleep(0.003)
+            time.sleep(0.003)  # under test: the two parts arrive in separate reads
             r.send(req[i:])
             want = b"+OK\r\n$4\r\na\r\nb\r\n:1\r\n$0\r\n\r\n"
             eq(r.read_bytes(len(want)), want, "split at offset %d" % i)
@@ -289,8 +273,7 @@ def pipeline_split_at_every_offset(stack):
 # Abuse: garbage, abrupt disconnects, slow readers
 # ---------------------------------------------------------------------------------------------
 
-@suite.test
-def random_garbage_never_crashes(stack):
+def test_random_garbage_never_crashes(stack):
     rng = random.Random(99)
     alphabet = b"*$+-:\r\n0123456789-abcdefGETSET \x00\xff"
     for i in range(300):
@@ -310,10 +293,16 @@ def random_garbage_never_crashes(stack):
     assert_alive(stack)
 
 
-@suite.test
-def abrupt_disconnects_with_requests_in_flight(stack):
+def connected_clients(stack):
+    if harness.redis_mode():
+        return stack.direct().info("clients")["connected_clients"]
+    return stack.corral.metric("corral_client_connections")
+
+
+def test_abrupt_disconnects_with_requests_in_flight(stack):
     big = os.urandom(20 * 1024)
     stack.direct().set("ab:big", big)
+    clients_before = connected_clients(stack)
     for i in range(30):
         r = stack.raw()
         if i % 3 == 0:
@@ -324,15 +313,36 @@ def abrupt_disconnects_with_requests_in_flight(stack):
             r.send(encode_command("BLPOP", "ab:none", "5"))  # blocked when it goes
         r.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         r.close()  # RST
-    time.sleep(0.3)
+    # Corral lets a reset client blocked in BLPOP go only when the BLPOP ends (5 s here): see
+    # test_reset_client_blocked_in_blpop_is_let_go_at_once.
+    harness.wait_until(lambda: connected_clients(stack) <= clients_before, 10.0,
+                       what="the server to close its side of the 30 reset connections")
     assert_alive(stack)
     with stack.raw() as r:
         eq(r.call("GET", "ab:big"), big, "GET after the abrupt disconnects")
     eq(stack.direct().get("ab:x"), None, "half a request was not executed")
 
 
-@suite.test
-def slow_reader_is_disconnected_others_unaffected(stack):
+@pytest.mark.xfail(not harness.redis_mode(), strict=True,
+                   reason="Corral keeps the session of a client reset while blocked in BLPOP, "
+                   "and its upstream connection blocked, until the BLPOP ends (never with timeout "
+                   "0); redis-server lets it go at once")
+def test_reset_client_blocked_in_blpop_is_let_go_at_once(stack):
+    direct = stack.direct()
+    r = stack.raw()
+    try:
+        r.send(encode_command("BLPOP", "rb:q", "0"))
+        harness.wait_until(lambda: direct.info("clients")["blocked_clients"] == 1, 5.0,
+                           what="the BLPOP blocked in redis-server")
+        r.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        r.close()  # RST
+        harness.wait_until(lambda: direct.info("clients")["blocked_clients"] == 0, 3.0,
+                           what="the reset client's BLPOP to be let go upstream")
+    finally:
+        direct.rpush("rb:q", "unblock")  # whatever happened, nothing stays blocked on rb:q
+
+
+def test_slow_reader_is_disconnected_others_unaffected(stack):
     value = os.urandom(10 * 1024)
     stack.direct().set("slow:big", value)
     overflow_before = None
@@ -369,7 +379,7 @@ def slow_reader_is_disconnected_others_unaffected(stack):
                     if (a, b) != (b"OK", v):
                         other_errors.append("iteration %d: %r %r" % (i, a, b[:50]))
                         return
-                    time.sleep(0.005)
+                    time.sleep(0.005)  # pacing: a steady neighbour, not a flood
         except BaseException as e:  # noqa: BLE001
             other_errors.append("other client: %r" % e)
 
@@ -379,14 +389,22 @@ def slow_reader_is_disconnected_others_unaffected(stack):
     ts.start()
     ts.join(30)
     check(not ts.is_alive(), "sender still blocked after 30s")
-    time.sleep(1.0)  # still not reading: the server's buffer for us stays full
+    # Still not reading: the server's buffer for us stays full until it cuts us off.
+    if harness.redis_mode():
+        time.sleep(1.0)  # redis-server 7.0 counts no output-buffer cut-off to wait on
+    else:
+        harness.wait_until(lambda: stack.corral.metric("corral_client_output_overflow_total")
+                           >= overflow_before + 1, 10.0, what="corral to cut off the slow reader")
     try:
         got = slow.read_until_closed(timeout=10, limit=64 * MB)
     except ConnectionResetError:
         got = b""
     finally:
         slow.close()
-    time.sleep(0.3)
+    # The other client carries on after the cut-off too.
+    trips = len(latencies)
+    harness.wait_until(lambda: len(latencies) >= trips + 10 or other_errors, 5.0,
+                       what="10 more round trips of the other client")
     stop.set()
     to.join(10)
     check(len(got) < n_gets * len(value) // 10,
@@ -407,8 +425,7 @@ def slow_reader_is_disconnected_others_unaffected(stack):
                                          len(latencies), worst * 1000))
 
 
-@suite.test
-def many_idle_connections(stack):
+def test_many_idle_connections(stack):
     conns = []
     try:
         for _ in range(300):
@@ -421,8 +438,7 @@ def many_idle_connections(stack):
     assert_alive(stack)
 
 
-@suite.test
-def still_alive_at_the_end(stack):
+def test_still_alive_at_the_end(stack):
     assert_alive(stack)
     with stack.raw() as r:
         eq(r.call("SET", "end:k", "v"), b"OK", "SET")
@@ -431,7 +447,3 @@ def still_alive_at_the_end(stack):
         status, body = stack.corral.http("/metrics")
         eq(status, 200, "/metrics")
         check("corral_" in body, "metrics body")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,27 +1,22 @@
-#!/usr/bin/python3
 # Fleet mode (`shared: true`) and versioned policies on a real Redis Cluster (3 primaries + 3
 # replicas): three Corral processes and one HTTP origin. One origin fetch per expiry across the
 # fleet for hot keys on every primary, the value, shadow and lock keys on the key's own node,
 # scripts reloaded node by node after SCRIPT FLUSH (NOSCRIPT fallback), a resharded hot key
 # (MOVED followed), waiters woken by their primary's tracking push, and a versioned policy:
 # versions written through Corral, ROLLOVER's pointer swap, CORRAL.PURGE on every primary.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_fleet.py [name-filter]
-import json
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_fleet.py [-k name]
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from cluster_process import (ClusterNodes, corral_overrides, each_primary_key,  # noqa: E402
-                             key_slot, nodes_keys, slot_tags)
-from harness import Raw, check, eq, is_err  # noqa: E402
-from origin_process import OriginServer  # noqa: E402
-from test_fleet import Readers, get, metric_total  # noqa: E402
+import pytest
 
-suite = harness.Suite("cluster_fleet")
-harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+import harness
+from cluster_process import (ClusterNodes, corral_overrides, each_primary_key, key_slot,
+                             nodes_keys, slot_tags, wait_tracking_flushed)
+from harness import Raw, check, eq, is_err
+from origin_process import OriginServer
+from test_fleet import Readers, get, metric_total
+
 
 TTL_S = 1.0
 ORIGIN_DELAY_MS = 200
@@ -108,7 +103,9 @@ class ClusterFleet:
             return True
         harness.wait_until(tracking, 15.0, what="tracking connections of every corral on every "
                            "primary")
-        time.sleep(0.3)  # the listeners' first flushes land before the test caches
+        for corral in self.corrals:
+            listeners = fleet_config(0)["threads"] * len(self.cluster.primaries())
+            wait_tracking_flushed(corral, listeners)
 
     def stop(self):
         for p in self.corrals + [self.origin]:
@@ -143,12 +140,16 @@ def owner_keys(fleet, port, pattern):
     return {k.decode() for k in fleet.cluster.node(port).scan_iter(match=pattern, count=1000)}
 
 
-@suite.fixture
-def fixture():
+def start_fleet():
     return ClusterFleet().start()
 
 
-@suite.before_each
+@pytest.fixture
+def fleet(kept):
+    return kept(start_fleet)
+
+
+@pytest.fixture(autouse=True)
 def clean(fleet):
     fleet.cluster.flushall()
     fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
@@ -159,8 +160,8 @@ def clean(fleet):
                 check(isinstance(dropped, int), "CORRAL.INVALIDATE %s: %r" % (pattern, dropped))
 
 
-@suite.test(corral_only=True)
-def one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(fleet):
+@pytest.mark.corral_only
+def test_one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(fleet):
     hot = each_primary_key(fleet.cluster, "hot", prefix="feat:")  # {primary port: key}
     eq(len(hot), 3, "one hot key per primary")
     paths = {key: origin_path(key) for key in hot.values()}
@@ -171,7 +172,7 @@ def one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(f
     readers = [Readers(fleet.corrals, key, per_corral=20) for key in hot.values()]
     for r in readers:
         r.__enter__()
-    time.sleep(4.6 * TTL_S)
+    time.sleep(4.6 * TTL_S)  # under test: one fetch per expiry, so let 4 TTLs pass
     for r in readers:
         r.__exit__(None, None, None)
     total_fetches = 0
@@ -201,14 +202,16 @@ def one_origin_fetch_per_expiry_across_the_fleet_for_hot_keys_on_every_primary(f
           "the other processes found the lock held")
 
 
-@suite.test(corral_only=True)
-def keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
+@pytest.mark.corral_only
+def test_keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
     fleet.origin.control(default={"body": "v{n}", "delay_ms": 10})
     tags = slot_tags()
     keys = ["long:{%s}k" % tags[s] for s in range(0, 16384, 16384 // 48)]
     for key in keys:
         eq(get(fleet.corrals[0], key), b"v1", "filled through corral0: " + key)
-    time.sleep(0.2)
+    harness.wait_until(lambda: nodes_keys(fleet.cluster, "long:*:corral:shadow")
+                       >= {shadow_of(k) for k in keys}, 5.0,
+                       what="corral0's shared copies of every key written to the cluster")
     for corral in fleet.corrals[1:]:
         for key in keys:
             eq(get(corral, key), b"v1", "%s read by %s" % (key, corral.name))
@@ -222,33 +225,32 @@ def keys_in_many_slots_are_shared_by_the_whole_fleet(fleet):
     eq(everywhere, {shadow_of(k) for k in keys}, "one shadow copy per key")
 
 
-@suite.test(corral_only=True)
-def scripts_are_reloaded_on_each_node_after_script_flush(fleet):
+@pytest.mark.corral_only
+def test_scripts_are_reloaded_on_each_node_after_script_flush(fleet):
     hot = each_primary_key(fleet.cluster, "flushed", prefix="feat:")
     for key in hot.values():
         eq(get(fleet.corrals[1], key), b"v1", "first read of " + key)
     for port in fleet.cluster.primaries():
         fleet.cluster.node(port).script_flush()
-    before = {port: commandstat_calls_of(fleet, port) for port in hot}
-    time.sleep(TTL_S + 0.1)
-    for key in hot.values():
-        # Stale at first (grace), then the refresh's value once its scripts ran again.
-        harness.wait_until(lambda key=key: get(fleet.corrals[1], key) == b"v2", 5.0,
-                           what="the refresh of %s after SCRIPT FLUSH" % key)
-    for port, key in hot.items():
-        after = commandstat_calls_of(fleet, port)
-        check(after["eval"] > before[port]["eval"], "node %d ran the source again (EVAL after "
-              "NOSCRIPT): %s -> %s" % (port, before[port], after))
-        check(after["evalsha"] > before[port]["evalsha"], "node %d got EVALSHA" % port)
+    monitors = {port: fleet.cluster.monitor(port) for port in hot}
+    try:
+        for key in hot.values():
+            # Fresh for TTL_S, then stale (grace), then the refresh's value once its scripts ran
+            # again.
+            harness.wait_until(lambda key=key: get(fleet.corrals[1], key) == b"v2", TTL_S + 5.0,
+                               what="the refresh of %s after SCRIPT FLUSH" % key)
+        for port, key in hot.items():
+            check(monitors[port].count_naming("EVAL", key) > 0, "node %d ran the source again "
+                  "for %s (EVAL after NOSCRIPT)" % (port, key))
+            check(monitors[port].count_naming("EVALSHA", key) > 0,
+                  "node %d got EVALSHA for %s" % (port, key))
+    finally:
+        for monitor in monitors.values():
+            monitor.close()
 
 
-def commandstat_calls_of(fleet, port):
-    stats = fleet.cluster.node(port).info("commandstats")
-    return {n: int(stats.get("cmdstat_" + n, {}).get("calls", 0)) for n in ("eval", "evalsha")}
-
-
-@suite.test(corral_only=True)
-def a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
+@pytest.mark.corral_only
+def test_a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
     src, dst = fleet.cluster.primaries()[0], fleet.cluster.primaries()[1]
     owners = fleet.cluster.slot_map()
     src_slots = [s for s in range(16384) if owners[s] == src][:40]
@@ -262,10 +264,10 @@ def a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
     moved = [k for k in keys if owners[key_slot(k)] == dst]
     check(len(moved) >= 1, "the reshard moved some of the keys' slots (%d of %d)"
           % (len(moved), len(keys)))
-    time.sleep(TTL_S + 0.1)
     for key in moved:
-        harness.wait_until(lambda key=key: all(get(c, key) == b"v2" for c in fleet.corrals), 5.0,
-                           what="the refresh of moved key " + key)
+        # Fresh for TTL_S, then refreshed once for the fleet.
+        harness.wait_until(lambda key=key: all(get(c, key) == b"v2" for c in fleet.corrals),
+                           TTL_S + 5.0, what="the refresh of moved key " + key)
         eq(fleet.origin.requests(origin_path(key)), 2,
            "origin fetches of %s: the first and one refresh" % key)
         check(shadow_of(key) in owner_keys(fleet, dst, "*moving*"),
@@ -275,13 +277,13 @@ def a_resharded_hot_key_keeps_one_fetch_per_expiry(fleet):
           % (moved_before, moved_after))
 
 
-@suite.test(corral_only=True)
-def waiters_on_every_primary_are_woken_by_their_primarys_tracking_push(fleet):
+@pytest.mark.corral_only
+def test_waiters_on_every_primary_are_woken_by_their_primarys_tracking_push(fleet):
     hot = list(each_primary_key(fleet.cluster, "w", prefix="wake:").values())
     rounds = 6
     waits_ms = []
     for round_no in range(1, rounds + 1):
-        time.sleep(WAKE_TTL_MS / 1000 + 0.05)
+        time.sleep(WAKE_TTL_MS / 1000 + 0.05)  # the waiters under test wait on an expiry
         for key in hot:
             path = origin_path(key)
             replies, firsts = read_together(fleet.corrals, key)
@@ -345,8 +347,8 @@ def read_versions(corral, count):
         r.close()
 
 
-@suite.test(corral_only=True)
-def versioned_rollover_and_purge_on_every_primary(fleet):
+@pytest.mark.corral_only
+def test_versioned_rollover_and_purge_on_every_primary(fleet):
     count = 600
     first, second = fleet.corrals[0], fleet.corrals[1]
     load_versions(first, 1, count)
@@ -374,9 +376,14 @@ def versioned_rollover_and_purge_on_every_primary(fleet):
     eq(read_versions(second, count), [b"v2:%d" % i for i in range(count)], "version 2 via corral1")
     harness.wait_until(lambda: read_versions(first, 5) == [b"v2:%d" % i for i in range(5)], 3.0,
                        what="corral0 to follow the pointer swap")
-    time.sleep(VERSION_GRACE_S + 0.2)
     with admin(first) as raw:
-        eq(raw.call("CORRAL.PURGE", "ver:", 1), count, "PURGE deleted every version 1 key")
+        def purge_v1():
+            reply = raw.call("CORRAL.PURGE", "ver:", 1)
+            return None if isinstance(reply, harness.Err) else ("done", reply)
+        # Refused (grace) until VERSION_GRACE_S after the rollover, then done at once.
+        purged = harness.wait_until(purge_v1, VERSION_GRACE_S + 5.0,
+                                    what="PURGE of version 1 after the grace period")
+        eq(purged[1], count, "PURGE deleted every version 1 key")
         eq(raw.call("CORRAL.PURGE", "ver:", 1), 0, "a second PURGE finds nothing")
     for port in fleet.cluster.primaries():
         eq(owner_keys(fleet, port, "ver:k*:v1"), set(), "version 1 keys left on %d" % port)
@@ -394,8 +401,8 @@ def tag_per_primary(fleet):
     return out
 
 
-@suite.test(corral_only=True)
-def a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
+@pytest.mark.corral_only
+def test_a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
     tags = tag_per_primary(fleet)
     keys = {}
     for i, (port, tag) in enumerate(sorted(tags.items())):
@@ -421,21 +428,21 @@ def a_tag_purge_counts_on_the_tag_keys_node_and_the_fleet_refetches_once(fleet):
         eq(fleet.origin.requests(origin_path(key)), 2, "one refetch of %s for the fleet" % key)
 
 
-@suite.test(corral_only=True)
-def a_hot_key_survives_its_primarys_failover(fleet):
+@pytest.mark.corral_only
+def test_a_hot_key_survives_its_primarys_failover(fleet):
     victim = fleet.cluster.primaries()[-1]
     key = each_primary_key(fleet.cluster, "fo", prefix="feat:")[victim]
     path = origin_path(key)
     eq(get(fleet.corrals[0], key), b"v1", "first read of " + key)
     try:
         with Readers(fleet.corrals, key, per_corral=10) as readers:
-            time.sleep(0.5)
+            readers.wait_reads(100, "before the kill")
             t_kill = time.monotonic()
             fleet.cluster.kill_node(victim)
             fleet.cluster.wait_failover(victim)
             failed_over = time.monotonic() - t_kill
             fetched_before = fleet.origin.requests(path)
-            time.sleep(3 * TTL_S)
+            time.sleep(3 * TTL_S)  # the refreshes under test happen once per TTL: let 3 pass
             fetched_after = fleet.origin.requests(path)
         eq(readers.errors(), [], "replies that were not values (grace covers the failover)")
         check(fetched_after >= fetched_before + 2, "refreshes after the failover (%.1fs): origin "
@@ -454,7 +461,3 @@ def a_hot_key_survives_its_primarys_failover(fleet):
     finally:
         fleet.cluster.restore()
         fleet.wait_tracking()
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,19 +1,15 @@
-#!/usr/bin/python3
 # Corral in front of a real Redis Cluster (3 primaries + 3 replicas): every routing class of issue
 # 10 with redis-py and raw RESP, checked against the nodes themselves. One cluster and one Corral
 # for the whole module.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_routing.py [filter]
-import os
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_routing.py [-k name]
 import random
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from cluster_process import (ClusterStack, commandstat_calls, each_primary_key,  # noqa: E402
+import pytest
+
+from cluster_process import (ClusterStack, commandstat_calls, each_primary_key,
                              nodes_get, nodes_keys, slot_tags, tagged_keys, write_direct)
-from harness import Err, check, eq, is_err  # noqa: E402
+from harness import Err, check, eq, is_err
 
-suite = harness.Suite("cluster_routing")
 
 CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
                      "admin_password": "admin-secret",
@@ -21,12 +17,16 @@ CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
 CROSSSLOT = b"CROSSSLOT Keys in request don't hash to the same slot"
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return ClusterStack("cluster-routing", CONFIG).start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     stack.cluster.flushall()
 
@@ -36,8 +36,7 @@ def all_slot_keys(prefix="k"):
     return tagged_keys(prefix) + ["%s:plain:%d" % (prefix, i) for i in range(4000)]
 
 
-@suite.test
-def single_slot_commands_reach_every_slot(stack):
+def test_single_slot_commands_reach_every_slot(stack):
     client = stack.client()
     keys = all_slot_keys("single")
     pipe = client.pipeline(transaction=False)
@@ -62,8 +61,7 @@ def single_slot_commands_reach_every_slot(stack):
         eq(stack.cluster.node(stack.cluster.owner_of(k)).get(k), b"t", "%s on its owner" % k)
 
 
-@suite.test
-def mget_mset_thousands_of_keys_over_all_slots(stack):
+def test_mget_mset_thousands_of_keys_over_all_slots(stack):
     client = stack.client()
     keys = all_slot_keys("mset")
     values = {k: "m%d" % i for i, k in enumerate(keys)}
@@ -80,8 +78,7 @@ def mget_mset_thousands_of_keys_over_all_slots(stack):
         eq(v, values[k].encode() if k in values else None, "MGET value of %s" % k)
 
 
-@suite.test
-def del_exists_touch_unlink_sum_over_slots(stack):
+def test_del_exists_touch_unlink_sum_over_slots(stack):
     client = stack.client()
     keys = all_slot_keys("count")
     eq(client.mset({k: "x" for k in keys}), True, "MSET")
@@ -95,8 +92,7 @@ def del_exists_touch_unlink_sum_over_slots(stack):
     eq(nodes_keys(stack.cluster), set(), "no key left on any node")
 
 
-@suite.test
-def crossslot_refused_without_touching_a_node(stack):
+def test_crossslot_refused_without_touching_a_node(stack):
     raw = stack.raw()
     tags = slot_tags()
     a, b = "{%s}a" % tags[0], "{%s}b" % tags[16000]  # two slots on two different primaries
@@ -127,8 +123,7 @@ def crossslot_refused_without_touching_a_node(stack):
        [None, b"2", b"1"], "results on the owning node")
 
 
-@suite.test
-def dbsize_keys_randomkey_sum_over_primaries(stack):
+def test_dbsize_keys_randomkey_sum_over_primaries(stack):
     client = stack.client()
     keys = all_slot_keys("ks")
     write_direct(stack.cluster, {k: "1" for k in keys})
@@ -141,8 +136,7 @@ def dbsize_keys_randomkey_sum_over_primaries(stack):
         check(client.randomkey().decode() in set(keys), "RANDOMKEY names an existing key")
 
 
-@suite.test
-def scan_walks_every_primary_completely(stack):
+def test_scan_walks_every_primary_completely(stack):
     client = stack.client()
     keys = all_slot_keys("scan")
     write_direct(stack.cluster, {k: "1" for k in keys})
@@ -162,8 +156,7 @@ def scan_walks_every_primary_completely(stack):
     is_err(stack.raw().call("SCAN", "not-a-cursor"), None, "SCAN with a bad cursor")
 
 
-@suite.test
-def flushall_reaches_every_primary(stack):
+def test_flushall_reaches_every_primary(stack):
     write_direct(stack.cluster, {k: "1" for k in all_slot_keys("fl")})
     eq(stack.raw().call("FLUSHALL"), b"OK", "FLUSHALL (allowed by client.allow_commands)")
     eq(sum(stack.cluster.node(p).dbsize() for p in stack.cluster.primaries()), 0,
@@ -173,8 +166,7 @@ def flushall_reaches_every_primary(stack):
     eq(nodes_keys(stack.cluster), set(), "FLUSHDB emptied every primary")
 
 
-@suite.test
-def scripts_loaded_on_every_primary(stack):
+def test_scripts_loaded_on_every_primary(stack):
     raw = stack.raw()
     body = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
     sha = raw.call("SCRIPT", "LOAD", body)
@@ -191,8 +183,7 @@ def scripts_loaded_on_every_primary(stack):
         eq(stack.cluster.node(port).script_exists(sha.decode()), [False], "flushed on %d" % port)
 
 
-@suite.test
-def local_and_informational_commands(stack):
+def test_local_and_informational_commands(stack):
     raw = stack.raw()
     eq(raw.call("PING"), b"PONG", "PING")
     eq(raw.call("ECHO", "hi"), b"hi", "ECHO")
@@ -207,8 +198,7 @@ def local_and_informational_commands(stack):
        "written in database 0")
 
 
-@suite.test
-def cluster_admin_command_and_metrics(stack):
+def test_cluster_admin_command_and_metrics(stack):
     admin = stack.client()
     admin.execute_command("AUTH", "admin-secret")
     text = repr(admin.execute_command("CORRAL.CLUSTER"))
@@ -220,7 +210,3 @@ def cluster_admin_command_and_metrics(stack):
     eq(stack.corral.metric("corral_cluster_nodes"), 6.0, "nodes metric (all roles)")
     check(stack.corral.metric("corral_cluster_topology_refreshes_total") >= 1,
           "at least the start-up topology refresh is counted")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,21 +1,19 @@
-#!/usr/bin/python3
 # Corral in front of a password-protected Redis Cluster and in front of a TLS-only one (each 3
 # primaries + 3 replicas, started in turn): keys over every slot, an MGET split across nodes and a
 # cached read invalidated by a direct write, each checked on the owning node itself; and a wrong
 # password answered with a clear error rather than a hang.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_secure.py [filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_secure.py [-k name]
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from certs import make_ca, make_cert  # noqa: E402
-from cluster_process import (ClusterStack, corral_overrides, each_primary_key,  # noqa: E402
-                             key_slot, nodes_get, tagged_keys, write_direct)
-from harness import check, eq  # noqa: E402
+import pytest
 
-suite = harness.Suite("cluster_secure")
+import harness
+from certs import make_ca, make_cert
+from cluster_process import (ClusterStack, corral_overrides, each_primary_key,
+                             key_slot, nodes_get, tagged_keys, write_direct)
+from harness import check, eq
+
 
 PASSWORD = "cluster-secret"
 CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
@@ -62,9 +60,13 @@ class SecureClusters:
         self.stacks, self.current = {}, None
 
 
-@suite.fixture
-def fixture():
+def start_f():
     return SecureClusters()
+
+
+@pytest.fixture
+def f(kept):
+    return kept(start_f)
 
 
 def all_slot_keys(prefix):
@@ -119,23 +121,19 @@ def cached_read_invalidated_by_direct_write(stack):
 
 # -- AUTH ------------------------------------------------------------------------------------------
 
-@suite.test
-def auth_keys_round_trip_over_all_slots(f):
+def test_auth_keys_round_trip_over_all_slots(f):
     keys_round_trip_over_all_slots(f.stack("auth"))
 
 
-@suite.test
-def auth_mget_split_across_nodes(f):
+def test_auth_mget_split_across_nodes(f):
     mget_split_across_nodes(f.stack("auth"))
 
 
-@suite.test
-def auth_cached_read_invalidated_by_a_direct_write(f):
+def test_auth_cached_read_invalidated_by_a_direct_write(f):
     cached_read_invalidated_by_direct_write(f.stack("auth"))
 
 
-@suite.test
-def auth_password_key_with_plain_seeds(f):
+def test_auth_password_key_with_plain_seeds(f):
     """`upstream.password` instead of credentials in the URLs."""
     stack = f.stack("auth")
     corral = stack.new_corral("corral-password-key",
@@ -173,8 +171,7 @@ def refused_setup_is_a_clear_error(stack, name, upstream, want):
         corral.stop()
 
 
-@suite.test
-def auth_wrong_password_is_a_clear_error(f):
+def test_auth_wrong_password_is_a_clear_error(f):
     stack = f.stack("auth")
     refused_setup_is_a_clear_error(
         stack, "corral-wrong-password",
@@ -184,29 +181,21 @@ def auth_wrong_password_is_a_clear_error(f):
 
 # -- TLS -------------------------------------------------------------------------------------------
 
-@suite.test
-def tls_keys_round_trip_over_all_slots(f):
+def test_tls_keys_round_trip_over_all_slots(f):
     keys_round_trip_over_all_slots(f.stack("tls"))
 
 
-@suite.test
-def tls_mget_split_across_nodes(f):
+def test_tls_mget_split_across_nodes(f):
     mget_split_across_nodes(f.stack("tls"))
 
 
-@suite.test
-def tls_cached_read_invalidated_by_a_direct_write(f):
+def test_tls_cached_read_invalidated_by_a_direct_write(f):
     cached_read_invalidated_by_direct_write(f.stack("tls"))
 
 
-@suite.test
-def tls_wrong_server_name_is_a_clear_error(f):
+def test_tls_wrong_server_name_is_a_clear_error(f):
     stack = f.stack("tls")
     refused_setup_is_a_clear_error(
         stack, "corral-wrong-name",
         {"seeds": stack.cluster.seeds(), "tls": {"server_name": "not-redis.test"}},
         "TLS handshake failed")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

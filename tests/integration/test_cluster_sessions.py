@@ -1,21 +1,18 @@
-#!/usr/bin/python3
 # Corral on a real Redis Cluster, the stateful side of issue 10: MULTI/WATCH bound to one slot's
 # node, pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node, a write
 # straight to a primary invalidating Corral's cached copy, and hiredis (ctypes) over all slots.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_sessions.py [filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_sessions.py [-k name]
 import ctypes
 import ctypes.util
-import os
-import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from cluster_process import (ClusterStack, each_primary_key, nodes_get, slot_tags,  # noqa: E402
-                             tagged_keys)
-from harness import Err, check, eq, is_err  # noqa: E402
+import pytest
 
-suite = harness.Suite("cluster_sessions")
+import harness
+from cluster_process import (ClusterStack, each_primary_key, nodes_get, slot_tags,
+                             tagged_keys)
+from harness import Err, check, eq, is_err
+
 
 CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
           "beta": 0}
@@ -23,18 +20,21 @@ CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
                      "admin_password": "admin-secret"}}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return ClusterStack("cluster-sessions", CONFIG).start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     stack.cluster.flushall()
 
 
-@suite.test
-def multi_exec_in_one_slot(stack):
+def test_multi_exec_in_one_slot(stack):
     raw = stack.raw()
     t = "{%s}" % slot_tags()[9000]
     eq(raw.call("MULTI"), b"OK", "MULTI")
@@ -56,8 +56,7 @@ def multi_exec_in_one_slot(stack):
     eq(stack.cluster.node(stack.cluster.owner_of(t)).get(t + "a"), b"changed", "not overwritten")
 
 
-@suite.test
-def multi_across_slots_aborts(stack):
+def test_multi_across_slots_aborts(stack):
     raw = stack.raw()
     tags = slot_tags()
     a, b = "{%s}a" % tags[100], "{%s}b" % tags[15000]
@@ -72,8 +71,7 @@ def multi_across_slots_aborts(stack):
     eq(raw.call("SET", a, "after"), b"OK", "the connection works after EXECABORT")
 
 
-@suite.test
-def pubsub_classic_reaches_across_nodes(stack):
+def test_pubsub_classic_reaches_across_nodes(stack):
     with stack.raw() as sub:
         eq(sub.call("SUBSCRIBE", "cps:ch"), [b"subscribe", b"cps:ch", 1], "SUBSCRIBE")
         eq(sub.call("PSUBSCRIBE", "cps:news.*"), [b"psubscribe", b"cps:news.*", 2], "PSUBSCRIBE")
@@ -103,8 +101,7 @@ def pubsub_classic_reaches_across_nodes(stack):
         ps.close()
 
 
-@suite.test
-def pubsub_sharded_by_slot(stack):
+def test_pubsub_sharded_by_slot(stack):
     for port, channel in each_primary_key(stack.cluster, "sch").items():
         with stack.raw() as sub:
             eq(sub.call("SSUBSCRIBE", channel), [b"ssubscribe", channel.encode(), 1],
@@ -127,8 +124,7 @@ def _blpop(stack, key, timeout, out):
         out["reply"] = e
 
 
-@suite.test
-def blpop_on_every_node_at_once(stack):
+def test_blpop_on_every_node_at_once(stack):
     keys = each_primary_key(stack.cluster, "bl")
     threads, outs = [], {}
     for port, key in keys.items():
@@ -152,8 +148,7 @@ def blpop_on_every_node_at_once(stack):
     eq(out["reply"], None, "BLPOP times out with nil")
 
 
-@suite.test
-def client_unblock_on_every_node(stack):
+def test_client_unblock_on_every_node(stack):
     # CLIENT UNBLOCK names Corral's client id; Corral unblocks that client's connection on the
     # node it is blocked on.
     keys = each_primary_key(stack.cluster, "ub")
@@ -181,8 +176,7 @@ def client_unblock_on_every_node(stack):
                 eq(blocked.read(), [key.encode(), b"v"], "BLPOP served on %d" % port)
 
 
-@suite.test
-def sigterm_with_sessions_open_exits_cleanly(stack):
+def test_sigterm_with_sessions_open_exits_cleanly(stack):
     """Shutdown with cached keys, tracking on every primary, a transaction's and a subscriber's
     connections open: exit code 0 (an ASan build exits 1 on any use-after-free or leak)."""
     corral = stack.cached_corral("corral-exit", [CACHED])
@@ -202,8 +196,7 @@ def sigterm_with_sessions_open_exits_cleanly(stack):
         corral.stop()
 
 
-@suite.test
-def direct_write_on_a_primary_invalidates_the_cached_copy(stack):
+def test_direct_write_on_a_primary_invalidates_the_cached_copy(stack):
     corral = stack.cached_corral("corral-cache", [CACHED])
     try:
         invalidated_by_direct_writes(stack, corral)
@@ -309,8 +302,7 @@ class Hiredis:
         return self.reply()
 
 
-@suite.test
-def hiredis_pipeline_and_mget_over_all_slots(stack):
+def test_hiredis_pipeline_and_mget_over_all_slots(stack):
     h = Hiredis(stack.port)
     try:
         keys = tagged_keys("hi")
@@ -329,7 +321,3 @@ def hiredis_pipeline_and_mget_over_all_slots(stack):
         is_err(h.call("MSETNX", keys[0], "1", keys[-1], "2"), "CROSSSLOT", "MSETNX across slots")
     finally:
         h.close()
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,18 +1,15 @@
-#!/usr/bin/python3
 # Corral on a real Redis Cluster whose topology changes under it: a failover (CLUSTER FAILOVER on a
 # replica) and a one-slot reshard drop the cached keys of exactly the slots that changed owner; the
 # per-node gauges on /metrics; INFO's per-node summary; sessions bound to a node (MULTI/WATCH,
 # blocking commands, SSUBSCRIBE) when their slot moves.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_cluster_topology.py [filter]
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_topology.py [-k name]
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from cluster_process import ClusterStack, key_slot, slot_tags  # noqa: E402
-from harness import HOST, check, eq, wait_until  # noqa: E402
+import pytest
 
-suite = harness.Suite("cluster_topology")
+import harness
+from cluster_process import ClusterStack, key_slot, slot_tags
+from harness import HOST, check, eq, wait_until
+
 
 CACHED = {"prefix": "product:", "origin": "redis", "commands": ["GET"], "ttl": "5m",
           "negative_ttl": "5m", "beta": 0}
@@ -21,12 +18,16 @@ CONFIG = {"upstream": {"topology_refresh": "1s"},
           "client": {"admin_password": "admin-secret"}}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return ClusterStack("cluster-topology", CONFIG).start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     stack.cluster.restore()
     stack.cluster.flushall()
@@ -58,11 +59,6 @@ def cache(stack, corral, keys):
                    5, what="%s cached" % key)
 
 
-def replica_of(cluster, primary):
-    pid = cluster.node_id(primary)
-    return next(n["port"] for n in cluster.nodes() if n["master"] == pid)
-
-
 def move_slot(cluster, slot, src, dst):
     """Moves one slot with its keys from `src` to `dst` (what redis-cli --cluster reshard does
     per slot: IMPORTING/MIGRATING, MIGRATE, then SETSLOT NODE everywhere)."""
@@ -80,8 +76,7 @@ def move_slot(cluster, slot, src, dst):
     wait_until(lambda: cluster.slot_owner(slot) == dst, 10, what="slot %d on %d" % (slot, dst))
 
 
-@suite.test
-def failover_drops_the_cached_keys_of_the_moved_slots_only(stack):
+def test_failover_drops_the_cached_keys_of_the_moved_slots_only(stack):
     corral = stack.cached_corral("corral-failover", [CACHED])
     try:
         cluster = stack.cluster
@@ -90,7 +85,7 @@ def failover_drops_the_cached_keys_of_the_moved_slots_only(stack):
         moved = key_in_slot(a_slot_of(cluster, failing), "moved")
         kept = key_in_slot(a_slot_of(cluster, other), "kept")
         cache(stack, corral, [moved, kept])
-        promoted = replica_of(cluster, failing)
+        promoted = cluster.replica_of(failing)
         eq(cluster.node(promoted).execute_command("CLUSTER", "FAILOVER"), b"OK", "CLUSTER FAILOVER")
         wait_until(lambda: cluster.owner_of(moved) == promoted, 20, what="the failover")
         wait_until(lambda: corral_state(stack, corral, moved) == b"absent", 10,
@@ -104,8 +99,7 @@ def failover_drops_the_cached_keys_of_the_moved_slots_only(stack):
         corral.stop()
 
 
-@suite.test
-def resharded_slot_drops_its_cached_keys_only(stack):
+def test_resharded_slot_drops_its_cached_keys_only(stack):
     corral = stack.cached_corral("corral-reshard", [CACHED])
     try:
         cluster = stack.cluster
@@ -135,8 +129,7 @@ def resharded_slot_drops_its_cached_keys_only(stack):
             move_slot(cluster, slot, cluster.slot_owner(slot), src)
 
 
-@suite.test
-def per_node_gauges_on_metrics(stack):
+def test_per_node_gauges_on_metrics(stack):
     cluster, corral = stack.cluster, stack.corral
     client = stack.client()
     for port in cluster.primaries():
@@ -181,8 +174,7 @@ def info_node_lines(text):
     return out
 
 
-@suite.test
-def info_is_corral_sections_and_a_line_per_node(stack):
+def test_info_is_corral_sections_and_a_line_per_node(stack):
     cluster = stack.cluster
     for i, port in enumerate(cluster.primaries()):
         for n in range(3 + i):
@@ -222,8 +214,7 @@ def info_is_corral_sections_and_a_line_per_node(stack):
         cluster.resume(hung)
 
 
-@suite.test
-def transaction_whose_slot_moves_aborts_and_the_next_goes_to_the_new_owner(stack):
+def test_transaction_whose_slot_moves_aborts_and_the_next_goes_to_the_new_owner(stack):
     cluster = stack.cluster
     src, dst = cluster.primaries()[0], cluster.primaries()[1]
     slot = a_slot_of(cluster, src)
@@ -256,8 +247,7 @@ def moved_transaction(stack, key, slot, src, dst):
     eq(cluster.node(dst).get(key), b"3", "written on the new owner")
 
 
-@suite.test
-def exec_after_the_slot_moved_answers_execabort(stack):
+def test_exec_after_the_slot_moved_answers_execabort(stack):
     cluster = stack.cluster
     src, dst = cluster.primaries()[0], cluster.primaries()[2]
     slot = a_slot_of(cluster, src)
@@ -284,8 +274,7 @@ def _blpop(stack, key, out):
         out["reply"] = e
 
 
-@suite.test
-def blocking_command_whose_slot_moves_is_retried_on_the_new_owner(stack):
+def test_blocking_command_whose_slot_moves_is_retried_on_the_new_owner(stack):
     import threading
     cluster = stack.cluster
     src, dst = cluster.primaries()[1], cluster.primaries()[2]
@@ -310,8 +299,7 @@ def blocking_command_whose_slot_moves_is_retried_on_the_new_owner(stack):
             move_slot(cluster, slot, cluster.slot_owner(slot), src)
 
 
-@suite.test
-def client_unblock_reaches_a_blocking_command_retried_on_the_new_owner(stack):
+def test_client_unblock_reaches_a_blocking_command_retried_on_the_new_owner(stack):
     cluster = stack.cluster
     src, dst = cluster.primaries()[0], cluster.primaries()[1]
     slot = a_slot_of(cluster, src)
@@ -332,8 +320,7 @@ def client_unblock_reaches_a_blocking_command_retried_on_the_new_owner(stack):
             move_slot(cluster, slot, cluster.slot_owner(slot), src)
 
 
-@suite.test
-def shard_subscription_follows_its_slot_to_the_new_owner(stack):
+def test_shard_subscription_follows_its_slot_to_the_new_owner(stack):
     cluster = stack.cluster
     src, dst = cluster.primaries()[2], cluster.primaries()[0]
     slot = a_slot_of(cluster, src)
@@ -357,7 +344,3 @@ def shard_subscription_follows_its_slot_to_the_new_owner(stack):
     finally:
         if cluster.slot_owner(slot) != src:
             move_slot(cluster, slot, cluster.slot_owner(slot), src)
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

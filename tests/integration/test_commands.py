@@ -1,33 +1,34 @@
-#!/usr/bin/python3
 # Commands as a Redis user expects them through Corral: pub/sub resubscribe cycles, control
 # commands that reach a busy server (SCRIPT KILL), INFO merged with the upstream's, CLIENT acting
 # on Corral's clients, allow_commands spellings, and readiness of a frozen upstream.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_commands.py [name-filter]
-import os
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_commands.py [-k name]
 import signal
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq, is_err  # noqa: E402
-from resp_client import Err, encode_command as harness_encode  # noqa: E402
+import pytest
 
-suite = harness.Suite("commands")
+import harness
+from harness import check, eq, is_err
+from resp_client import Err, encode_command as harness_encode
+
 
 CONFIG = {"threads": 1, "upstream": {"command_timeout": "2s"},
           "client": {"allow_commands": ["SCRIPT KILL", "config|get", "CLIENT"]}}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     # SCRIPT KILL is refused (NOTBUSY) until a script has run busy-reply-threshold.
     return harness.Stack(CONFIG, redis_args=["--busy-reply-threshold", "100"],
                          name="commands").start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     stack.direct().flushall()
 
@@ -36,8 +37,7 @@ def read_set(conn, n):
     return sorted((conn.read() for _ in range(n)), key=lambda m: (m[0], m[1] or b""))
 
 
-@suite.test
-def pubsub_resubscribe_cycles(stack):
+def test_pubsub_resubscribe_cycles(stack):
     with stack.raw() as sub:
         for cycle in range(3):
             eq(sub.call("SUBSCRIBE", "cy:a"), [b"subscribe", b"cy:a", 1], "SUBSCRIBE %d" % cycle)
@@ -67,9 +67,7 @@ def pubsub_resubscribe_cycles(stack):
         eq(sub.call("INCR", "cz:n"), 1, "INCR at the end")
 
 
-
-@suite.test
-def unsubscribe_without_subscriptions_answers_each_channel(stack):
+def test_unsubscribe_without_subscriptions_answers_each_channel(stack):
     # Redis answers one confirmation per channel: on a shared connection the extra replies would
     # have been matched to other clients' commands.
     with stack.raw() as c, stack.raw() as other:
@@ -83,8 +81,7 @@ def unsubscribe_without_subscriptions_answers_each_channel(stack):
             eq(other.call("INCR", "u:n"), i + 1, "another client's INCR %d" % i)
 
 
-@suite.test
-def pubsub_resubscribe_pipelined(stack):
+def test_pubsub_resubscribe_pipelined(stack):
     # The UNSUBSCRIBE's "0 left" arrives after the SUBSCRIBE pipelined behind it was sent: Redis
     # holds the new subscriptions, so the client is still subscribed.
     with stack.raw() as sub:
@@ -103,14 +100,19 @@ def pubsub_resubscribe_pipelined(stack):
         eq(sub.call("GET", "pp:k"), None, "GET afterwards")
 
 
-
 def run_busy_script(stack, out):
     with stack.raw(timeout=20) as busy:
         out["reply"] = busy.call("EVAL", "while true do end", "0")
 
 
-@suite.test
-def script_kill_reaches_a_busy_server(stack):
+def redis_busy(stack):
+    """redis-server answers BUSY: a script has run for longer than busy-reply-threshold."""
+    with stack.redis.raw(timeout=5) as r:
+        reply = r.call("PING")
+    return isinstance(reply, Err) and reply.startswith(b"BUSY")
+
+
+def test_script_kill_reaches_a_busy_server(stack):
     out = {}
     t = threading.Thread(target=run_busy_script, args=(stack, out))
     t.start()
@@ -132,15 +134,16 @@ def script_kill_reaches_a_busy_server(stack):
     eq(stack.client().ping(), True, "the shared connection works again")
 
 
-@suite.test
-def timeout_error_says_what_happened(stack):
+@pytest.mark.corral_only
+def test_timeout_error_says_what_happened(stack):
     # A script that outlives command_timeout (2s): its client and the client queued behind it on
     # the shared connection both get an error that says the connection was reset.
     out = {}
     t = threading.Thread(target=run_busy_script, args=(stack, out))
     t.start()
     try:
-        time.sleep(0.3)
+        harness.wait_until(lambda: redis_busy(stack), 10, 0.05,
+                           what="redis-server busy running the script")
         with stack.raw(timeout=20) as other:
             reply = other.call("GET", "to:k")
         t.join(20)
@@ -162,8 +165,8 @@ def info_fields(text):
     return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
 
 
-@suite.test
-def info_is_the_upstreams_with_corrals_fields(stack):
+@pytest.mark.corral_only
+def test_info_is_the_upstreams_with_corrals_fields(stack):
     with stack.raw() as a:
         text = a.call("INFO")
         fields = info_fields(text)
@@ -182,8 +185,8 @@ def info_is_the_upstreams_with_corrals_fields(stack):
         check(proxy.startswith(b"# Proxy"), "INFO proxy: %r" % proxy[:200])
 
 
-@suite.test
-def info_without_upstream_answers_corrals_sections(_stack):
+@pytest.mark.corral_only
+def test_info_without_upstream_answers_corrals_sections():
     stack = harness.Stack({"upstream": {"command_timeout": "500ms"}}, name="noupstream").start()
     try:
         real_version = stack.direct().info("server")["redis_version"]
@@ -199,7 +202,6 @@ def info_without_upstream_answers_corrals_sections(_stack):
         stack.stop()
 
 
-
 def client_fields(line):
     if isinstance(line, bytes):
         line = line.decode()
@@ -211,8 +213,8 @@ def addr_of(raw):
     return "%s:%d" % (host, port)
 
 
-@suite.test
-def client_list_info_and_id_are_corrals(stack):
+@pytest.mark.corral_only
+def test_client_list_info_and_id_are_corrals(stack):
     with stack.raw() as a, stack.raw() as b:
         my_id = a.call("CLIENT", "ID")
         eq(a.call("CLIENT", "SETNAME", "alpha"), b"OK", "SETNAME")
@@ -235,8 +237,8 @@ def client_list_info_and_id_are_corrals(stack):
         eq(a.call("CLIENT", "LIST", "TYPE", "pubsub"), b"", "no pubsub clients")
 
 
-@suite.test
-def client_kill_by_each_filter(stack):
+@pytest.mark.corral_only
+def test_client_kill_by_each_filter(stack):
     with stack.raw() as admin:
         victims = [stack.raw() for _ in range(4)]
         ids = [v.call("CLIENT", "ID") for v in victims]
@@ -251,7 +253,8 @@ def client_kill_by_each_filter(stack):
         sub = victims[3]
         sub.send_command("SUBSCRIBE", "k:ch")
         eq(sub.read(), [b"subscribe", b"k:ch", 1], "SUBSCRIBE")
-        time.sleep(0.05)
+        harness.wait_until(lambda: b"flags=P" in admin.call("CLIENT", "LIST"), 3,
+                           what="the subscriber listed as pubsub (flags=P)")
         eq(admin.call("CLIENT", "KILL", "TYPE", "pubsub"), 1, "KILL TYPE pubsub")
         eq(admin.call("CLIENT", "KILL", "USER", "nosuchuser"), 0, "KILL USER other")
         harness.wait_until(lambda: len(admin.call("CLIENT", "LIST").splitlines()) == 1,
@@ -266,8 +269,7 @@ def client_kill_by_each_filter(stack):
             v.close()
 
 
-@suite.test
-def client_kill_across_io_threads(_stack):
+def test_client_kill_across_io_threads():
     stack = harness.Stack({"threads": 2, "client": {"allow_commands": ["CLIENT"]}},
                           name="killthreads").start()
     try:
@@ -284,8 +286,8 @@ def client_kill_across_io_threads(_stack):
         stack.stop()
 
 
-@suite.test
-def client_pause_holds_writes_then_runs_them_in_order(stack):
+@pytest.mark.corral_only
+def test_client_pause_holds_writes_then_runs_them_in_order(stack):
     with stack.raw() as admin, stack.raw() as w:
         eq(admin.call("CLIENT", "PAUSE", "600", "WRITE"), b"OK", "CLIENT PAUSE WRITE")
         t0 = time.monotonic()
@@ -299,7 +301,7 @@ def client_pause_holds_writes_then_runs_them_in_order(stack):
         eq(admin.call("CLIENT", "PAUSE", "5000", "ALL"), b"OK", "CLIENT PAUSE ALL")
         t0 = time.monotonic()
         w.send_command("GET", "pz:k")
-        time.sleep(0.3)
+        time.sleep(0.3)  # under test: the GET arrives during the pause and is held there
         eq(admin.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE is never held")
         eq(w.read(), b"1", "GET after UNPAUSE")
         check(time.monotonic() - t0 < 2, "UNPAUSE ended the pause")
@@ -307,9 +309,8 @@ def client_pause_holds_writes_then_runs_them_in_order(stack):
         is_err(admin.call("CLIENT", "PAUSE", "10", "SOME"), "ERR syntax error")
 
 
-
-@suite.test
-def readyz_follows_a_frozen_upstream(_stack):
+@pytest.mark.corral_only
+def test_readyz_follows_a_frozen_upstream():
     stack = harness.Stack({"upstream": {"command_timeout": "500ms"}},
                           name="frozen").start()
     readyz = lambda: stack.corral.http("/readyz", timeout=3)[0]  # noqa: E731
@@ -328,9 +329,8 @@ def readyz_follows_a_frozen_upstream(_stack):
         stack.stop()
 
 
-
-@suite.test
-def renamed_command_passes_through_with_its_key_spec(_stack):
+@pytest.mark.corral_only
+def test_renamed_command_passes_through_with_its_key_spec():
     stack = harness.Stack({"threads": 2}, redis_args=["--rename-command", "GET", "GETX"],
                           name="renamed").start()
     try:
@@ -354,13 +354,14 @@ def renamed_command_passes_through_with_its_key_spec(_stack):
         stack.stop()
 
 
-@suite.test
-def upstream_without_command_leaves_the_builtin_table(_stack):
+@pytest.mark.corral_only
+def test_upstream_without_command_leaves_the_builtin_table():
     stack = harness.Stack({}, redis_args=["--rename-command", "COMMAND", ""],
                           name="nocommand").start()
     try:
         with stack.raw() as a:
-            time.sleep(0.5)
+            harness.wait_until(lambda: "upstream COMMAND failed" in stack.corral.log_text(), 5,
+                               what="corral's COMMAND to the upstream to have failed")
             eq(a.call("SET", "nc:k", "v"), b"OK", "SET")
             eq(a.call("GET", "nc:k"), b"v", "GET")
             count = a.call("COMMAND", "COUNT")
@@ -372,13 +373,8 @@ def upstream_without_command_leaves_the_builtin_table(_stack):
         stack.stop()
 
 
-@suite.test
-def command_docs_come_from_the_upstream(stack):
+def test_command_docs_come_from_the_upstream(stack):
     with stack.raw() as a:
         docs = a.call("COMMAND", "DOCS", "get")
         eq(docs[0], b"get", "COMMAND DOCS get")
         check(b"summary" in docs[1], "docs: %r" % (docs[1][:4],))
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

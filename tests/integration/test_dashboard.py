@@ -1,26 +1,23 @@
-#!/usr/bin/python3
 # The Grafana dashboard (docker/grafana/dashboards/corral.json) and the Prometheus alert rules
 # (docker/prometheus/alerts.yml) against a live Corral: every metric a panel, a template variable
 # or an alert rule queries must be in /metrics; the rules and every panel expression must pass
 # `promtool check rules` (without promtool: skipped, except under CI, where it fails). Also the
 # metrics added for them: stale serves by reason, version reads, tracking and readiness gauges.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_dashboard.py [name-filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_dashboard.py [-k name]
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq  # noqa: E402
-from metrics_text import metric_samples  # noqa: E402
-from origin_process import OriginStack  # noqa: E402
+import pytest
 
-suite = harness.Suite("dashboard")
+import harness
+from harness import check, eq
+from metrics_text import metric_samples
+from origin_process import OriginStack
+
 
 SOURCE = os.environ.get("CORRAL_SOURCE_DIR") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
@@ -62,9 +59,13 @@ class Fixture(OriginStack):
         return body
 
 
-@suite.fixture
-def fixture():
+def start_fx():
     return Fixture()
+
+
+@pytest.fixture
+def fx(kept):
+    return kept(start_fx)
 
 
 def drive(fx):
@@ -86,7 +87,7 @@ def drive(fx):
 # The new metrics
 # ---------------------------------------------------------------------------------------------
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_version_reads_by_version(fx):
     drive(fx)
     client, direct = fx.stack.client(), fx.stack.direct()
@@ -117,14 +118,14 @@ def test_version_reads_by_version(fx):
     check(len(samples) <= 4, "at most 4 versions per policy: %r" % samples)
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_stale_serves_split_grace_and_stale_if_error(fx):
     client = fx.stack.client()
     fx.origin.control({"/web/g": {"status": 200, "body": "web"},
                        "/sie/e": {"status": 200, "body": "sie"}})
     grace0 = fx.metric("corral_cache_stale_serves_total", policy="web:", reason="grace")
     eq(client.get("web:g"), b"web", "web: first read")
-    time.sleep(0.35)  # past the 200ms ttl, within grace
+    fx.stack.corral.wait_expired("web:g")  # past the 200ms ttl, within grace
     eq(client.get("web:g"), b"web", "web: within grace")
     eq(fx.metric("corral_cache_stale_serves_total", policy="web:", reason="grace"), grace0 + 1,
        "a grace serve")
@@ -134,7 +135,7 @@ def test_stale_serves_split_grace_and_stale_if_error(fx):
     sie0 = fx.metric("corral_cache_stale_serves_total", policy="sie:", reason="stale_if_error")
     eq(client.get("sie:e"), b"sie", "sie: first read")
     fx.origin.control({"/sie/e": {"status": 500, "body": "down"}})
-    time.sleep(0.35)  # past the ttl (no grace): the copy is only good for stale-if-error
+    fx.stack.corral.wait_expired("sie:e")  # past the ttl (no grace): only good for stale-if-error
     eq(client.get("sie:e"), b"sie", "sie: the stale-if-error copy while the origin fails")
     check(fx.metric("corral_cache_stale_serves_total", policy="sie:", reason="stale_if_error")
           >= sie0 + 1, "a stale-if-error serve is counted")
@@ -143,7 +144,7 @@ def test_stale_serves_split_grace_and_stale_if_error(fx):
     check(fx.metric("corral_origin_errors_total", policy="sie:") >= 1, "the origin error")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_readiness_and_tracking_gauges(fx):
     harness.wait_until(lambda: fx.metric("corral_tracking_connected") == 1, 5.0,
                        what="tracking to be established")
@@ -223,11 +224,10 @@ def promtool():
         return path
     if os.environ.get("CI"):
         raise AssertionError("promtool (Debian package prometheus) is required under CI")
-    raise harness.Skip("promtool not found (apt-get install prometheus)")
+    pytest.skip("promtool not found (apt-get install prometheus)")
 
 
-@suite.test
-def test_the_name_check_itself(_fx):
+def test_the_name_check_itself():
     body = ("# TYPE corral_x_seconds histogram\n"
             'corral_x_seconds_bucket{le="+Inf"} 1\ncorral_x_seconds_sum 1\n'
             "corral_x_seconds_count 1\n# TYPE corral_y_total counter\ncorral_y_total 2\n")
@@ -240,7 +240,7 @@ def test_the_name_check_itself(_fx):
     eq(names_in(expr) - have, {"corral_missing_total", "other_metric"}, "missing names")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_every_panel_and_alert_metric_is_exported(fx):
     drive(fx)
     have = exported(fx.scrape())
@@ -254,8 +254,7 @@ def test_every_panel_and_alert_metric_is_exported(fx):
     check(not missing, "queried but not in /metrics:\n  " + "\n  ".join(missing))
 
 
-@suite.test
-def test_alert_rules_pass_promtool(_fx):
+def test_alert_rules_pass_promtool():
     tool = promtool()
     r = subprocess.run([tool, "check", "rules", ALERTS], capture_output=True, text=True,
                        timeout=60)
@@ -267,8 +266,7 @@ def test_alert_rules_pass_promtool(_fx):
         check(wanted in names, "alert %s is defined" % wanted)
 
 
-@suite.test
-def test_panel_expressions_are_valid_promql(_fx):
+def test_panel_expressions_are_valid_promql():
     tool = promtool()
     rules = []
     for i, (where, expr) in enumerate(dashboard_queries()):
@@ -287,7 +285,3 @@ def test_panel_expressions_are_valid_promql(_fx):
     finally:
         os.unlink(path)
     eq(r.returncode, 0, "promtool on the panel expressions:\n%s%s" % (r.stdout, r.stderr))
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

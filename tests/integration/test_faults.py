@@ -1,21 +1,20 @@
-#!/usr/bin/python3
 # Upstream faults: redis-server killed under load, stopped (hung), absent at start-up, and single
 # upstream connections killed with replies in flight. Clients must get errors ("upstream ...") or
 # their own correct replies, never a wrong or shifted one; /readyz follows the upstream; Corral
 # reconnects once redis-server is back on the same port.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_faults.py [name-filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_faults.py [-k name]
 import os
+import select
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Closed, Err, Raw, check, encode_command, eq, is_err, wait_until  # noqa: E402
+import pytest
 
-suite = harness.Suite("faults")
+import harness
+from harness import Closed, Err, Raw, check, encode_command, eq, is_err, wait_until
+
 
 CONFIG = {"upstream": {"connect_timeout": "500ms", "command_timeout": "2s"},
           "client": {"max_request": "1mb", "max_output_buffer": "16mb"}}
@@ -68,7 +67,7 @@ class LoadWorker(threading.Thread):
         try:
             while not self.stop.is_set():
                 self.one_pipeline(r)
-                time.sleep(self.pause)
+                time.sleep(self.pause)  # pacing: a steady load, not a tight loop
         except (Closed, OSError) as e:
             self.violation("client connection dropped: %r" % e)
         except AssertionError as e:
@@ -149,8 +148,15 @@ def wait_for_unavailable(port, timeout=6.0):
                 return took
             check(reply is None or upstream_error(reply),
                   "GET with the upstream down answered %r" % (reply,))
-            time.sleep(0.1)
+            time.sleep(0.1)  # probe pacing (each probe's own latency is what is checked)
     raise AssertionError("never got '-ERR upstream unavailable'; replies: %r" % seen[-5:])
+
+
+def wait_workers(ws, done, what, timeout=15.0):
+    """Waits until done(worker) holds for every load worker: the load really ran in a phase."""
+    # A worker that stopped (a dropped connection) is reported by the test's violation checks.
+    wait_until(lambda: all(done(w) or not w.is_alive() for w in ws), timeout, 0.05,
+               what="every worker: " + what)
 
 
 def wait_for_recovery(port, timeout=10.0):
@@ -166,26 +172,26 @@ def wait_for_recovery(port, timeout=10.0):
 
 # ---------------------------------------------------------------------------------------------
 
-@suite.test(corral_only=True)
-def upstream_killed_under_load_then_restarted(_):
+@pytest.mark.corral_only
+def test_upstream_killed_under_load_then_restarted():
     st = new_stack("kill")
     try:
         eq(readyz(st), 200, "/readyz with the upstream up")
         ws = run_workers(st, 4, acked_writes_survive=False)
-        time.sleep(1.0)
+        wait_workers(ws, lambda w: w.ok.get("up", 0) >= 5, "5 successes before the kill")
         st.redis.kill()  # SIGKILL: no goodbye on the sockets' far side
         for w in ws:
             w.phase = "down"
         took = wait_for_unavailable(st.port)
         wait_until(lambda: readyz(st) == 503, 5, 0.1, "/readyz 503 with the upstream down")
         check(st.corral.http("/healthz")[0] == 200, "/healthz stays 200 (the process is fine)")
-        time.sleep(1.0)
+        wait_workers(ws, lambda w: w.errors.get("down", 0) > 0, "an error while redis is down")
         st.redis.restart()
         rec = wait_for_recovery(st.port)
         for w in ws:
             w.phase = "up2"
         wait_until(lambda: readyz(st) == 200, 5, 0.1, "/readyz 200 after the restart")
-        time.sleep(1.5)
+        wait_workers(ws, lambda w: w.ok.get("up2", 0) >= 5, "5 successes after the restart")
         stop_workers(ws)
         for w in ws:
             check(w.ok.get("up", 0) > 0, "worker %d: no success before the kill" % w.idx)
@@ -200,8 +206,8 @@ def upstream_killed_under_load_then_restarted(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def upstream_down_at_startup(_):
+@pytest.mark.corral_only
+def test_upstream_down_at_startup():
     wd = harness.make_tmpdir("corral-down-")
     port = harness.free_port()
     corral = harness.Corral(wd, port, CONFIG).start()
@@ -230,8 +236,8 @@ def upstream_down_at_startup(_):
         redis_srv.stop()
 
 
-@suite.test(corral_only=True)
-def upstream_hung_times_out(_):
+@pytest.mark.corral_only
+def test_upstream_hung_times_out():
     st = new_stack("hang")
     try:
         with Raw(st.port, timeout=10) as r:
@@ -270,15 +276,18 @@ def find_client(side, pred, timeout=5.0):
     return wait_until(look, timeout, 0.05, "a matching connection in CLIENT LIST")
 
 
-@suite.test(corral_only=True)
-def blocked_command_reply_lost(_):
+def blocked_in_blpop(fields):
+    return fields.get("cmd") == "blpop" and "b" in fields.get("flags", "")
+
+
+@pytest.mark.corral_only
+def test_blocked_command_reply_lost():
     st = new_stack("lost")
     try:
         side = st.redis.raw()
         with Raw(st.port, timeout=10) as c:
             c.send_command("BLPOP", "lost:q", "8")
-            blocked = find_client(side, lambda f: f.get("cmd") == "blpop")
-            time.sleep(0.2)
+            blocked = find_client(side, blocked_in_blpop)
             eq(side.call("CLIENT", "KILL", "ID", blocked["id"]), 1, "CLIENT KILL")
             t0 = time.monotonic()
             reply = c.read()
@@ -291,7 +300,7 @@ def blocked_command_reply_lost(_):
             eq(c.call("GET", "lost:k"), b"v1", "GET after the lost reply")
             eq(c.call("ECHO", "e1"), b"e1", "ECHO after the lost reply")
             c.send_command("BLPOP", "lost:q2", "5")
-            time.sleep(0.3)
+            find_client(side, blocked_in_blpop)
             st.direct().rpush("lost:q2", "item")
             eq(c.read(), [b"lost:q2", b"item"], "a second BLPOP works")
             eq(c.call("GET", "lost:k"), b"v1", "GET after the second BLPOP")
@@ -300,8 +309,8 @@ def blocked_command_reply_lost(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def transaction_connection_killed(_):
+@pytest.mark.corral_only
+def test_transaction_connection_killed():
     st = new_stack("txkill")
     try:
         side = st.redis.raw()
@@ -309,9 +318,11 @@ def transaction_connection_killed(_):
             eq(c.call("MULTI"), b"OK", "MULTI")
             eq(c.call("SET", "tk:a", "1"), b"QUEUED", "SET queued")
             me = find_client(side, lambda f: f.get("flags", "").find("x") >= 0)
+            disconnects = st.corral.metric("corral_upstream_disconnects_total")
             eq(side.call("CLIENT", "KILL", "ID", me["id"]), 1, "CLIENT KILL of the MULTI "
                                                               "connection")
-            time.sleep(0.2)
+            wait_until(lambda: st.corral.metric("corral_upstream_disconnects_total") > disconnects,
+                       5, what="Corral to see its transaction's connection closed")
             c.send(encode_command("SET", "tk:b", "2") + encode_command("EXEC"))
             r1, r2 = c.read(), c.read()
             check(isinstance(r2, Err), "EXEC after the transaction's connection died answered "
@@ -326,13 +337,13 @@ def transaction_connection_killed(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def shared_connections_killed_mid_pipeline(_):
+@pytest.mark.corral_only
+def test_shared_connections_killed_mid_pipeline():
     st = new_stack("shared")
     try:
         side = st.redis.raw()
         ws = run_workers(st, 3, depth=300, pause=0)
-        time.sleep(0.7)
+        wait_workers(ws, lambda w: w.ok.get("up", 0) >= 3, "3 pipelines before the kills")
         killed = 0
         my_id = side.call("CLIENT", "ID")
         # At least 12 rounds; on a loaded machine more (bounded) until a kill caught a command
@@ -342,14 +353,16 @@ def shared_connections_killed_mid_pipeline(_):
                 f = dict(x.split("=", 1) for x in line.split() if "=" in x)
                 if f.get("id") != str(my_id):
                     killed += side.call("CLIENT", "KILL", "ID", f["id"])
-            time.sleep(0.15)
+            time.sleep(0.15)  # pacing of the kill rounds: Corral reconnects between them
             if round_ >= 11 and sum(w.errors.get("up", 0) for w in ws) > 0:
                 break
         check(killed > 0, "no upstream connection was found to kill")
         check(sum(w.errors.get("up", 0) for w in ws) > 0,
               "no command was in flight when its connection was killed: the test did not "
               "exercise a lost reply")
-        time.sleep(1.5)
+        ok_after_kills = [w.ok.get("up", 0) for w in ws]
+        wait_workers(ws, lambda w: w.ok.get("up", 0) >= ok_after_kills[ws.index(w)] + 3,
+                     "3 pipelines after the kills")
         stop_workers(ws)
         for w in ws:
             check(w.ok.get("up", 0) > 0, "worker %d made no progress" % w.idx)
@@ -369,8 +382,8 @@ def shared_connections_killed_mid_pipeline(_):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def subscriber_survives_or_is_told(_):
+@pytest.mark.corral_only
+def test_subscriber_survives_or_is_told():
     # When the upstream connection of a subscribed client dies, the client must not stay silently
     # deaf: either Corral resubscribes (a later PUBLISH reaches it) or the client gets an error or
     # is disconnected.
@@ -381,7 +394,13 @@ def subscriber_survives_or_is_told(_):
             eq(c.call("SUBSCRIBE", "sk:ch"), [b"subscribe", b"sk:ch", 1], "SUBSCRIBE")
             sub = find_client(side, lambda f: f.get("cmd") == "subscribe")
             eq(side.call("CLIENT", "KILL", "ID", sub["id"]), 1, "CLIENT KILL")
-            time.sleep(1.0)
+
+            def resubscribed_or_told():
+                if side.call("PUBSUB", "NUMSUB", "sk:ch")[1] == 1:
+                    return True
+                return bool(c.buf) or bool(select.select([c.sock], [], [], 0)[0])
+            wait_until(resubscribed_or_told, 5.0, 0.05,
+                       "Corral to resubscribe sk:ch upstream or to tell the subscriber")
             side.call("PUBLISH", "sk:ch", "after-kill")
             c.settimeout(5)
             try:
@@ -398,7 +417,3 @@ def subscriber_survives_or_is_told(_):
             eq(c.call("PING"), b"PONG", "corral still serves")
     finally:
         st.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

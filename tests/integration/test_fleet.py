@@ -1,25 +1,20 @@
-#!/usr/bin/python3
 # Fleet mode (`shared: true`): three Corral processes on one redis-server and one HTTP origin.
 # One origin fetch per expiry across the fleet under 300 concurrent clients, takeover after a
 # refresher is killed mid-fetch, fencing of a late write, companion keys in the key's slot, the
 # shared negative answer and the shared XFetch metadata; a tag purge sent to one process reaches
 # the local caches of all three; the shared copy takes Cache-Control freshness and keeps the
 # validators, so another process revalidates it (304); a tag purge reaches the shared copy too.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet.py [name-filter]
-import json
-import os
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_fleet.py [-k name]
 import signal
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Raw, check, eq  # noqa: E402
-from origin_process import OriginServer  # noqa: E402
+import pytest
 
-suite = harness.Suite("fleet")
-harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+import harness
+from harness import Raw, check, eq
+from origin_process import OriginServer
+
 
 TTL_S = 1.0
 ORIGIN_DELAY_MS = 200
@@ -114,6 +109,14 @@ def get(corral, key):
         r.close()
 
 
+def wait_shared_expired(fleet, key, *corrals):
+    """Waits until the shared copy of `key` is past its fresh TTL: its plain key is gone from
+    Redis (the shadow keeps the value through grace), and `corrals` no longer hold it fresh."""
+    harness.wait_until(lambda: not fleet.direct().exists(key) and
+                       all(c.entry_state(key) != b"fresh" for c in corrals), TTL_S + 5.0,
+                       what="the shared copy of %s to expire" % key)
+
+
 def metric_total(fleet, name, **labels):
     return sum(c.metric(name, **labels) for c in fleet.corrals if c.alive())
 
@@ -129,6 +132,7 @@ class Readers:
         self.stop_flag = threading.Event()
         self.threads = [threading.Thread(target=self.run, args=(c.port,), daemon=True)
                         for c in corrals for _ in range(per_corral)]
+        self.reads = 0  # answered so far, all threads (under lock)
 
     def run(self, port):
         replies, latencies = [], []
@@ -144,12 +148,21 @@ class Readers:
             except (OSError, ConnectionError) as e:
                 replies.append(("lost", str(e)))
                 break
+            with self.lock:
+                self.reads += 1
             latencies.append(time.monotonic() - t0)
         if r is not None:
             r.close()
         with self.lock:
             self.replies.extend(replies)
             self.latencies.extend(latencies)
+
+    def wait_reads(self, count, when):
+        """Waits until `count` more reads were answered: the readers really run."""
+        with self.lock:
+            start = self.reads
+        harness.wait_until(lambda: self.reads >= start + count, 10.0,
+                           what="%d reads of %s %s" % (count, self.key, when))
 
     def __enter__(self):
         for t in self.threads:
@@ -165,12 +178,16 @@ class Readers:
         return [r for r in self.replies if not isinstance(r, bytes) or isinstance(r, harness.Err)]
 
 
-@suite.fixture
-def fixture():
+def start_fleet():
     return Fleet().start()
 
 
-@suite.before_each
+@pytest.fixture
+def fleet(kept):
+    return kept(start_fleet)
+
+
+@pytest.fixture(autouse=True)
 def clean(fleet):
     fleet.direct().flushall()
     fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
@@ -181,14 +198,14 @@ def clean(fleet):
         r.close()
 
 
-@suite.test(corral_only=True)
-def one_origin_fetch_per_expiry_across_the_fleet(fleet):
+@pytest.mark.corral_only
+def test_one_origin_fetch_per_expiry_across_the_fleet(fleet):
     path = "/features/hot"
     locks_before = metric_total(fleet, "corral_fleet_locks_total", policy="feat:",
                                 result="acquired")
     eq(get(fleet.corrals[0], "feat:hot"), b"v1", "first read (fills Redis)")
     with Readers(fleet.corrals, "feat:hot", per_corral=100) as readers:
-        time.sleep(4.6 * TTL_S)
+        time.sleep(4.6 * TTL_S)  # the behaviour under test is per expiry: let 4 TTLs pass
     times = origin_times(fleet, path)
     gaps = [b - a for a, b in zip(times, times[1:])]
     eq(readers.errors(), [], "replies that were not values")
@@ -208,15 +225,15 @@ def one_origin_fetch_per_expiry_across_the_fleet(fleet):
     check(len(values) >= 3, "clients saw the refreshed values, got %s" % sorted(values))
 
 
-@suite.test(corral_only=True)
-def refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
+@pytest.mark.corral_only
+def test_refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
     path = "/features/k"
     victim, others = fleet.corrals[0], fleet.corrals[1:]
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
     eq(get(victim, "feat:k"), b"v1", "first value")
     # Only the victim reads at the expiry, so it is the one holding the lock, mid-fetch.
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 5000}})
-    time.sleep(TTL_S + 0.1)
+    wait_shared_expired(fleet, "feat:k", victim)
     eq(get(victim, "feat:k"), b"v1", "stale value while the victim refreshes")
     harness.wait_until(lambda: origin_count(fleet, path) == 2, 3.0, what="the victim's fetch")
     lock_key = "{feat:k}:corral:lock"
@@ -240,14 +257,14 @@ def refresher_killed_mid_fetch_is_taken_over_after_the_lock_ttl(fleet):
     fleet.wait_tracking()
 
 
-@suite.test(corral_only=True)
-def a_late_write_after_the_lock_expired_is_fenced(fleet):
+@pytest.mark.corral_only
+def test_a_late_write_after_the_lock_expired_is_fenced(fleet):
     path = "/features/f"
     slow, fast = fleet.corrals[0], fleet.corrals[1]
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
     eq(get(slow, "feat:f"), b"v1", "first value")
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 2500}})
-    time.sleep(TTL_S + 0.1)
+    wait_shared_expired(fleet, "feat:f", slow)
     get(slow, "feat:f")  # the slow process takes the lock and waits 2.5s for the origin
     harness.wait_until(lambda: origin_count(fleet, path) == 2, 3.0, what="the slow fetch")
     fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": 50}})
@@ -279,8 +296,8 @@ def key_slot(key):
     return crc16(key) % 16384
 
 
-@suite.test(corral_only=True)
-def companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
+@pytest.mark.corral_only
+def test_companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
     direct = fleet.direct()
     for key in ("feat:plain", "feat:{user7}:prefs"):
         eq(get(fleet.corrals[0], key), b"v1", key)
@@ -295,12 +312,19 @@ def companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
     eq(direct.hget("feat:{user7}:prefs:corral:shadow", "v"), b"v1", "a tagged key keeps its tag")
 
 
-@suite.test(corral_only=True)
-def other_processes_read_the_shared_copy_and_its_metadata(fleet):
+@pytest.mark.corral_only
+def test_other_processes_read_the_shared_copy_and_its_metadata(fleet):
     path = "/features/m"
     before = [c.metric("corral_origin_requests_total", policy="feat:") for c in fleet.corrals]
+    def invalidations():
+        return [c.metric("corral_cache_invalidations_total", policy="feat:", source="tracking")
+                for c in fleet.corrals]
+    invalidations_before = invalidations()
     eq(get(fleet.corrals[0], "feat:m"), b"v1", "filled by the first process")
-    time.sleep(0.2)  # the fill's tracking invalidations have reached every process
+    # The fill's write of feat:m is announced to every process; one arriving after a process
+    # cached the copy would drop it again.
+    harness.wait_until(lambda: all(n > b for n, b in zip(invalidations(), invalidations_before)),
+                       5.0, what="the fill's tracking invalidation on every process")
     for corral in fleet.corrals:
         eq(get(corral, "feat:m"), b"v1", "read by " + corral.name)
     eq(origin_count(fleet, path), 1, "origin fetches")
@@ -320,8 +344,8 @@ def other_processes_read_the_shared_copy_and_its_metadata(fleet):
     eq(sum(counted), 1.0, "origin requests counted across the fleet %s" % counted)
 
 
-@suite.test(corral_only=True)
-def del_through_one_process_drops_the_value_fleet_wide(fleet):
+@pytest.mark.corral_only
+def test_del_through_one_process_drops_the_value_fleet_wide(fleet):
     path = "/features/d"
     for corral in fleet.corrals:
         eq(get(corral, "feat:d"), b"v1", "cached by " + corral.name)
@@ -336,27 +360,25 @@ def del_through_one_process_drops_the_value_fleet_wide(fleet):
     eq(origin_count(fleet, path), 2, "origin fetches")
 
 
-@suite.test(corral_only=True)
-def scripts_run_by_digest_and_survive_script_flush(fleet):
+@pytest.mark.corral_only
+def test_scripts_run_by_digest_and_survive_script_flush(fleet):
     direct = fleet.direct()
     for i, corral in enumerate(fleet.corrals):  # each process learns each script's digest
         eq(get(corral, "feat:w%d" % i), b"v1", "a miss through " + corral.name)
-    direct.config_resetstat()
-    eq(get(fleet.corrals[1], "feat:s1"), b"v1", "a miss: read, lock, fetch, write")
-    eq(get(fleet.corrals[2], "feat:s1"), b"v1", "read of the shared copy")
-    stats = direct.info("commandstats")
-    check(stats.get("cmdstat_evalsha", {}).get("calls", 0) >= 1, "scripts run by digest")
-    eq(stats.get("cmdstat_eval", {}).get("calls", 0), 0, "no script sent in full")
-    direct.script_flush()
-    # Redis forgot the scripts: NOSCRIPT, then the same call again with EVAL.
-    eq(get(fleet.corrals[2], "feat:s2"), b"v1", "a new key after SCRIPT FLUSH")
-    stats = direct.info("commandstats")
-    check(stats.get("cmdstat_eval", {}).get("calls", 0) >= 1, "the NOSCRIPT fallback ran EVAL")
+    with fleet.redis.monitor() as upstream:
+        eq(get(fleet.corrals[1], "feat:s1"), b"v1", "a miss: read, lock, fetch, write")
+        eq(get(fleet.corrals[2], "feat:s1"), b"v1", "read of the shared copy")
+        check(upstream.count_naming("EVALSHA", "feat:s1") >= 1, "scripts run by digest")
+        eq(upstream.count_naming("EVAL", "feat:s1"), 0, "no script sent in full")
+        direct.script_flush()
+        # Redis forgot the scripts: NOSCRIPT, then the same call again with EVAL.
+        eq(get(fleet.corrals[2], "feat:s2"), b"v1", "a new key after SCRIPT FLUSH")
+        check(upstream.count_naming("EVAL", "feat:s2") >= 1, "the NOSCRIPT fallback ran EVAL")
     eq(get(fleet.corrals[0], "feat:s2"), b"v1", "another process after SCRIPT FLUSH")
 
 
-@suite.test(corral_only=True)
-def not_found_is_shared_and_negatively_cached(fleet):
+@pytest.mark.corral_only
+def test_not_found_is_shared_and_negatively_cached(fleet):
     path = "/features/none"
     fleet.origin.control(paths={path: {"status": 404, "body": "no"}})
     eq(get(fleet.corrals[0], "feat:none"), None, "404 is nil")
@@ -366,8 +388,8 @@ def not_found_is_shared_and_negatively_cached(fleet):
     eq(fleet.direct().exists("feat:none"), 0, "no plain key for a nil")
 
 
-@suite.test(corral_only=True)
-def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
+@pytest.mark.corral_only
+def test_origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     path = "/features/down"
     fleet.origin.control(paths={path: {"status": 503, "delay_ms": 10}})
     reply = get(fleet.corrals[0], "feat:down")
@@ -375,29 +397,31 @@ def origin_failure_without_stale_copy_is_an_error_and_releases_the_lock(fleet):
     eq(fleet.direct().exists("{feat:down}:corral:lock"), 0, "the lock is released at once")
 
 
-@suite.test(corral_only=True)
-def the_shared_copy_takes_max_age_from_the_origin(fleet):
+@pytest.mark.corral_only
+def test_the_shared_copy_takes_max_age_from_the_origin(fleet):
     path = "/features/ma"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Cache-Control": "max-age=5"}}})
     eq(get(fleet.corrals[0], "feat:ma"), b"v1", "first GET")
-    time.sleep(TTL_S + 0.3)  # past the policy's 1s ttl, well within max-age=5
+    # Time under test: past the policy's 1s ttl, well within max-age=5.
+    time.sleep(TTL_S + 0.3)
     for corral in fleet.corrals:
         eq(get(corral, "feat:ma"), b"v1", "GET on %s" % corral.name)
-    time.sleep(0.3)  # a background refresh, if one had started, would have reached the origin
+    # A refresh that should not happen has no event to wait for: give one time to show.
+    time.sleep(0.3)
     eq(origin_count(fleet, path), 1, "no refresh: the shared copy is fresh for max-age")
     pttl = fleet.direct().pttl("feat:ma")
     check(2500 < pttl <= 5000, "the plain key lives for max-age (PTTL %d ms)" % pttl)
 
 
-@suite.test(corral_only=True)
-def the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
+@pytest.mark.corral_only
+def test_the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
     path = "/nograce/swr"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {
         "Cache-Control": "max-age=1, stale-while-revalidate=30"}}})
     eq(get(fleet.corrals[0], "ng:swr"), b"v1", "first GET, on corral0")
     eq(fleet.direct().hget("{ng:swr}:corral:shadow", "win"), b"30000 0",
        "the copy's own windows in the shadow")
-    time.sleep(1.3)  # stale; the policy has no grace, the response gave 30 s
+    wait_shared_expired(fleet, "ng:swr")  # the policy has no grace, the response gave 30 s
     # corral1 never fetched it: only the windows recorded with the shared copy let it serve v1.
     eq(get(fleet.corrals[1], "ng:swr"), b"v1", "GET on corral1: the stale shared copy")
     harness.wait_until(lambda: origin_count(fleet, path) == 2, 5.0, what="one background refresh")
@@ -405,13 +429,13 @@ def the_shared_copy_keeps_its_stale_while_revalidate_for_every_process(fleet):
                        what="the refreshed copy on corral2")
 
 
-@suite.test(corral_only=True)
-def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
+@pytest.mark.corral_only
+def test_another_process_revalidates_the_shared_copy_with_its_etag(fleet):
     path = "/features/et"
     fleet.origin.control(paths={path: {"body": "same", "etag": '"e7"'}})
     eq(get(fleet.corrals[0], "feat:et"), b"same", "first GET, on corral0")
     eq(fleet.direct().hget("{feat:et}:corral:shadow", "val"), b'"e7"\n', "validators in the shadow")
-    time.sleep(TTL_S + 0.3)  # stale: corral1 has never fetched it, yet knows its ETag from Redis
+    wait_shared_expired(fleet, "feat:et")  # corral1 never fetched it, yet knows its ETag
     eq(get(fleet.corrals[1], "feat:et"), b"same", "GET on corral1 in grace")
     harness.wait_until(lambda: fleet.origin.not_modified(path) == 1, 5.0,
                        what="corral1's conditional refresh answered 304")
@@ -423,8 +447,8 @@ def another_process_revalidates_the_shared_copy_with_its_etag(fleet):
                        result="not_modified") == 1, "revalidations{result=not_modified} = 1")
 
 
-@suite.test(corral_only=True)
-def a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
+@pytest.mark.corral_only
+def test_a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
     path = "/features/tg"
     fleet.origin.control(paths={path: {"body": "v{n}", "headers": {"Surrogate-Key": "grp"}}})
     for corral in fleet.corrals:
@@ -443,8 +467,8 @@ def a_tag_purge_reaches_the_shared_copy_and_the_fleet_refetches_once(fleet):
     eq(origin_count(fleet, path), 2, "one refetch for the whole fleet")
 
 
-@suite.test(corral_only=True)
-def a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
+@pytest.mark.corral_only
+def test_a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
     fleet.origin.control(paths={
         "/tagged/a": {"body": "a{n}", "headers": {"Surrogate-Key": "team-red"}},
         "/tagged/b": {"body": "b{n}", "headers": {"Surrogate-Key": "team-blue"}}})
@@ -473,7 +497,3 @@ def a_tag_purge_on_one_process_reaches_the_whole_fleet(fleet):
         get(corral, "tagged:b")
     eq(origin_count(fleet, "/tagged/b"), 3, "still cached after the purge")
     eq(fleet.direct().get("corral:tag:{team-red}"), b"1", "the tag's epoch key in Redis")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,20 +1,17 @@
-#!/usr/bin/python3
 # Fleet mode: a process whose miss waits for another process's refresh is woken by the tracking
 # invalidation of the winner's write. Three Corral processes, one redis-server, one HTTP origin;
 # checks that every waiter gets the winner's value from one origin fetch, and prints the waiters'
 # wake-up delay after the winner's own reply (a measurement, not an assertion).
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_fleet_wakeup.py [name-filter]
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_fleet_wakeup.py [-k name]
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Raw, check, eq  # noqa: E402
-from test_fleet import Fleet, metric_total  # noqa: E402
+import pytest
 
-suite = harness.Suite("fleet_wakeup")
+import harness
+from harness import Raw, check, eq
+from test_fleet import Fleet, metric_total
+
 
 TTL_MS = 500
 ORIGIN_DELAY_MS = 200
@@ -75,13 +72,17 @@ def read_together(corrals, key):
     return by_corral
 
 
-@suite.fixture
-def fixture():
+def start_fleet():
     return Fleet(wakeup_config).start()
 
 
-@suite.test(corral_only=True)
-def waiters_get_the_winners_value_from_one_fetch_and_wake_on_its_invalidation(fleet):
+@pytest.fixture
+def fleet(kept):
+    return kept(start_fleet)
+
+
+@pytest.mark.corral_only
+def test_waiters_get_the_winners_value_from_one_fetch_and_wake_on_its_invalidation(fleet):
     fleet.origin.control(reset=True, default={"body": "v{n}", "delay_ms": ORIGIN_DELAY_MS})
     key, path = "feat:wake", "/features/wake"
     contended_before = metric_total(fleet, "corral_fleet_locks_total", policy="feat:",
@@ -93,7 +94,7 @@ def waiters_get_the_winners_value_from_one_fetch_and_wake_on_its_invalidation(fl
         delay = ORIGIN_DELAY_MS + (round_no * 7) % 29
         fleet.origin.control(paths={path: {"body": "v{n}", "delay_ms": delay}})
         # Every process's copy (and the shared one) expires at the same instant: Redis's clock.
-        time.sleep(TTL_MS / 1000 + 0.05)
+        time.sleep(TTL_MS / 1000 + 0.05)  # under test: the waiters of one expiry
         by_corral = read_together(fleet.corrals, key)
         expected = ("v%d" % round_no).encode()
         for i, (replies, _) in sorted(by_corral.items()):
@@ -113,7 +114,3 @@ def waiters_get_the_winners_value_from_one_fetch_and_wake_on_its_invalidation(fl
           "p50 %.1f ms, p99 %.1f ms, max %.1f ms (origin %d-%d ms, ttl %d ms, %s)"
           % (len(wakeups_ms), ROUNDS, percentile(wakeups_ms, 0.5), percentile(wakeups_ms, 0.99),
              max(wakeups_ms), ORIGIN_DELAY_MS, ORIGIN_DELAY_MS + 28, TTL_MS, harness.CORRAL_BIN), flush=True)
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

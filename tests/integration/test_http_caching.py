@@ -1,24 +1,17 @@
-#!/usr/bin/python3
 # HTTP caching semantics of the `http` origin against a real HTTP server (tests/origin_server.py):
 # Cache-Control max-age / s-maxage (minus Age), Expires against Date, the max_ttl cap,
 # stale-while-revalidate, stale-if-error, no-store, private, no-cache, `cache_control: ignore`,
 # ETag and Last-Modified revalidation (the origin counts its 304s) and CORRAL.INVALIDATE TAG.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_http_caching.py [name-filter]
-import json
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_http_caching.py [-k name]
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq, is_err  # noqa: E402
-from origin_process import OriginStack  # noqa: E402
+import pytest
 
-suite = harness.Suite("http_caching")
+import harness
+from harness import eq, is_err
+from origin_process import OriginStack
 
-# The policies are a list of maps, which the harness's YAML emitter cannot write; JSON is YAML.
-harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
 
 # A fixed Date in the past, so Expires - Date is exact whatever the wall clock says.
 DATE = "Sun, 06 Nov 1994 08:49:37 GMT"
@@ -46,12 +39,16 @@ class Fixture(OriginStack):
         ])
 
 
-@suite.fixture
-def fixture():
+def start_fx():
     return Fixture()
 
 
-@suite.before_each
+@pytest.fixture
+def fx(kept):
+    return kept(start_fx)
+
+
+@pytest.fixture(autouse=True)
 def reset(fx):
     fx.origin.control(reset=True)
 
@@ -70,61 +67,61 @@ def revalidations(fx, result):
                                   origin="http", result=result)
 
 
-@suite.test(corral_only=True)
-def max_age_sets_freshness(fx):
+@pytest.mark.corral_only
+def test_max_age_sets_freshness(fx):
     fx.origin.control({"/hc/ma": rule("v{n}", "max-age=1")})
     c = fx.stack.client()
     eq(c.get("hc:ma"), b"v1", "first GET")
     eq(c.get("hc:ma"), b"v1", "GET within max-age")
     eq(fx.origin.requests("/hc/ma"), 1, "origin requests within max-age")
-    time.sleep(1.3)  # past max-age=1, far within the policy's ttl of 60s
+    fx.stack.corral.wait_expired("hc:ma")  # past max-age=1, far within the policy's ttl of 60s
     eq(c.get("hc:ma"), b"v2", "GET past max-age")
     eq(fx.origin.requests("/hc/ma"), 2, "origin requests past max-age")
 
 
-@suite.test(corral_only=True)
-def s_maxage_wins_over_max_age(fx):
+@pytest.mark.corral_only
+def test_s_maxage_wins_over_max_age(fx):
     fx.origin.control({"/hc/sm": rule("v{n}", "max-age=60, s-maxage=1")})
     c = fx.stack.client()
     eq(c.get("hc:sm"), b"v1", "first GET")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:sm")
     eq(c.get("hc:sm"), b"v2", "GET past s-maxage (max-age would still allow it)")
 
 
-@suite.test(corral_only=True)
-def age_is_subtracted(fx):
+@pytest.mark.corral_only
+def test_age_is_subtracted(fx):
     fx.origin.control({"/hc/age": rule("v{n}", "max-age=60", headers={"Age": "59"})})
     c = fx.stack.client()
     eq(c.get("hc:age"), b"v1", "first GET")
-    time.sleep(1.3)  # max-age 60 minus Age 59: fresh for one second
+    fx.stack.corral.wait_expired("hc:age")  # max-age 60 minus Age 59: fresh for one second
     eq(c.get("hc:age"), b"v2", "GET past max-age minus Age")
 
 
-@suite.test(corral_only=True)
-def expires_against_date(fx):
+@pytest.mark.corral_only
+def test_expires_against_date(fx):
     fx.origin.control({"/hc/exp": rule("v{n}", headers={
         "Date": DATE, "Expires": "Sun, 06 Nov 1994 08:49:38 GMT"})})
     c = fx.stack.client()
     eq(c.get("hc:exp"), b"v1", "first GET")
     eq(c.get("hc:exp"), b"v1", "GET within Expires - Date (1s)")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:exp")
     eq(c.get("hc:exp"), b"v2", "GET past Expires - Date")
     fx.origin.control({"/hc/exp0": rule("v{n}", headers={"Expires": "0"})})
     eq(c.get("hc:exp0"), b"v1", "GET of an invalid Expires")
     eq(c.get("hc:exp0"), b"v2", "an invalid Expires means already expired")
 
 
-@suite.test(corral_only=True)
-def max_ttl_caps_header_freshness(fx):
+@pytest.mark.corral_only
+def test_max_ttl_caps_header_freshness(fx):
     fx.origin.control({"/cap/big": rule("v{n}", "max-age=3600")})
     c = fx.stack.client()
     eq(c.get("cap:big"), b"v1", "first GET")
-    time.sleep(1.3)  # max_ttl 1s caps max-age=3600
+    fx.stack.corral.wait_expired("cap:big")  # max_ttl 1s caps max-age=3600
     eq(c.get("cap:big"), b"v2", "GET past max_ttl")
 
 
-@suite.test(corral_only=True)
-def no_store_and_private_are_not_kept(fx):
+@pytest.mark.corral_only
+def test_no_store_and_private_are_not_kept(fx):
     for path, directive in (("/hc/ns", "no-store"), ("/hc/pv", "private, max-age=60")):
         fx.origin.control({path: rule("v{n}", directive)})
         key = "hc:" + path.rsplit("/", 1)[1]
@@ -134,8 +131,8 @@ def no_store_and_private_are_not_kept(fx):
         eq(fx.origin.requests(path), 3, "origin requests for %s" % directive)
 
 
-@suite.test(corral_only=True)
-def no_store_reads_are_still_coalesced(fx):
+@pytest.mark.corral_only
+def test_no_store_reads_are_still_coalesced(fx):
     fx.origin.control({"/hc/nsc": rule("v{n}", "no-store", delay_ms=500)})
     results = []
 
@@ -151,8 +148,8 @@ def no_store_reads_are_still_coalesced(fx):
     eq(fx.origin.requests("/hc/nsc"), 1, "origin requests for 20 concurrent reads")
 
 
-@suite.test(corral_only=True)
-def no_cache_revalidates_every_read(fx):
+@pytest.mark.corral_only
+def test_no_cache_revalidates_every_read(fx):
     fx.origin.control({"/hc/nc": rule("body", "no-cache", etag='"e1"')})
     c = fx.stack.client()
     eq(c.get("hc:nc"), b"body", "first GET")
@@ -163,13 +160,13 @@ def no_cache_revalidates_every_read(fx):
     eq(fx.origin.headers("/hc/nc").get("if-none-match"), '"e1"', "If-None-Match sent")
 
 
-@suite.test(corral_only=True)
-def etag_revalidation_renews_the_copy(fx):
+@pytest.mark.corral_only
+def test_etag_revalidation_renews_the_copy(fx):
     fx.origin.control({"/hc/et": rule("same", "max-age=1", etag='"a"')})
     c = fx.stack.client()
     before = revalidations(fx, "not_modified")
     eq(c.get("hc:et"), b"same", "first GET")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:et")
     eq(c.get("hc:et"), b"same", "GET past max-age: revalidated")
     eq(fx.origin.not_modified("/hc/et"), 1, "304s")
     eq(fx.origin.full("/hc/et"), 1, "full responses")
@@ -179,72 +176,75 @@ def etag_revalidation_renews_the_copy(fx):
     # The resource changes: the conditional request gets a new body.
     before_modified = revalidations(fx, "modified")
     fx.origin.control({"/hc/et": rule("changed", "max-age=1", etag='"b"')})
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:et")
     eq(c.get("hc:et"), b"changed", "GET past max-age after a change")
     eq(fx.origin.full("/hc/et"), 2, "full responses after the change")
     eq(revalidations(fx, "modified") - before_modified, 1, "revalidations{result=modified}")
 
 
-@suite.test(corral_only=True)
-def last_modified_revalidation(fx):
+@pytest.mark.corral_only
+def test_last_modified_revalidation(fx):
     fx.origin.control({"/hc/lm": rule("dated", "max-age=1", last_modified=LAST_MODIFIED)})
     c = fx.stack.client()
     eq(c.get("hc:lm"), b"dated", "first GET")
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:lm")
     eq(c.get("hc:lm"), b"dated", "GET past max-age")
     eq(fx.origin.not_modified("/hc/lm"), 1, "304s")
     eq(fx.origin.headers("/hc/lm").get("if-modified-since"), LAST_MODIFIED,
        "If-Modified-Since sent")
 
 
-@suite.test(corral_only=True)
-def stale_while_revalidate_extends_grace(fx):
+@pytest.mark.corral_only
+def test_stale_while_revalidate_extends_grace(fx):
     fx.origin.control({"/hc/swr": rule("v{n}", "max-age=1, stale-while-revalidate=30")})
     c = fx.stack.client()
     eq(c.get("hc:swr"), b"v1", "first GET")
-    time.sleep(1.3)  # the policy has no grace: only stale-while-revalidate serves v1 now
+    # The policy has no grace: only stale-while-revalidate serves v1 now.
+    fx.stack.corral.wait_expired("hc:swr")
     eq(c.get("hc:swr"), b"v1", "GET in stale-while-revalidate: the stale copy")
     harness.wait_until(lambda: fx.origin.requests("/hc/swr") == 2, 5, what="background refresh")
     harness.wait_until(lambda: c.get("hc:swr") == b"v2", 5, what="refreshed copy served")
 
 
-@suite.test(corral_only=True)
-def stale_if_error_extends_the_error_window(fx):
+@pytest.mark.corral_only
+def test_stale_if_error_extends_the_error_window(fx):
     fx.origin.control({"/hc/se": rule("old", "max-age=1, stale-if-error=60"),
                        "/hc/nose": rule("old", "max-age=1")})
     c = fx.stack.client()
     eq(c.get("hc:se"), b"old", "first GET")
     eq(c.get("hc:nose"), b"old", "first GET without stale-if-error")
     fx.origin.control({"/hc/se": {"status": 503}, "/hc/nose": {"status": 503}})
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("hc:se")
+    fx.stack.corral.wait_expired("hc:nose")
     eq(c.get("hc:se"), b"old", "GET while the origin fails, within stale-if-error")
     is_err(fx.raw_call("GET", "hc:nose"), "ERR corral: origin", what="GET without stale-if-error")
 
 
-@suite.test(corral_only=True)
-def policy_stale_if_error_still_applies(fx):
+@pytest.mark.corral_only
+def test_policy_stale_if_error_still_applies(fx):
     fx.origin.control({"/sie/a": rule("old", "max-age=1")})
     c = fx.stack.client()
     eq(c.get("sie:a"), b"old", "first GET")
     fx.origin.control({"/sie/a": {"status": 503}})
-    time.sleep(1.3)
+    fx.stack.corral.wait_expired("sie:a")
     eq(c.get("sie:a"), b"old", "the policy's stale_if_error covers a header-fresh entry")
 
 
-@suite.test(corral_only=True)
-def cache_control_ignore_keeps_the_policy_ttl(fx):
+@pytest.mark.corral_only
+def test_cache_control_ignore_keeps_the_policy_ttl(fx):
     fx.origin.control({"/ign/a": rule("v{n}", "max-age=1"), "/ign/b": rule("v{n}", "no-store")})
     c = fx.stack.client()
     eq(c.get("ign:a"), b"v1", "first GET")
     eq(c.get("ign:b"), b"v1", "first GET of a no-store response")
+    # Time under test: the copies stay fresh past max-age=1 (nothing happens to wait for).
     time.sleep(1.3)
     eq(c.get("ign:a"), b"v1", "GET past max-age: the policy's 60s ttl decides")
     eq(c.get("ign:b"), b"v1", "no-store is ignored too")
     eq(fx.origin.requests("/ign/a") + fx.origin.requests("/ign/b"), 2, "origin requests")
 
 
-@suite.test(corral_only=True)
-def invalidate_tag_purges_tagged_keys(fx):
+@pytest.mark.corral_only
+def test_invalidate_tag_purges_tagged_keys(fx):
     fx.origin.control({"/hc/t1": rule("v{n}", headers={"Surrogate-Key": "red blue"}),
                        "/hc/t2": rule("v{n}", headers={"Cache-Tag": "blue,green"}),
                        "/hc/t3": rule("v{n}", headers={"Cache-Tag": "green"})})
@@ -262,8 +262,8 @@ def invalidate_tag_purges_tagged_keys(fx):
            what="CORRAL.INVALIDATE with too many arguments")
 
 
-@suite.test(corral_only=True)
-def a_purge_by_another_process_arrives_through_tracking(fx):
+@pytest.mark.corral_only
+def test_a_purge_by_another_process_arrives_through_tracking(fx):
     redis = fx.stack.redis.client()
     harness.wait_until(
         lambda: "corral-tracking" in [c.get("name") for c in redis.client_list()], 5.0,
@@ -276,7 +276,3 @@ def a_purge_by_another_process_arrives_through_tracking(fx):
     redis.incr("corral:tag:{far-away}")
     harness.wait_until(lambda: c.get("hc:far") == b"v2", 5.0,
                        what="the entry purged by the tag key's invalidation")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

@@ -1,23 +1,16 @@
-#!/usr/bin/python3
 # The `http` origin through Corral, against a real HTTP server (tests/origin_server.py): 200 is a
 # cached value, 404 a negatively cached nil, errors, timeouts, slow and oversized bodies and
 # resets reach the client as errors (or a stale value with stale_if_error), keep-alive reuse,
 # retries on a reused connection, URL escaping, headers, refused writes, DEL and invalidation.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_http_origin.py [name-filter]
-import json
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_http_origin.py [-k name]
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import Err, check, eq, is_err  # noqa: E402
-from origin_process import OriginStack  # noqa: E402
+import pytest
 
-suite = harness.Suite("http_origin")
+import harness
+from harness import check, eq, is_err
+from origin_process import OriginStack
 
-# The policies are a list of maps, which the harness's YAML emitter cannot write; JSON is YAML.
-harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
 
 HEADERS = {"X-Api-Key": "k-123", "X-Team": "corral"}
 
@@ -47,12 +40,16 @@ class Fixture(OriginStack):
         ])
 
 
-@suite.fixture
-def fixture():
+def start_fx():
     return Fixture()
 
 
-@suite.before_each
+@pytest.fixture
+def fx(kept):
+    return kept(start_fx)
+
+
+@pytest.fixture(autouse=True)
 def reset(fx):
     fx.origin.control(reset=True)
 
@@ -63,8 +60,8 @@ def get_error(fx, key):
     return reply.decode()
 
 
-@suite.test(corral_only=True)
-def value_served_and_cached(fx):
+@pytest.mark.corral_only
+def test_value_served_and_cached(fx):
     fx.origin.control({"/features/v1": {"body": "enabled"}})
     c = fx.stack.client()
     eq(c.get("feat:v1"), b"enabled", "first GET")
@@ -77,8 +74,8 @@ def value_served_and_cached(fx):
     eq(c.getrange("feat:v2", -5, -1), b"world", "GETRANGE")
 
 
-@suite.test(corral_only=True)
-def not_found_is_nil_and_cached_for_negative_ttl(fx):
+@pytest.mark.corral_only
+def test_not_found_is_nil_and_cached_for_negative_ttl(fx):
     fx.origin.control({"/features/missing": {"status": 404, "body": "no such feature"}})
     c = fx.stack.client()
     eq(c.get("feat:missing"), None, "GET of a 404")
@@ -88,8 +85,8 @@ def not_found_is_nil_and_cached_for_negative_ttl(fx):
     eq(c.strlen("feat:missing"), 0, "STRLEN of a 404")
 
 
-@suite.test(corral_only=True)
-def server_error_is_an_error_reply_not_retried(fx):
+@pytest.mark.corral_only
+def test_server_error_is_an_error_reply_not_retried(fx):
     fx.origin.control({"/features/broken": {"status": 500, "body": "oops"}})
     text = get_error(fx, "feat:broken")
     eq(text, "ERR corral: origin %s answered HTTP 500" % fx.origin.url("/features/broken"),
@@ -97,19 +94,19 @@ def server_error_is_an_error_reply_not_retried(fx):
     eq(fx.origin.requests("/features/broken"), 1, "origin requests (a bad status is not retried)")
 
 
-@suite.test(corral_only=True)
-def stale_value_served_when_the_origin_fails(fx):
+@pytest.mark.corral_only
+def test_stale_value_served_when_the_origin_fails(fx):
     fx.origin.control({"/stale/s1": {"body": "old"}})
     c = fx.stack.client()
     eq(c.get("stale:s1"), b"old", "first GET")
     fx.origin.control({"/stale/s1": {"status": 503}})
-    time.sleep(1.2)  # past the 1s ttl, well within stale_if_error
+    fx.stack.corral.wait_expired("stale:s1")  # past the 1s ttl, well within stale_if_error
     eq(c.get("stale:s1"), b"old", "GET while the origin answers 503")
     check(fx.origin.requests("/stale/s1") >= 2, "the origin was asked again after the ttl")
 
 
-@suite.test(corral_only=True)
-def slow_origin_times_out(fx):
+@pytest.mark.corral_only
+def test_slow_origin_times_out(fx):
     fx.origin.control({"/features/slow": {"delay_ms": 1500}})
     t0 = time.monotonic()
     eq(get_error(fx, "feat:slow"), "ERR corral: origin timed out after 300ms", "error text")
@@ -118,31 +115,31 @@ def slow_origin_times_out(fx):
     eq(fx.origin.requests("/features/slow"), 1, "origin requests (a timeout is not retried)")
 
 
-@suite.test(corral_only=True)
-def slow_body_within_the_timeout_is_served_beyond_it_fails(fx):
+@pytest.mark.corral_only
+def test_slow_body_within_the_timeout_is_served_beyond_it_fails(fx):
     fx.origin.control({"/features/trickle": {"body": "0123456789", "body_delay_ms": 100},
                        "/features/stuck": {"body": "0123456789", "body_delay_ms": 1500}})
     eq(fx.stack.client().get("feat:trickle"), b"0123456789", "slow body")
     eq(get_error(fx, "feat:stuck"), "ERR corral: origin timed out after 300ms", "stuck body")
 
 
-@suite.test(corral_only=True)
-def oversized_body_is_an_error(fx):
+@pytest.mark.corral_only
+def test_oversized_body_is_an_error(fx):
     fx.origin.control({"/features/big": {"body_size": 1025},
                        "/features/fits": {"body_size": 1024}})
     eq(get_error(fx, "feat:big"), "ERR corral: origin body over max_body (1kb)", "error text")
     eq(len(fx.stack.client().get("feat:fits")), 1024, "a body at the limit")
 
 
-@suite.test(corral_only=True)
-def malformed_response_is_an_error(fx):
+@pytest.mark.corral_only
+def test_malformed_response_is_an_error(fx):
     fx.origin.control({"/features/junk": {"raw": "SPDY/9 what\r\n\r\n"}})
     text = get_error(fx, "feat:junk")
     check(" sent a malformed response (" in text, "error text: %r" % text)
 
 
-@suite.test(corral_only=True)
-def reset_is_an_error_retried_once_on_a_reused_connection(fx):
+@pytest.mark.corral_only
+def test_reset_is_an_error_retried_once_on_a_reused_connection(fx):
     fx.origin.control({"/features/reset": {"reset": True}})
     # One client connection stays on one io thread, so both GETs use the same origin pool: the
     # first leaves an idle keep-alive connection that the second reuses.
@@ -159,8 +156,8 @@ def reset_is_an_error_retried_once_on_a_reused_connection(fx):
        "origin requests (the reused connection's attempt, then one retry on a new connection)")
 
 
-@suite.test(corral_only=True)
-def keep_alive_connections_are_reused(fx):
+@pytest.mark.corral_only
+def test_keep_alive_connections_are_reused(fx):
     c = fx.stack.client()
     eq(c.get("feat:ka-warm"), b"value of /features/ka-warm", "warm-up GET")
     before = fx.origin.connections()
@@ -171,15 +168,15 @@ def keep_alive_connections_are_reused(fx):
     eq(sum(fx.origin.requests("/features/ka%d" % i) for i in range(30)), 30, "origin requests")
 
 
-@suite.test(corral_only=True)
-def keys_are_url_escaped(fx):
+@pytest.mark.corral_only
+def test_keys_are_url_escaped(fx):
     c = fx.stack.client()
     eq(c.get("feat:a b/c?d"), b"value of /features/a%20b%2Fc%3Fd", "value")
     eq(fx.origin.requests("/features/a%20b%2Fc%3Fd"), 1, "origin requests at the escaped path")
 
 
-@suite.test(corral_only=True)
-def headers_are_sent(fx):
+@pytest.mark.corral_only
+def test_headers_are_sent(fx):
     eq(fx.stack.client().get("feat:h"), b"value of /features/h", "GET")
     headers = fx.origin.headers("/features/h")
     eq(headers.get("x-api-key"), "k-123", "X-Api-Key")
@@ -188,8 +185,8 @@ def headers_are_sent(fx):
     eq(headers.get("host"), "127.0.0.1:%d" % fx.origin.port, "Host")
 
 
-@suite.test(corral_only=True)
-def writes_refused_unless_passthrough(fx):
+@pytest.mark.corral_only
+def test_writes_refused_unless_passthrough(fx):
     reply = fx.raw_call("SET", "feat:w", "x")
     is_err(reply, "ERR corral: writes to 'feat:w' are refused", what="SET feat:w")
     eq(fx.stack.direct().get("feat:w"), None, "Redis untouched")
@@ -197,8 +194,8 @@ def writes_refused_unless_passthrough(fx):
     eq(fx.stack.direct().get("pass:w"), b"x", "Redis has pass:w")
 
 
-@suite.test(corral_only=True)
-def del_drops_the_cached_value(fx):
+@pytest.mark.corral_only
+def test_del_drops_the_cached_value(fx):
     c = fx.stack.client()
     eq(c.get("feat:d"), b"value of /features/d", "first GET")
     eq(c.get("feat:d"), b"value of /features/d", "cached GET")
@@ -208,8 +205,8 @@ def del_drops_the_cached_value(fx):
                        timeout=3, what="a GET after DEL reaching the origin")
 
 
-@suite.test(corral_only=True)
-def corral_invalidate_drops_the_cached_value(fx):
+@pytest.mark.corral_only
+def test_corral_invalidate_drops_the_cached_value(fx):
     c = fx.stack.client()
     eq(c.get("feat:i"), b"value of /features/i", "first GET")
     fx.raw_call("CORRAL.INVALIDATE", "feat:i")
@@ -217,8 +214,8 @@ def corral_invalidate_drops_the_cached_value(fx):
     eq(fx.origin.requests("/features/i"), 2, "origin requests")
 
 
-@suite.test(corral_only=True)
-def origin_concurrency_is_capped_per_policy(fx):
+@pytest.mark.corral_only
+def test_origin_concurrency_is_capped_per_policy(fx):
     fx.origin.control(default={"body": "slow", "delay_ms": 400})
     clients = [fx.stack.raw() for _ in range(3)]
     try:
@@ -237,8 +234,8 @@ def origin_concurrency_is_capped_per_policy(fx):
     eq(sum(fx.origin.requests("/cap/k%d" % i) for i in range(3)), 1, "origin requests")
 
 
-@suite.test(corral_only=True)
-def mget_fetches_missing_keys_one_by_one(fx):
+@pytest.mark.corral_only
+def test_mget_fetches_missing_keys_one_by_one(fx):
     fx.origin.control({"/features/m2": {"status": 404}})
     c = fx.stack.client()
     eq(c.mget(["feat:m1", "feat:m2", "feat:m3"]), [b"value of /features/m1", None,
@@ -247,12 +244,8 @@ def mget_fetches_missing_keys_one_by_one(fx):
         eq(fx.origin.requests(path), 1, "origin requests of %s" % path)
 
 
-@suite.test(corral_only=True)
-def origin_metrics_carry_the_http_label(fx):
+@pytest.mark.corral_only
+def test_origin_metrics_carry_the_http_label(fx):
     fx.stack.client().get("feat:metric")
     value = fx.stack.corral.metric("corral_origin_requests_total", policy="feat:", origin="http")
     check(value >= 1, "corral_origin_requests_total{policy=feat:,origin=http} = %s" % value)
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

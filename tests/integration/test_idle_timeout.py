@@ -1,18 +1,15 @@
-#!/usr/bin/python3
 # client.idle_timeout, checked against Redis's own `timeout` (TARGET=redis runs the same tests on
 # redis-server --timeout 1): a quiet client is closed, a busy one is not, and neither is a
 # subscriber nor a client blocked in BLPOP (waiting is not idling).
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_idle_timeout.py [name-filter]
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_idle_timeout.py [-k name]
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq  # noqa: E402
+import pytest
 
-suite = harness.Suite("idle_timeout")
+import harness
+from harness import check, eq
+
 
 IDLE = 1.0  # seconds; Redis's --timeout takes whole seconds
 CONFIG = {"client": {"idle_timeout": "1s"}}
@@ -20,13 +17,16 @@ CONFIG = {"client": {"idle_timeout": "1s"}}
 QUIET_FOR = 2 * IDLE + 1.0
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return harness.Stack(CONFIG, redis_mode_args=["--timeout", "1"], name="idle").start()
 
 
-@suite.test
-def quiet_client_is_closed(stack):
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+def test_quiet_client_is_closed(stack):
     with stack.raw() as quiet:
         eq(quiet.call("PING"), b"PONG", "first command")
         started = time.monotonic()
@@ -36,36 +36,32 @@ def quiet_client_is_closed(stack):
         check(waited >= IDLE * 0.9, "closed after %.2fs, sooner than the timeout" % waited)
 
 
-@suite.test
-def client_that_never_sends_is_closed(stack):
+def test_client_that_never_sends_is_closed(stack):
     with stack.raw() as silent:
         silent.read_until_closed(timeout=QUIET_FOR + 2.0)
 
 
-@suite.test
-def busy_client_stays(stack):
+def test_busy_client_stays(stack):
     with stack.raw() as busy:
         deadline = time.monotonic() + QUIET_FOR
         while time.monotonic() < deadline:
             eq(busy.call("PING"), b"PONG", "a client active every 0.3s stays open")
-            time.sleep(0.3)
+            time.sleep(0.3)  # under test: active more often than the idle timeout
 
 
-@suite.test
-def subscriber_stays(stack):
+def test_subscriber_stays(stack):
     with stack.raw() as listener:
         eq(listener.call("SUBSCRIBE", "idle:news")[0], b"subscribe", "subscribed")
-        time.sleep(QUIET_FOR)
+        time.sleep(QUIET_FOR)  # under test: quiet for longer than the idle timeout
         eq(stack.client().publish("idle:news", "hello"), 1, "the subscriber is still there")
         eq(listener.read(), [b"message", b"idle:news", b"hello"], "message after the quiet time")
 
 
-@suite.test
-def blocked_client_stays(stack):
+def test_blocked_client_stays(stack):
     out = {}
 
     def push_later():
-        time.sleep(QUIET_FOR)
+        time.sleep(QUIET_FOR)  # under test: blocked for longer than the idle timeout
         out["pushed"] = stack.direct().rpush("idle:q", "job")
 
     with stack.raw(timeout=QUIET_FOR + 5.0) as worker:
@@ -76,7 +72,3 @@ def blocked_client_stays(stack):
         finally:
             pusher.join()
         eq(worker.call("PING"), b"PONG", "still open right after the long block")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

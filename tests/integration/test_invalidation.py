@@ -1,17 +1,14 @@
-#!/usr/bin/python3
 # Invalidation from outside Corral and operator controls: writes made straight to Redis reach the
 # cache through CLIENT TRACKING (BCAST), a killed tracking connection flushes and comes back,
 # CORRAL.INFO / INVALIDATE / STATS, the admin password, and SIGHUP reloading policies.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_invalidation.py [name-filter]
-import os
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_invalidation.py [-k name]
 import signal
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq, is_err  # noqa: E402
+import pytest
 
-suite = harness.Suite("invalidation")
+import harness
+from harness import check, eq, is_err
+
 
 POLICY = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
           "beta": 0}
@@ -20,12 +17,16 @@ REFRESHED = {"prefix": "live:", "origin": "redis", "ttl": "60s", "beta": 0,
 CONFIG = {"client": {"admin_password": "admin-secret"}, "policies": [POLICY, REFRESHED]}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return harness.Stack(CONFIG, name="invalidation").start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     wait_tracking(stack)
     # FLUSHALL reaches the cache asynchronously (a tracking message): wait until a sentinel
@@ -61,8 +62,8 @@ def info(client, key):
     return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
 
 
-@suite.test(corral_only=True)
-def cached_until_written_elsewhere(stack):
+@pytest.mark.corral_only
+def test_cached_until_written_elsewhere(stack):
     direct, client = stack.direct(), stack.client()
     direct.set("product:1", "v1")
     eq(client.get("product:1"), b"v1", "first read")
@@ -77,16 +78,16 @@ def cached_until_written_elsewhere(stack):
                        what="v2 cached after the refetch")
 
 
-@suite.test(corral_only=True)
-def uncached_prefix_not_tracked(stack):
+@pytest.mark.corral_only
+def test_uncached_prefix_not_tracked(stack):
     direct, client = stack.direct(), stack.client()
     direct.set("other:1", "a")
     eq(client.get("other:1"), b"a", "passthrough read")
     eq(info(admin(stack), "other:1")["policy"], b"none", "no policy for other:")
 
 
-@suite.test(corral_only=True)
-def killed_tracking_connection_flushes_and_returns(stack):
+@pytest.mark.corral_only
+def test_killed_tracking_connection_flushes_and_returns(stack):
     direct, client = stack.direct(), stack.client()
     direct.set("product:2", "old")
     eq(client.get("product:2"), b"old", "cached read")
@@ -103,8 +104,8 @@ def killed_tracking_connection_flushes_and_returns(stack):
                        what="invalidations flowing on the new tracking connection")
 
 
-@suite.test(corral_only=True)
-def flushall_upstream_flushes_cache(stack):
+@pytest.mark.corral_only
+def test_flushall_upstream_flushes_cache(stack):
     direct, client = stack.direct(), stack.client()
     direct.set("product:3", "x")
     eq(client.get("product:3"), b"x", "cached read")
@@ -113,8 +114,8 @@ def flushall_upstream_flushes_cache(stack):
                        what="FLUSHALL on Redis to empty the cached prefix")
 
 
-@suite.test(corral_only=True)
-def exec_drops_keys_written_in_multi(stack):
+@pytest.mark.corral_only
+def test_exec_drops_keys_written_in_multi(stack):
     direct, reader = stack.direct(), stack.client()
     direct.set("product:m", "a")
     eq(reader.get("product:m"), b"a", "cached")
@@ -127,8 +128,8 @@ def exec_drops_keys_written_in_multi(stack):
     eq(reader.get("product:m"), b"b", "EXEC's write dropped the cached value")
 
 
-@suite.test(corral_only=True)
-def on_invalidate_refresh_refetches_without_a_read(stack):
+@pytest.mark.corral_only
+def test_on_invalidate_refresh_refetches_without_a_read(stack):
     direct, client, operator = stack.direct(), stack.client(), admin(stack)
     direct.set("live:1", "v1")
     direct.set("product:r", "v1")
@@ -147,8 +148,8 @@ def on_invalidate_refresh_refetches_without_a_read(stack):
     eq(client.get("live:2"), b"w1", "refetched after the write through corral")
 
 
-@suite.test(corral_only=True)
-def admin_commands(stack):
+@pytest.mark.corral_only
+def test_admin_commands(stack):
     direct, client, operator = stack.direct(), stack.client(), admin(stack)
     for i in range(5):
         direct.set("product:a%d" % i, "v%d" % i)
@@ -174,8 +175,8 @@ def flatten(value):
         yield value
 
 
-@suite.test(corral_only=True)
-def admin_needs_admin_password(stack):
+@pytest.mark.corral_only
+def test_admin_needs_admin_password(stack):
     with stack.raw() as r:
         is_err(r.call("CORRAL.INFO", "product:1"), "NOPERM", "without AUTH")
         is_err(r.call("CORRAL.INVALIDATE", "product:*"), "NOPERM", "without AUTH")
@@ -183,8 +184,8 @@ def admin_needs_admin_password(stack):
         check(isinstance(r.call("CORRAL.INFO", "product:1"), list), "allowed after AUTH")
 
 
-@suite.test(corral_only=True)
-def sighup_reloads_policies(stack):
+@pytest.mark.corral_only
+def test_sighup_reloads_policies(stack):
     corral, operator = stack.corral, admin(stack)
     wait_tracking(stack)
     eq(info(operator, "fresh:1")["policy"], b"none", "no policy before the reload")
@@ -193,8 +194,7 @@ def sighup_reloads_policies(stack):
     overrides = dict(CONFIG, policies=[POLICY, {"prefix": "fresh:", "origin": "redis",
                                                 "ttl": "30s", "beta": 0}])
     corral.overrides = overrides
-    with open(corral.config_path, "w") as f:
-        f.write(harness.to_yaml(corral.config()) + "\n")
+    corral.write_config()
     corral.signal(signal.SIGHUP)
     harness.wait_until(lambda: info(admin(stack), "fresh:1")["policy"] == b"fresh:", 3.0,
                        what="the new policy after SIGHUP")
@@ -210,14 +210,10 @@ def sighup_reloads_policies(stack):
     eq(info(admin(stack), "fresh:1")["state"], b"fresh", "cached under the new policy")
 
     # A broken file is refused: the running policies stay.
-    with open(corral.config_path, "a") as f:
-        f.write("bogus_key: 1\n")
+    corral.overrides = dict(overrides, bogus_key=1)
+    corral.write_config()
     corral.signal(signal.SIGHUP)
     harness.wait_until(lambda: "keeping the running config" in corral.log_text(), 3.0,
                        what="the refused reload in the log")
     check(corral.alive(), "corral survives a bad reload")
     eq(info(admin(stack), "fresh:1")["policy"], b"fresh:", "old policies kept")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())

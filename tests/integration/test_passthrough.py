@@ -1,34 +1,35 @@
-#!/usr/bin/python3
 # Passthrough behaviour of corral with real clients (redis-py and raw RESP): deep mixed pipelines
 # checked reply by reply against a model, concurrent clients, big and binary values, the commands
 # Corral answers itself (PING ECHO QUIT HELLO CLIENT COMMAND INFO), AUTH, refused commands, metrics.
 # Stateful commands (MULTI, WATCH, BLPOP, pub/sub, EVAL, SELECT) are in test_stateful.py.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_passthrough.py [name-filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_passthrough.py [-k name]
 #      TARGET=redis /usr/bin/python3 test_passthrough.py   (against redis-server directly)
 import os
 import random
-import sys
 import threading
-import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq, is_err  # noqa: E402
+import pytest
 
-import redis  # noqa: E402
+import harness
+from harness import check, eq, is_err
 
-suite = harness.Suite("passthrough")
+import redis
+
 
 MAIN_CONFIG = {"client": {"max_request": "4mb", "max_output_buffer": "64mb",
                           "allow_commands": ["FLUSHDB"]}}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return harness.Stack(MAIN_CONFIG, name="passthrough").start()
 
 
-@suite.before_each
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
+
+
+@pytest.fixture(autouse=True)
 def clean(stack):
     stack.direct().flushall()
 
@@ -200,16 +201,14 @@ def verify_model_direct(stack, model):
 # Pipelines and concurrency
 # ---------------------------------------------------------------------------------------------
 
-@suite.test
-def mixed_pipeline_thousands(stack):
+def test_mixed_pipeline_thousands(stack):
     seed = int(os.environ.get("SEED", "1234"))
     c = stack.client()
     model = run_model_rounds(c, "mp", seed, rounds=3, ops=4000)
     verify_model_direct(stack, model)
 
 
-@suite.test
-def deep_pipeline_20000_small(stack):
+def test_deep_pipeline_20000_small(stack):
     c = stack.client()
     pipe = c.pipeline(transaction=False)
     n = 20000
@@ -237,8 +236,7 @@ def deep_pipeline_20000_small(stack):
             eq(r, b"e%d" % i, "reply %d" % i)
 
 
-@suite.test
-def concurrent_clients_disjoint_keys(stack):
+def test_concurrent_clients_disjoint_keys(stack):
     errors = []
     models = {}
 
@@ -261,8 +259,7 @@ def concurrent_clients_disjoint_keys(stack):
         verify_model_direct(stack, m)
 
 
-@suite.test
-def many_connections_each_pipelining(stack):
+def test_many_connections_each_pipelining(stack):
     # 40 connections opened at once, each with a short pipeline, read back in a shuffled order.
     conns = [stack.raw() for _ in range(40)]
     try:
@@ -281,8 +278,7 @@ def many_connections_each_pipelining(stack):
             r.close()
 
 
-@suite.test
-def big_values_1mb(stack):
+def test_big_values_1mb(stack):
     c = stack.client()
     vals = {"big:%d" % i: os.urandom(1024 * 1024 - (i * 7)) for i in range(4)}
     vals["big:exact"] = os.urandom(1024 * 1024)
@@ -307,8 +303,7 @@ def big_values_1mb(stack):
     check(got == list(vals.values()), "MGET values differ")
 
 
-@suite.test
-def binary_keys_and_values(stack):
+def test_binary_keys_and_values(stack):
     c = stack.client()
     keys = [b"bin:\x00\xff\r\n", b"bin: space", b"bin:*1\r\n$3\r\n", b"bin:" + bytes(range(256))]
     for i, k in enumerate(keys):
@@ -325,8 +320,7 @@ def binary_keys_and_values(stack):
 # Commands Corral answers itself, AUTH, refused commands, metrics
 # ---------------------------------------------------------------------------------------------
 
-@suite.test
-def client_setname_getname_id(stack):
+def test_client_setname_getname_id(stack):
     with stack.raw() as a, stack.raw() as b:
         eq(a.call("CLIENT", "GETNAME"), None, "GETNAME before SETNAME")
         eq(a.call("CLIENT", "SETNAME", "alpha"), b"OK", "SETNAME")
@@ -343,8 +337,7 @@ def client_setname_getname_id(stack):
     eq(c.client_getname(), "rp-name", "redis-py GETNAME")
 
 
-@suite.test
-def hello_2(stack):
+def test_hello_2(stack):
     with stack.raw() as a:
         r = a.call("HELLO", "2")
         check(isinstance(r, list) and len(r) % 2 == 0, "HELLO 2 reply: %r" % (r,))
@@ -356,8 +349,7 @@ def hello_2(stack):
         eq(a.call("GET", "hello:none"), None, "RESP2 nil after HELLO 2")
 
 
-@suite.test
-def hello_bad_version_noproto(stack):
+def test_hello_bad_version_noproto(stack):
     """HELLO with a version Redis does not speak: NOPROTO, and the protocol stays RESP2 (RESP3
     itself is covered by test_resp3.py)."""
     with stack.raw() as a:
@@ -368,8 +360,7 @@ def hello_bad_version_noproto(stack):
         check(isinstance(r, list), "HELLO 2 after HELLO 4: %r" % (r,))
 
 
-@suite.test
-def command_count_and_info(stack):
+def test_command_count_and_info(stack):
     with stack.raw() as a:
         n = a.call("COMMAND", "COUNT")
         check(isinstance(n, int) and n >= 50, "COMMAND COUNT: %r" % (n,))
@@ -386,8 +377,7 @@ def command_count_and_info(stack):
             check(want in names, "COMMAND lacks %r" % want)
 
 
-@suite.test
-def info_is_bulk_string(stack):
+def test_info_is_bulk_string(stack):
     with stack.raw() as a:
         a.send_command("INFO")
         line = a._line()
@@ -398,8 +388,7 @@ def info_is_bulk_string(stack):
         eq(a.call("PING"), b"PONG", "PING after INFO")
 
 
-@suite.test
-def ping_echo_quit(stack):
+def test_ping_echo_quit(stack):
     with stack.raw() as a:
         a.send(b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n*2\r\n$4\r\nECHO\r\n$0\r\n\r\n")
         eq(a.read_bytes(7 + 8 + 6), b"+PONG\r\n$2\r\nhi\r\n$0\r\n\r\n", "PING/ECHO bytes")
@@ -408,8 +397,8 @@ def ping_echo_quit(stack):
         eq(rest, b"+OK\r\n", "QUIT answers +OK, then nothing more, then closes")
 
 
-@suite.test(corral_only=True)
-def refused_commands(stack):
+@pytest.mark.corral_only
+def test_refused_commands(stack):
     d = stack.direct()
     d.set("ref:keep", "1")
     with stack.raw() as a:
@@ -429,8 +418,7 @@ def refused_commands(stack):
     eq(d.get("ref:keep"), None, "FLUSHDB reached redis")
 
 
-@suite.test
-def auth_required(_stack):
+def test_auth_required():
     pw = "s3cret-pw"
     st = harness.Stack({"client": {"password": pw}}, redis_mode_args=["--requirepass", pw],
                        name="auth").start()
@@ -461,8 +449,8 @@ def auth_required(_stack):
         st.stop()
 
 
-@suite.test(corral_only=True)
-def metrics_endpoint(stack):
+@pytest.mark.corral_only
+def test_metrics_endpoint(stack):
     eq(stack.corral.http("/healthz")[0], 200, "/healthz")
     eq(stack.corral.http("/readyz")[0], 200, "/readyz")
     status, body = stack.corral.http("/metrics")
@@ -481,13 +469,7 @@ def metrics_endpoint(stack):
 
 
 def wait_metric_at_least(stack, name, want, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached():
         v = stack.corral.metric(name)
-        if v >= want or time.monotonic() > deadline:
-            return v
-        time.sleep(0.1)
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())
+        return (v,) if v >= want else None
+    return harness.wait_until(reached, timeout, 0.1, what="%s to reach %s" % (name, want))[0]

@@ -1,23 +1,20 @@
-#!/usr/bin/python3
 # TLS on both sides, with certificates made here by openssl: a TLS listener for clients (redis-cli
 # --tls, Python ssl, mTLS), rediss:// to a redis-server with --tls-port, and the bad cases: a
 # plain-text client on the TLS port, a stalled handshake, a wrong CA, bad PEM files at start and
 # in --check-config, and a certificate reloaded by SIGHUP.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_tls.py [name-filter]
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_tls.py [-k name]
 import os
 import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from certs import make_ca, make_cert  # noqa: E402
-from harness import HOST, check, eq  # noqa: E402
+import pytest
 
-suite = harness.Suite("tls")
+import harness
+from certs import make_ca, make_cert
+from harness import HOST, check, eq
 
 
 class Certs:
@@ -115,18 +112,22 @@ def closed_within(sock, seconds):
         return True
 
 
-@suite.fixture
-def fixture():
+def start_f():
     return Fixture()
 
 
-@suite.before_each
+@pytest.fixture
+def f(kept):
+    return kept(start_f)
+
+
+@pytest.fixture(autouse=True)
 def fresh_corral(f):
     f.stop_corral()
 
 
-@suite.test(corral_only=True)
-def redis_cli_over_tls_through_a_tls_upstream(f):
+@pytest.mark.corral_only
+def test_redis_cli_over_tls_through_a_tls_upstream(f):
     f.start_corral()
     ca = f.certs.path("ca.pem")
     eq(redis_cli_tls(f.tls_port, "SET", "tls:k", "v1", ca=ca), "OK", "SET over TLS")
@@ -139,8 +140,8 @@ def redis_cli_over_tls_through_a_tls_upstream(f):
           "no Corral connection on redis's TLS port: %r" % [c.get("laddr") for c in clients])
 
 
-@suite.test(corral_only=True)
-def python_ssl_client_pipelines(f):
+@pytest.mark.corral_only
+def test_python_ssl_client_pipelines(f):
     f.start_corral()
     with tls_client(f.tls_port, f.certs.path("ca.pem")) as sock:
         batch = b"".join(harness.encode_command("SET", "tls:p%d" % i, str(i)) for i in range(200))
@@ -154,8 +155,8 @@ def python_ssl_client_pipelines(f):
         eq(sock.version() in ("TLSv1.2", "TLSv1.3"), True, "TLS version")
 
 
-@suite.test(corral_only=True)
-def mtls_requires_a_client_certificate(f):
+@pytest.mark.corral_only
+def test_mtls_requires_a_client_certificate(f):
     f.start_corral(tls={"ca": f.certs.path("ca.pem")})
     c = f.certs
     with tls_client(f.tls_port, c.path("ca.pem"), c.path("client.pem"), c.path("client.key")) as s:
@@ -171,8 +172,8 @@ def mtls_requires_a_client_certificate(f):
     check(refused, "a client without a certificate was served")
 
 
-@suite.test(corral_only=True)
-def plain_text_on_the_tls_port_is_dropped_and_counted(f):
+@pytest.mark.corral_only
+def test_plain_text_on_the_tls_port_is_dropped_and_counted(f):
     f.start_corral()
     with socket.create_connection((HOST, f.tls_port), timeout=5) as sock:
         sock.sendall(b"PING\r\n")
@@ -183,8 +184,8 @@ def plain_text_on_the_tls_port_is_dropped_and_counted(f):
         eq(call(sock, "PING"), b"+PONG\r\n", "TLS clients still served")
 
 
-@suite.test(corral_only=True)
-def a_stalled_handshake_is_cut_at_the_timeout(f):
+@pytest.mark.corral_only
+def test_a_stalled_handshake_is_cut_at_the_timeout(f):
     f.start_corral()
     with socket.create_connection((HOST, f.tls_port), timeout=5) as sock:
         t0 = time.monotonic()
@@ -193,8 +194,8 @@ def a_stalled_handshake_is_cut_at_the_timeout(f):
         check(elapsed >= 0.3, "cut before the 500ms handshake timeout (%.2fs)" % elapsed)
 
 
-@suite.test(corral_only=True)
-def an_upstream_with_an_untrusted_certificate_is_unavailable(f):
+@pytest.mark.corral_only
+def test_an_upstream_with_an_untrusted_certificate_is_unavailable(f):
     f.start_corral(upstream_tls={"ca": f.certs.path("other-ca.pem")})
     reply = harness.Raw(f.corral.port).call("GET", "tls:k")
     check(isinstance(reply, harness.Err) and "upstream unavailable" in str(reply),
@@ -204,8 +205,8 @@ def an_upstream_with_an_untrusted_certificate_is_unavailable(f):
     check("TLS handshake failed" in f.corral.log_text(), "the log does not say why")
 
 
-@suite.test(corral_only=True)
-def bad_pem_files_are_named_at_start_and_in_check_config(f):
+@pytest.mark.corral_only
+def test_bad_pem_files_are_named_at_start_and_in_check_config(f):
     bad = os.path.join(f.workdir, "garbage.pem")
     with open(bad, "w") as out:
         out.write("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
@@ -231,8 +232,8 @@ def bad_pem_files_are_named_at_start_and_in_check_config(f):
           "mismatch not explained: %r" % out.stderr)
 
 
-@suite.test(corral_only=True)
-def sighup_reloads_the_certificate(f):
+@pytest.mark.corral_only
+def test_sighup_reloads_the_certificate(f):
     live_cert = os.path.join(f.workdir, "live.pem")
     live_key = os.path.join(f.workdir, "live.key")
     for src, dst in (("server.pem", live_cert), ("server.key", live_key)):
@@ -259,7 +260,3 @@ def sighup_reloads_the_certificate(f):
     harness.wait_until(lambda: "keeping the running certificate" in f.corral.log_text(), 5,
                        what="the failed reload to be logged")
     eq(served_cn(), "corral-renewed.test", "certificate after a failed reload")
-
-
-if __name__ == "__main__":
-    suite.main()

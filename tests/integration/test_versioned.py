@@ -1,19 +1,16 @@
-#!/usr/bin/python3
 # Versioned keys (`versioned:`): readers ask for feat:K and get feat:K:v<N>, N from a pointer key;
 # a bulk load of N+1 through Corral under reader load, CORRAL.ROLLOVER (compare-and-set, atomic for
 # this process), the fallback to the previous version, CORRAL.PURGE (grace, keep, SCAN + UNLINK),
 # a pointer changed by another client, and the admin password.
-# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 test_versioned.py [name-filter]
-import os
-import sys
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_versioned.py [-k name]
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import check, eq, is_err  # noqa: E402
+import pytest
 
-suite = harness.Suite("versioned")
+import harness
+from harness import Err, check, eq, is_err
+
 
 POINTER = "ptr:feat"
 KEPT_POINTER = "ptr:kept"
@@ -30,9 +27,13 @@ CONFIG = {"threads": 4, "client": {"admin_password": "admin-secret"},
           "policies": [FEAT, KEPT, PLAIN]}
 
 
-@suite.fixture
-def fixture():
+def start_stack():
     return harness.Stack(CONFIG, name="versioned").start()
+
+
+@pytest.fixture
+def stack(kept):
+    return kept(start_stack)
 
 
 def admin(stack):
@@ -80,7 +81,7 @@ def fallbacks(stack, policy="feat:"):
     return stack.corral.metric("corral_version_fallbacks_total", policy=policy)
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_reads_wait_for_a_pointer_set_by_another_client(stack):
     client = stack.client()
     raw = stack.raw()
@@ -94,7 +95,7 @@ def test_reads_wait_for_a_pointer_set_by_another_client(stack):
     eq(client.get("feat:k3:v1"), b"v1:3", "a raw versioned key")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_rollover_under_load_is_atomic(stack):
     count, readers = 300, 4
     old = current(stack)
@@ -164,7 +165,7 @@ def test_rollover_under_load_is_atomic(stack):
     eq(current(stack), new, "pointer in Redis")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_key_missing_in_current_version_falls_back(stack):
     direct, client = stack.direct(), stack.client()
     old = current(stack)
@@ -185,7 +186,7 @@ def test_key_missing_in_current_version_falls_back(stack):
                        what="corral_version_fallbacks_total to rise")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_rollover_compare_and_set(stack):
     old = current(stack)
     check(old > 0, "an earlier test set a version")
@@ -199,7 +200,7 @@ def test_rollover_compare_and_set(stack):
     eq(current(stack), old + 1, "pointer after the rollover")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_rollover_records_metadata(stack):
     old = current(stack)
     with admin(stack) as raw:
@@ -215,7 +216,7 @@ def test_rollover_records_metadata(stack):
     check(abs(created / 1000 - time.time()) < 60, "created is Unix milliseconds: %d" % created)
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_bad_arguments(stack):
     with admin(stack) as raw:
         for argv, what in [(("CORRAL.ROLLOVER", "nope:", 2), "unknown prefix"),
@@ -231,7 +232,7 @@ def test_bad_arguments(stack):
         eq(raw.call("PING"), b"PONG", "the connection still works")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_purge_respects_current_newer_and_grace(stack):
     direct, client = stack.direct(), stack.client()
     count = 2500  # several SCAN batches of COUNT 1000
@@ -247,8 +248,12 @@ def test_purge_respects_current_newer_and_grace(stack):
     check(b"grace" in reply and b"until" in reply, "grace refusal says until when: %r" % reply)
     is_err(purge(stack, "feat:", new), "ERR", "PURGE of the current version")
     is_err(purge(stack, "feat:", new + 1), "ERR", "PURGE of a version never current")
-    time.sleep(GRACE + 0.2)
-    eq(purge(stack, "feat:", old), count, "PURGE after the grace period: keys deleted")
+    def purged():
+        reply = purge(stack, "feat:", old)
+        return None if isinstance(reply, Err) else ("done", reply)
+    # Refused (grace) until GRACE after the rollover, then done at once.
+    eq(harness.wait_until(purged, GRACE + 5.0, what="PURGE after the grace period")[1], count,
+       "PURGE after the grace period: keys deleted")
     eq(list(direct.scan_iter(match="feat:*:v%d" % old, count=1000)), [], "old keys left")
     eq(direct.get("other:k1:v%d" % old), b"not under the prefix", "a key of another prefix")
     eq(direct.get("feat:k1:v%d0" % old), b"another version number", "a key of version %d0" % old)
@@ -258,7 +263,7 @@ def test_purge_respects_current_newer_and_grace(stack):
     eq(purge(stack, "feat:", old), 0, "a second PURGE finds nothing")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_purge_keeps_the_most_recent_versions(stack):
     direct, client = stack.direct(), stack.client()
     for version in (1, 2, 3):
@@ -273,7 +278,7 @@ def test_purge_keeps_the_most_recent_versions(stack):
     eq(client.get("kept:k0"), b"v2:0", "fallback to the kept version")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_pointer_changed_by_another_client(stack):
     direct, client = stack.direct(), stack.client()
     old = current(stack)
@@ -291,7 +296,7 @@ def test_pointer_changed_by_another_client(stack):
     eq(client.get("feat:gone"), b"old-only", "fallback after an outside pointer change")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_admin_password_required(stack):
     raw = stack.raw()
     is_err(raw.call("CORRAL.ROLLOVER", "feat:", 99), "NOPERM", "ROLLOVER without admin AUTH")
@@ -299,12 +304,13 @@ def test_admin_password_required(stack):
     check(current(stack) != 99, "the pointer did not move")
 
 
-@suite.test(corral_only=True)
+@pytest.mark.corral_only
 def test_upstream_outage_keeps_the_last_versions(stack):
     old = current(stack)
     check(old > 0, "an earlier test set a version")
     stack.redis.stop()
-    time.sleep(5 * REFRESH)
+    harness.wait_until(lambda: "version pointers unreadable" in corral_log(stack), 5.0,
+                       what="the pointer watch to notice the outage")
     check(stack.corral.alive(), "corral survives the outage")
     stack.redis.restart()  # empty: the pointer is gone too
     harness.wait_until(lambda: "was deleted; keeping v%d" % old in corral_log(stack), 5.0,
@@ -321,7 +327,3 @@ def test_upstream_outage_keeps_the_last_versions(stack):
     log = corral_log(stack)
     eq(log.count("version pointers unreadable"), 1, "outage warnings in the log")
     check("version pointers readable again" in log, "recovery logged")
-
-
-if __name__ == "__main__":
-    sys.exit(suite.main())
