@@ -70,8 +70,9 @@ class ClientHandler {
 
   // The client is gone: release whatever the handler holds for it.
   virtual void end_session() = 0;
-  // The process is draining (SIGTERM): no request will follow. End what would never answer by
-  // itself (a blocked command, subscriptions), keep what will (a transaction's EXEC in flight).
+  // No request will follow (the process drains, or the client closed its side). End what would
+  // never answer by itself (a blocked command, subscriptions), keep what will (a transaction's
+  // EXEC in flight).
   virtual void drain() {}
 };
 

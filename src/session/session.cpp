@@ -127,6 +127,10 @@ awaitable<void> Session<Stream>::read_loop() {
   } else {
     co_await read_tls();
   }
+  // The client closed or reset its side: nothing more will come, and a blocked command or a
+  // subscription would hold this session (and its upstream connection) until it ends, which for
+  // BLPOP k 0 is never. Redis lets such a client go at once.
+  if (!stop_reading_ && !closed_) handler_->drain();
   if (draining_) co_await discard_input();
   reader_done_ = true;
   output_ready_.notify();

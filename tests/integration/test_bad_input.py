@@ -313,9 +313,9 @@ def test_abrupt_disconnects_with_requests_in_flight(stack):
             r.send(encode_command("BLPOP", "ab:none", "5"))  # blocked when it goes
         r.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         r.close()  # RST
-    # Corral lets a reset client blocked in BLPOP go only when the BLPOP ends (5 s here): see
-    # test_reset_client_blocked_in_blpop_is_let_go_at_once.
-    harness.wait_until(lambda: connected_clients(stack) <= clients_before, 10.0,
+    # A reset client blocked in BLPOP is let go at once (its upstream connection is closed), well
+    # before the BLPOP's 5 s: see test_reset_client_blocked_in_blpop_is_let_go_at_once.
+    harness.wait_until(lambda: connected_clients(stack) <= clients_before, 4.0,
                        what="the server to close its side of the 30 reset connections")
     assert_alive(stack)
     with stack.raw() as r:
@@ -323,10 +323,6 @@ def test_abrupt_disconnects_with_requests_in_flight(stack):
     eq(stack.direct().get("ab:x"), None, "half a request was not executed")
 
 
-@pytest.mark.xfail(not harness.redis_mode(), strict=True,
-                   reason="Corral keeps the session of a client reset while blocked in BLPOP, "
-                   "and its upstream connection blocked, until the BLPOP ends (never with timeout "
-                   "0); redis-server lets it go at once")
 def test_reset_client_blocked_in_blpop_is_let_go_at_once(stack):
     direct = stack.direct()
     r = stack.raw()
@@ -410,7 +406,8 @@ def test_slow_reader_is_disconnected_others_unaffected(stack):
     check(len(got) < n_gets * len(value) // 10,
           "slow reader got %d bytes: it was not cut off" % len(got))
     check(not other_errors, "other client affected: %s" % other_errors[:3])
-    check(len(latencies) > 20, "other client made only %d round trips" % len(latencies))
+    # How many round trips fit before the cut-off depends on the machine's speed, not on Corral:
+    # what matters is none failed or stalled, and 10 more followed the cut-off (awaited above).
     worst = max(latencies)
     check(worst < 1.0, "other client's worst round trip %.3fs" % worst)
     assert_alive(stack)

@@ -17,6 +17,9 @@ import harness  # noqa: E402
 from harness import HOST, Closed, Err, Raw, encode_command  # noqa: E402
 from relayed_stack import RelayedStack  # noqa: E402
 
+# Every test here ends Corral with SIGTERM and checks how it went.
+pytestmark = pytest.mark.ends_its_processes
+
 # A script that keeps redis-server busy for 1.5 s: long enough for the checks made while the drain
 # waits for it, on a loaded machine. It is seen running through a FaultProxy between Corral and
 # Redis (its bytes were handed to redis-server), not through -BUSY replies: past
