@@ -49,7 +49,8 @@ void ClientRegistry::clear_upstream_client(std::uint64_t id) {
 std::optional<UpstreamClient> ClientRegistry::upstream_client(std::uint64_t id) const {
   std::lock_guard lock(mutex_);
   auto it = clients_.find(id);
-  if (it == clients_.end() || it->second.upstream.redis_id == 0) return std::nullopt;
+  if (it == clients_.end()) return std::nullopt;
+  if (it->second.upstream.redis_id == 0 && !it->second.upstream.pending) return std::nullopt;
   return it->second.upstream;
 }
 

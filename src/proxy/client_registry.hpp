@@ -40,6 +40,9 @@ struct ClientRecord {
 struct UpstreamClient {
   std::int64_t redis_id = 0;
   std::string node;
+  // A CLIENT ID is on its way for a connection just opened (or moved to another node): Redis may
+  // already show the client blocked there before Corral has read its id.
+  bool pending = false;
 };
 
 // What CLIENT KILL / CLIENT LIST select. Empty fields match every client.

@@ -1,6 +1,7 @@
 // CLIENT UNBLOCK: Corral's client id mapped to Redis's id of that client's dedicated connection.
 #include "proxy/client_unblock.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -27,11 +28,13 @@ class UpstreamIdNote : public upstream::ReplyTarget {
   UpstreamIdNote(std::uint64_t client_id, std::string node)
       : client_id_(client_id), node_(std::move(node)) {}
   void on_reply(std::uint64_t, std::string_view reply) override {
-    if (const auto redis_id = parse_client_id_reply(reply); redis_id > 0) {
-      client_registry().set_upstream_client(client_id_, {redis_id, node_});
-    }
+    // Not an id (an error): no CLIENT UNBLOCK may wait for one any longer.
+    client_registry().set_upstream_client(
+        client_id_, {std::max<std::int64_t>(0, parse_client_id_reply(reply)), node_, false});
   }
-  void on_failure(std::uint64_t, std::string_view) override {}
+  void on_failure(std::uint64_t, std::string_view) override {
+    client_registry().set_upstream_client(client_id_, {0, node_, false});
+  }
 
  private:
   std::uint64_t client_id_;
@@ -65,8 +68,10 @@ std::int64_t parse_client_id_reply(std::string_view reply) {
 
 void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,
                               std::string node) {
-  connection.send(kClientIdCommand, std::make_shared<UpstreamIdNote>(client_id, std::move(node)),
-                  0);
+  client_registry().set_upstream_client(client_id, {0, node, true});
+  if (!connection.send(kClientIdCommand, std::make_shared<UpstreamIdNote>(client_id, node), 0)) {
+    client_registry().set_upstream_client(client_id, {0, std::move(node), false});
+  }
 }
 
 void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster) {
@@ -100,6 +105,9 @@ Action client_unblock(LocalCall& call) {
   const auto upstream = id > 0 && static_cast<std::uint64_t>(id) != call.client.id
                             ? client_registry().upstream_client(static_cast<std::uint64_t>(id))
                             : std::nullopt;
+  // Its id is being learnt (the connection was just opened or moved): asked again in a moment,
+  // in order with the caller's other commands (see Action::wait_then_retry).
+  if (upstream && upstream->pending) return Action::wait_then_retry;
   if (!upstream || call.target == nullptr || (call.cluster == nullptr && call.links == nullptr)) {
     resp::append_integer(call.reply, 0);
     return Action::done;

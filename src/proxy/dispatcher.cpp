@@ -186,7 +186,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   call.target = &target;
   const Action action = local(call);
   if (call.deferred) return action;
-  if (action == Action::drain_then_retry) return action;
+  if (action == Action::drain_then_retry || action == Action::wait_then_retry) return action;
   target->on_reply(tag, scratch_);
   return action;
 }

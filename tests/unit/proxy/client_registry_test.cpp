@@ -131,6 +131,24 @@ TEST_CASE("idle_timeout asks the clients quiet that long, never subscribed ones"
   CHECK(quiet.idle_asks == 1);
 }
 
+TEST_CASE("CLIENT UNBLOCK waits while the blocked connection's Redis id is being learnt",
+          "[client]") {
+  Proxy proxy(allowing_client());
+  proxy.links.hold_client_ids = true;
+  Peered blocked(proxy, "10.4.0.1:1");
+  Peered other(proxy, "10.4.0.2:2");
+  const std::string id = std::to_string(blocked.handler->client_id());
+  CHECK(blocked.send({"BLPOP", "l", "0"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  // Redis may show the BLPOP blocked before Corral has read the CLIENT ID sent ahead of it: the
+  // UNBLOCK is asked again later (in order with the caller's commands), not answered :0.
+  CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::wait_then_retry);
+  CHECK(proxy.links.shared.empty());
+  dedicated.answer_client_id();
+  CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes().back() == wire({"CLIENT", "UNBLOCK", "1000"}));
+}
+
 TEST_CASE("CLIENT UNBLOCK unblocks the client's dedicated connection by Redis's id", "[client]") {
   Proxy proxy(allowing_client());
   Peered blocked(proxy, "10.4.0.1:1");

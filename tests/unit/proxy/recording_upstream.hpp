@@ -50,7 +50,11 @@ class RecordingLink final : public upstream::Link {
     if (state_ == State::closed || refuse) return false;
     if (command == wire({"CLIENT", "ID"})) {
       ++client_id_asks;
-      target->on_reply(tag, ":" + std::to_string(redis_id) + "\r\n");
+      if (hold_client_id) {
+        held_client_id = std::move(target);
+      } else {
+        target->on_reply(tag, ":" + std::to_string(redis_id) + "\r\n");
+      }
       return true;
     }
     sent.push_back({std::string(command), tag, true, exempt_from_timeout, target});
@@ -98,6 +102,13 @@ class RecordingLink final : public upstream::Link {
   int closes = 0;
   std::int64_t redis_id = 1000;
   int client_id_asks = 0;
+  // Set: the CLIENT ID's answer waits for answer_client_id(), as a reply still on the wire does.
+  bool hold_client_id = false;
+  std::shared_ptr<upstream::ReplyTarget> held_client_id;
+  void answer_client_id() {
+    REQUIRE(held_client_id);
+    std::exchange(held_client_id, nullptr)->on_reply(0, ":" + std::to_string(redis_id) + "\r\n");
+  }
 
  private:
   State state_ = State::ready;
@@ -115,6 +126,7 @@ class RecordingLinks final : public upstream::Links {
   std::shared_ptr<upstream::Link> dedicated_link(int database, int protocol) override {
     dedicated_protocols.push_back(protocol);
     dedicated.push_back(std::make_shared<RecordingLink>(database));
+    dedicated.back()->hold_client_id = hold_client_ids;
     return dedicated.back();
   }
 
@@ -134,6 +146,7 @@ class RecordingLinks final : public upstream::Links {
 
   std::map<int, std::unique_ptr<RecordingLink>> shared;
   std::vector<std::shared_ptr<RecordingLink>> dedicated;
+  bool hold_client_ids = false;          // for the dedicated links handed out from now on
   std::vector<std::size_t> affinities;   // of every shared send, in order
   std::vector<int> protocols;            // of every shared send, in order
   std::vector<int> dedicated_protocols;  // of every dedicated link handed out
