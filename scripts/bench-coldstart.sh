@@ -5,7 +5,8 @@
 # holds every key. Usage: scripts/bench-coldstart.sh [--out FILE]
 # Env: CORRAL_BIN (skip the build), COLD_SETUPS ("table redis http burst"), COLD_KEYS (100000),
 #      COLD_HTTP_KEYS (10000), COLD_CONNECTIONS (50), COLD_PIPELINE (32), COLD_FETCH_MS (200),
-#      TABLE_PIPELINES ("1 8 16 32"), CORRAL_THREADS (1)
+#      TABLE_PIPELINES ("1 8 16 32"), CORRAL_THREADS (1), COLD_CONCURRENCY (the http setups'
+#      max_origin_concurrency and the origin's max_connections; default 64, as the policy's default)
 #
 # The setups, each on a fresh redis-server (its INFO commandstats counts Corral's GETs, nothing else
 # uses it) and a fresh Corral:
@@ -17,7 +18,8 @@
 #          once (all misses) in a random order, the rest hits.
 #   http   the same against tests/origin_server.py answering each key after COLD_FETCH_MS, with
 #          COLD_HTTP_KEYS keys (64 slots of a 200 ms origin fetch at most 320 keys/s: 100,000 keys
-#          take over 5 minutes). The origin connection pool (max_connections) is 64, as many as slots.
+#          take over 5 minutes). The origin connection pool (max_connections) has as many
+#          connections as the policy has slots (COLD_CONCURRENCY).
 #   burst  400 distinct keys at once (50 connections x 8) against the http origin: errors and origin
 #          requests (the case that failed 338 of 400 before the queue).
 set -euo pipefail
@@ -41,6 +43,7 @@ pipeline=${COLD_PIPELINE:-32}
 fetch_ms=${COLD_FETCH_MS:-200}
 table_pipelines=${TABLE_PIPELINES:-1 8 16 32}
 threads=${CORRAL_THREADS:-1}
+http_concurrency=${COLD_CONCURRENCY:-64}
 host=127.0.0.1
 
 if [ -n "${CORRAL_BIN:-}" ]; then
@@ -109,7 +112,7 @@ origin_requests() {
     'import json, sys; print(sum(json.load(sys.stdin)["requests"].values()))'
 }
 
-start_corral() {  # ORIGIN_YAML
+start_corral() {  # ORIGIN_YAML [MORE_POLICY_YAML]
   corral_port=$(free_port)
   metrics_port=$(free_port)
   cat >"$workdir/corral.yml" <<EOF
@@ -119,7 +122,7 @@ threads: $threads
 log_level: warn
 upstream: { address: redis://$host:$redis_port }
 policies:
-  - { prefix: "key:", origin: $1, ttl: 10m }
+  - { prefix: "key:", origin: $1, ttl: 10m${2:+, $2} }
 EOF
   "$corral_bin" -c "$workdir/corral.yml" >"$workdir/corral.log" 2>&1 &
   corral_pid=$!
@@ -178,7 +181,7 @@ run_load() {  # NAME KEYS REQUESTS CONNECTIONS PIPELINE FETCHES_FN
 }
 
 http_origin_yaml() {
-  echo "{http: \"http://$host:$origin_port/k/{suffix}\", timeout: 2s, max_connections: 64}"
+  echo "{http: \"http://$host:$origin_port/k/{suffix}\", timeout: 2s, connect_timeout: 2s, max_connections: $http_concurrency}"
 }
 
 start_load_table() {
@@ -199,7 +202,7 @@ for setup in $setups; do
         run_load "redis origin" "$keys" $((2 * keys)) "$connections" "$pipeline" redis_gets
       else
         start_origin
-        start_corral "$(http_origin_yaml)"
+        start_corral "$(http_origin_yaml)" "max_origin_concurrency: $http_concurrency"
         if [ "$setup" = http ]; then
           run_load "http origin, ${fetch_ms} ms" "$http_keys" $((2 * http_keys)) "$connections" "$pipeline" origin_requests
         else
@@ -221,5 +224,7 @@ done
   printf '%s\n' "${report[@]}"
   [ ${#errors_seen[@]} -eq 0 ] || { echo; printf '%s\n' "${errors_seen[@]}"; }
   echo
-  echo "Reproduce: COLD_SETUPS=\"$setups\" COLD_KEYS=$keys COLD_HTTP_KEYS=$http_keys scripts/bench-coldstart.sh"
+  echo "http setups: max_origin_concurrency and max_connections $http_concurrency."
+  echo
+  echo "Reproduce: COLD_SETUPS=\"$setups\" COLD_KEYS=$keys COLD_HTTP_KEYS=$http_keys COLD_CONCURRENCY=$http_concurrency scripts/bench-coldstart.sh"
 } | tee "${out_file:-/dev/null}"

@@ -62,9 +62,9 @@ struct Families {
                   MetricType::Histogram);
   MetricFamily origin_in_flight = make_family("corral_origin_requests_in_flight",
                                               "Origin requests in flight.", MetricType::Gauge);
-  MetricFamily queue_depth =
-      make_family("corral_origin_queue_depth",
-                  "Origin fetches waiting for a slot of max_origin_concurrency.", MetricType::Gauge);
+  MetricFamily queue_depth = make_family(
+      "corral_origin_queue_depth", "Origin fetches waiting for a slot of max_origin_concurrency.",
+      MetricType::Gauge);
   MetricFamily queue_seconds = make_family(
       "corral_origin_queue_wait_seconds",
       "Time fetches that were queued waited for an origin slot, in seconds (fetches that found "
@@ -87,7 +87,8 @@ struct Families {
   MetricFamily overflowed =
       make_family("corral_cache_waiters_overflowed_total",
                   "Requests answered by on_overflow without a fetch: the key's waiters were at "
-                  "max_waiters, or the origin queue turned their fetch away.", MetricType::Counter);
+                  "max_waiters, or the origin queue turned their fetch away.",
+                  MetricType::Counter);
   MetricFamily timed_out = make_family(
       "corral_cache_waiters_timed_out_total",
       "Requests that stopped waiting for a fetch after wait_timeout.", MetricType::Counter);
@@ -164,9 +165,9 @@ struct Families {
     queue_seconds.metric.push_back(histogram({{"policy", policy}}, stats.queue_waits()));
     for (std::size_t i = 0; i < kQueueRejections; ++i) {
       const std::string reason(to_string(static_cast<QueueRejection>(i)));
-      queue_rejections.metric.push_back(make_sample({{"policy", policy}, {"reason", reason}},
-                                                    counter,
-                                                    static_cast<double>(snapshot.queue_rejections[i])));
+      queue_rejections.metric.push_back(
+          make_sample({{"policy", policy}, {"reason", reason}}, counter,
+                      static_cast<double>(snapshot.queue_rejections[i])));
     }
     by_policy(blocked, counter, snapshot.stampede_blocked);
     by_policy(overflowed, counter, snapshot.waiters_overflowed);

@@ -123,7 +123,7 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   // fetches they started even once destroyed (a reload replaces them); one replaced before a
   // delayed fetch starts fails it.
   std::weak_ptr<origin::Origin> origin_;
-  std::vector<PolicyRef> counted_;  // policies whose origin slot this fetch holds
+  std::vector<PolicyRef> counted_;       // policies whose origin slot this fetch holds
   std::optional<PolicyRef> queued_for_;  // the policy whose queue this fetch waits in
   std::uint64_t queue_ticket_ = 0;
   std::uint64_t queue_waits_ = 0;  // tells the current wait's timer from an earlier one's

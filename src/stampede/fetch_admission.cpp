@@ -4,11 +4,12 @@
 #include <utility>
 
 #include <algorithm>
+#include <string>
 
 #include <boost/asio/post.hpp>
 
-#include "stampede/fetch.hpp"
 #include "stampede/cached_command.hpp"
+#include "stampede/fetch.hpp"
 
 namespace corral::stampede {
 
@@ -16,14 +17,13 @@ namespace {
 
 std::string rejection_reason(const PolicyRef& policy, QueueRejection reason) {
   const auto& settings = policy.settings();
-  std::string text = "ERR corral: origin concurrency limit reached for policy '" +
-                     settings.prefix + "' (max_origin_concurrency " +
+  std::string text = "ERR corral: origin concurrency limit reached for policy '" + settings.prefix +
+                     "' (max_origin_concurrency " +
                      std::to_string(settings.max_origin_concurrency) + ")";
   if (reason == QueueRejection::full) {
-    text += settings.max_origin_queue == 0
-                ? ""
-                : " and its queue is full (max_origin_queue " +
-                      std::to_string(settings.max_origin_queue) + ")";
+    text += settings.max_origin_queue == 0 ? ""
+                                           : " and its queue is full (max_origin_queue " +
+                                                 std::to_string(settings.max_origin_queue) + ")";
   } else {
     text += ": no slot within origin_queue_timeout";
   }
@@ -52,9 +52,8 @@ bool Fetch::admit() {
     for (const auto& key : leaders) {
       if (!key.active) continue;
       const auto* runtime = &key.policy.runtime();
-      const bool held = std::any_of(counted_.begin(), counted_.end(), [&](const PolicyRef& p) {
-        return &p.runtime() == runtime;
-      });
+      const bool held = std::any_of(counted_.begin(), counted_.end(),
+                                    [&](const PolicyRef& p) { return &p.runtime() == runtime; });
       if (!held && (!next || runtime < &next->runtime())) next = &key.policy;
     }
     if (!next) return true;
@@ -126,9 +125,8 @@ void Fetch::release_slot(const PolicyRef& policy) {
   while (auto next = queue.release(runtime_.clock().now(), slot_limits)) {
     if (auto fetch = next->payload.lock()) {
       const auto executor = fetch->executor_;
-      boost::asio::post(executor, [fetch = std::move(fetch), waited = next->waited] {
-        fetch->admitted(waited);
-      });
+      boost::asio::post(
+          executor, [fetch = std::move(fetch), waited = next->waited] { fetch->admitted(waited); });
       return;
     }
   }

@@ -83,7 +83,7 @@ struct PolicyStatsSnapshot {
   std::uint64_t locks_contended = 0;    // fleet mode: refresh locks another process held
   std::uint64_t writes_fenced = 0;      // fleet mode: late writes refused (lock lost meanwhile)
   std::uint64_t version_fallbacks = 0;  // versioned: nil in the current version, previous served
-  std::array<std::uint64_t, kQueueRejections> queue_rejections{};  // by QueueRejection
+  std::array<std::uint64_t, kQueueRejections> queue_rejections{};   // by QueueRejection
   std::array<std::uint64_t, kInvalidationSources> invalidations{};  // by InvalidationSource
   int breaker_state = 0;                                            // 0 closed, 1 open, 2 half-open
   int origin_in_flight = 0;

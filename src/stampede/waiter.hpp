@@ -50,8 +50,8 @@ void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> ar
                     const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag);
 
 // The answer for a request that gets no fetch of its own (max_waiters reached, wait_timeout
-// passed, the origin queue full or its wait too long): on_overflow decides between the stale copy, an error and an
-// uncached origin read. `argv` is needed for the last one only.
+// passed, the origin queue full or its wait too long): on_overflow decides between the stale copy,
+// an error and an uncached origin read. `argv` is needed for the last one only.
 void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
                           const std::optional<std::string>& stale,
                           std::span<const std::string_view> argv, std::string_view reason,

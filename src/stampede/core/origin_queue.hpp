@@ -22,8 +22,8 @@ enum class OriginEntry : std::uint8_t {
 };
 
 struct OriginLimits {
-  int concurrency = 0;     // fetches at once; <= 0: no limit
-  std::size_t queue = 0;   // fetches that may wait beyond them; 0: none (refused at once)
+  int concurrency = 0;    // fetches at once; <= 0: no limit
+  std::size_t queue = 0;  // fetches that may wait beyond them; 0: none (refused at once)
 };
 
 // `Payload` is what the asynchronous layer needs to resume a queued fetch (a weak pointer to

@@ -103,7 +103,7 @@ TEST_CASE("a full origin queue gives on_overflow at once", "[origin_queue]") {
     REQUIRE(f.get("p:old", 1));
     f.origin().value(0, "old");
     f.run();
-    f.clock.advance(11s);  // past the ttl: only good on error or overflow
+    f.clock.advance(11s);      // past the ttl: only good on error or overflow
     REQUIRE(f.get("p:1", 2));  // holds the slot
     REQUIRE(f.get("p:old", 3));
     f.run();

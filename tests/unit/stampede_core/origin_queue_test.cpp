@@ -22,7 +22,8 @@ TEST_CASE("fetches start up to the concurrency, then queue up to the bound, then
   CHECK(queue.enter(1, clock.now(), limits).entry == OriginEntry::started);
   CHECK(queue.enter(2, clock.now(), limits).entry == OriginEntry::started);
   CHECK(queue.in_flight() == 2);
-  for (int i = 3; i <= 5; ++i) CHECK(queue.enter(i, clock.now(), limits).entry == OriginEntry::queued);
+  for (int i = 3; i <= 5; ++i)
+    CHECK(queue.enter(i, clock.now(), limits).entry == OriginEntry::queued);
   CHECK(queue.depth() == 3);
   CHECK(queue.enter(6, clock.now(), limits).entry == OriginEntry::full);
   CHECK(queue.depth() == 3);
@@ -85,7 +86,8 @@ TEST_CASE("max_origin_queue 0 refuses at once; no concurrency limit never queues
   OriginQueue<int> queue;
   CHECK(queue.enter(1, clock.now(), {1, 0}).entry == OriginEntry::started);
   CHECK(queue.enter(2, clock.now(), {1, 0}).entry == OriginEntry::full);
-  for (int i = 0; i < 100; ++i) CHECK(queue.enter(i, clock.now(), {0, 0}).entry == OriginEntry::started);
+  for (int i = 0; i < 100; ++i)
+    CHECK(queue.enter(i, clock.now(), {0, 0}).entry == OriginEntry::started);
   CHECK(queue.in_flight() == 101);
 }
 
@@ -93,7 +95,8 @@ TEST_CASE("a limit lowered by a reload gives slots up instead of handing them on
           "[origin_queue]") {
   cache::ManualClock clock;
   OriginQueue<int> queue;
-  for (int i = 0; i < 3; ++i) REQUIRE(queue.enter(i, clock.now(), {3, 5}).entry == OriginEntry::started);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(queue.enter(i, clock.now(), {3, 5}).entry == OriginEntry::started);
   REQUIRE(queue.enter(9, clock.now(), {3, 5}).entry == OriginEntry::queued);
   const OriginLimits lowered{1, 5};
   CHECK_FALSE(queue.release(clock.now(), lowered));  // 3 in flight > 1: given up
