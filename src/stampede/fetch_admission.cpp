@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include <boost/asio/post.hpp>
@@ -54,7 +55,7 @@ bool Fetch::admit() {
       const auto* runtime = &key.policy.runtime();
       const bool held = std::any_of(counted_.begin(), counted_.end(),
                                     [&](const PolicyRef& p) { return &p.runtime() == runtime; });
-      if (!held && (!next || runtime < &next->runtime())) next = &key.policy;
+      if (!held && (!next || std::less<>{}(runtime, &next->runtime()))) next = &key.policy;
     }
     if (!next) return true;
     const PolicyRef policy = *next;

@@ -170,3 +170,28 @@ TEST_CASE("an MGET batch waits for its slot and serves its keys", "[origin_queue
   CHECK(f.client->reply(2) == "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
   CHECK(f.stats().origin_in_flight == 0);
 }
+
+TEST_CASE("an MGET batch over two capped policies takes both slots, one after the other",
+          "[origin_queue]") {
+  auto q = capped(1, 10);
+  q.prefix = "q:";
+  Fixture f({capped(1, 10), q});
+  REQUIRE(f.get("p:1", 1));  // holds p:'s slot
+  REQUIRE(f.get("q:1", 2));  // holds q:'s slot
+  REQUIRE(f.read({"MGET", "p:a", "q:a"}, 3, f.client));
+  f.run();
+  CHECK(f.origin().calls() == 2);
+  CHECK(f.stats("p:").origin_queued + f.stats("q:").origin_queued == 1);  // one queue at a time
+  f.origin().value(0, "p1");
+  f.origin().value(1, "q1");
+  f.run();
+  REQUIRE(f.origin().calls() == 3);
+  CHECK(f.origin().argv(2) == std::vector<std::string>{"MGET", "p:a", "q:a"});
+  CHECK(f.stats("p:").origin_in_flight == 1);
+  CHECK(f.stats("q:").origin_in_flight == 1);
+  f.origin().answer(2, origin::Outcome::value, "*2\r\n$2\r\npa\r\n$2\r\nqa\r\n");
+  f.run();
+  CHECK(f.client->reply(3) == "*2\r\n$2\r\npa\r\n$2\r\nqa\r\n");
+  CHECK(f.stats("p:").origin_in_flight == 0);
+  CHECK(f.stats("q:").origin_in_flight == 0);
+}
