@@ -159,11 +159,13 @@ def send_gets(port, keys):
     return conns
 
 
-# One slot and one place in the queue: the third distinct key finds the queue full.
+# One slot and one place in the queue: the third distinct key finds the queue full. Each fetch
+# holds the slot 2.5 s (room for a loaded machine), the queued one's client waits for two of them.
 @pytest.mark.parametrize("stack", [lambda origin: [http_policy(
-    origin, max_origin_concurrency=1, max_origin_queue=1, on_overflow="error")]], indirect=True)
+    origin, max_origin_concurrency=1, max_origin_queue=1, on_overflow="error",
+    wait_timeout="10s")]], indirect=True)
 def test_full_queue_answers_on_overflow_at_once(stack):
-    stack.origin.control(default={"body": "v", "delay_ms": 1500})
+    stack.origin.control(default={"body": "v", "delay_ms": 2500})
     conns = send_gets(stack.stack.port, ["web:f1"])
     try:
         wait_until(lambda: stack.origin.stats()["requests"].get("/web/f1") == 1, 5,
@@ -187,12 +189,12 @@ def test_full_queue_answers_on_overflow_at_once(stack):
     assert stack.origin.stats()["requests"].get("/web/f3", 0) == 0
 
 
-# The slot is held 2 s; the queued fetch gives up after 300 ms and is never made.
+# The slot is held 2.5 s; the queued fetch gives up after 300 ms and is never made.
 @pytest.mark.parametrize("stack", [lambda origin: [http_policy(
     origin, max_origin_concurrency=1, origin_queue_timeout="300ms",
     on_overflow="error")]], indirect=True)
 def test_expired_wait_answers_on_overflow(stack):
-    stack.origin.control(default={"body": "v", "delay_ms": 2000})
+    stack.origin.control(default={"body": "v", "delay_ms": 2500})
     conns = send_gets(stack.stack.port, ["web:t1"])
     try:
         wait_until(lambda: stack.origin.stats()["requests"].get("/web/t1") == 1, 5,
