@@ -83,6 +83,7 @@ start_redis() {  # KEYS: a fresh redis-server holding key:000000000000 ... with 
   redis_pid=$!
   pids+=("$redis_pid")
   wait_port "$redis_port" "$redis_pid" redis-server
+  # shellcheck disable=SC2016  # Python, not shell: nothing to expand
   /usr/bin/python3 -c '
 import sys
 n = int(sys.argv[1])
@@ -168,12 +169,12 @@ run_table() {
 }
 
 run_load() {  # NAME KEYS REQUESTS CONNECTIONS PIPELINE FETCHES_FN
-  local out fetches
+  local out fetches line
   echo "== $1: ${*:2:4}   (load $(cut -d' ' -f1 /proc/loadavg))" >&2
   out=$("${load[@]}" --port "$corral_port" --metrics-port "$metrics_port" --keys "$2" --requests "$3" \
     --connections "$4" --pipeline "$5")
   fetches=$($6)
-  local line="| $1 | $2 | $3 | $(($4 * $5)) | $fetches | $(div "$fetches" "$2") | $(field "$out" errors) |"
+  line="| $1 | $2 | $3 | $(($4 * $5)) | $fetches | $(div "$fetches" "$2") | $(field "$out" errors) |"
   line+=" $(field "$out" p50_ms) | $(field "$out" p99_ms) | $(field "$out" max_ms) | $(field "$out" rps) |"
   line+=" $(field "$out" warm_s) | $(metric corral_origin_queue_rejections_total) |"
   report+=("$line")
