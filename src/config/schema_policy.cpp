@@ -228,6 +228,8 @@ const Table<PolicySettings>& policy_table() {
       duration("wait_timeout", &S::wait_timeout, Min::positive),
       choice("on_overflow", &S::on_overflow, kOnOverflow),
       integer("max_origin_concurrency", &S::max_origin_concurrency, 1, 100'000),
+      integer("max_origin_queue", &S::max_origin_queue, 0, 10'000'000),
+      duration("origin_queue_timeout", &S::origin_queue_timeout, Min::positive),
       choice("on_invalidate", &S::on_invalidate, kOnInvalidate),
       choice("writes", &S::writes, kWrites),
       duration("backoff_min", &S::backoff_min, Min::positive),

@@ -125,6 +125,8 @@ struct PolicySettings {
   Duration wait_timeout{5000};
   OnOverflow on_overflow = OnOverflow::stale;
   int max_origin_concurrency = 64;
+  std::size_t max_origin_queue = 10000;  // fetches waiting for a slot beyond the concurrency
+  Duration origin_queue_timeout{5000};   // how long a fetch waits for a slot
   OnInvalidate on_invalidate = OnInvalidate::drop;
   WritePolicy writes = WritePolicy::passthrough;  // http origins default to refuse
   Duration backoff_min{100};

@@ -189,6 +189,11 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
   resp::append_field(out, "breaker",
                      breaker < std::size(kBreakerStates) ? kBreakerStates[breaker] : "unknown");
   counter("origin_in_flight", static_cast<std::uint64_t>(stats.origin_in_flight));
+  counter("origin_queued", stats.origin_queued);
+  for (auto reason : {stampede::QueueRejection::full, stampede::QueueRejection::timeout}) {
+    counter(std::string("origin_queue_rejected_") + std::string(stampede::to_string(reason)),
+            stats.queue_rejections[static_cast<std::size_t>(reason)]);
+  }
 }
 }  // namespace
 

@@ -62,6 +62,19 @@ struct Families {
                   MetricType::Histogram);
   MetricFamily origin_in_flight = make_family("corral_origin_requests_in_flight",
                                               "Origin requests in flight.", MetricType::Gauge);
+  MetricFamily queue_depth = make_family(
+      "corral_origin_queue_depth", "Origin fetches waiting for a slot of max_origin_concurrency.",
+      MetricType::Gauge);
+  MetricFamily queue_seconds = make_family(
+      "corral_origin_queue_wait_seconds",
+      "Time fetches that were queued waited for an origin slot, in seconds (fetches that found "
+      "a free slot are not observed).",
+      MetricType::Histogram);
+  MetricFamily queue_rejections = make_family(
+      "corral_origin_queue_rejections_total",
+      "Origin fetches turned away by reason: full (max_origin_queue reached) or timeout "
+      "(origin_queue_timeout passed in the queue); their waiters get on_overflow.",
+      MetricType::Counter);
   MetricFamily revalidations =
       make_family("corral_origin_revalidations_total",
                   "Conditional requests to an HTTP origin (If-None-Match / If-Modified-Since) by "
@@ -73,7 +86,9 @@ struct Families {
       MetricType::Counter);
   MetricFamily overflowed =
       make_family("corral_cache_waiters_overflowed_total",
-                  "Requests that found the key's waiter queue full.", MetricType::Counter);
+                  "Requests answered by on_overflow without a fetch: the key's waiters were at "
+                  "max_waiters, or the origin queue turned their fetch away.",
+                  MetricType::Counter);
   MetricFamily timed_out = make_family(
       "corral_cache_waiters_timed_out_total",
       "Requests that stopped waiting for a fetch after wait_timeout.", MetricType::Counter);
@@ -146,6 +161,14 @@ struct Families {
       }
     }
     by_policy(origin_in_flight, gauge, static_cast<std::uint64_t>(runtime.fetches_in_flight()));
+    by_policy(queue_depth, gauge, runtime.fetches_queued());
+    queue_seconds.metric.push_back(histogram({{"policy", policy}}, stats.queue_waits()));
+    for (std::size_t i = 0; i < kQueueRejections; ++i) {
+      const std::string reason(to_string(static_cast<QueueRejection>(i)));
+      queue_rejections.metric.push_back(
+          make_sample({{"policy", policy}, {"reason", reason}}, counter,
+                      static_cast<double>(snapshot.queue_rejections[i])));
+    }
     by_policy(blocked, counter, snapshot.stampede_blocked);
     by_policy(overflowed, counter, snapshot.waiters_overflowed);
     by_policy(timed_out, counter, snapshot.waiters_timed_out);
@@ -189,6 +212,9 @@ struct Families {
                             &origin_seconds,
                             &revalidations,
                             &origin_in_flight,
+                            &queue_depth,
+                            &queue_seconds,
+                            &queue_rejections,
                             &blocked,
                             &overflowed,
                             &timed_out,

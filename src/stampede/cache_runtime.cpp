@@ -83,6 +83,7 @@ std::optional<PolicyStatsSnapshot> CacheRuntime::stats_for(std::string_view pref
     auto snapshot = set->stats[i]->snapshot();
     snapshot.breaker_state = static_cast<int>(set->runtimes[i]->breaker()->state());
     snapshot.origin_in_flight = set->runtimes[i]->fetches_in_flight();
+    snapshot.origin_queued = set->runtimes[i]->fetches_queued();
     return snapshot;
   }
   return std::nullopt;

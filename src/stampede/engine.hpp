@@ -4,7 +4,8 @@
 //   hit      handle_read -> serve_key: store lookup fresh/stale -> reply now
 //                           -> maybe_refresh: stale (grace), or early (refresh_timing) -> refresh
 //   miss     serve_key -> plan_miss: flight table join
-//              leader   -> Waiter on the flight + Fetch::start -> origin -> store -> flight done
+//              leader   -> Waiter on the flight + Fetch::start -> a slot of the policy's origin
+//                          queue (or a wait in it, in order) -> origin -> store -> flight done
 //              follower -> Waiter on the flight (wait_timeout, on_overflow if it expires)
 //              overflow -> answer_without_fetch (stale | error | uncached origin read)
 //   refresh  refresh: one flight per key, no waiter -> Fetch (background) -> origin -> store;

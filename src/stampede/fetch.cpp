@@ -1,6 +1,6 @@
-// The fetching side of a miss or a refresh: admission (origin concurrency cap, circuit breaker),
-// one origin request, and the outcome stored (with fill tickets, jittered lifetimes and the EWMA
-// of fetch times) and handed to every waiter of the flight.
+// The fetching side of a miss or a refresh: the circuit breaker after admission (see
+// fetch_admission.cpp), one origin request, and the outcome stored (with fill tickets, jittered
+// lifetimes and the EWMA of fetch times) and handed to every waiter of the flight.
 #include "stampede/fetch.hpp"
 
 #include <utility>
@@ -27,26 +27,18 @@ bool same_policy(const PolicyRef& a, const PolicyRef& b) { return &a.runtime() =
 }  // namespace
 
 void Fetch::start(std::span<const std::string_view> argv) {
-  const auto now = runtime_.clock().now();
-  // Before the request: a tag purged from here on also purges what this fetch brings back.
+  // Before the request (and before any wait for a slot): a tag purged from here on also purges
+  // what this fetch brings back.
   tag_generation_ = runtime_.tags().generation();
-  // max_origin_concurrency counts origin requests: a batch counts once per policy it serves.
-  for (auto& key : leaders) {
-    if (!key.active) continue;
-    const auto counted = std::any_of(counted_.begin(), counted_.end(), [&](const PolicyRef& p) {
-      return same_policy(p, key.policy);
-    });
-    if (counted) continue;
-    if (key.policy.runtime().try_begin_fetch(key.policy.settings().max_origin_concurrency)) {
-      counted_.push_back(key.policy);
-      continue;
-    }
-    for (auto& other : leaders) {
-      if (other.active && same_policy(other.policy, key.policy)) {
-        finish_key(other, {FlightResult::Kind::overflow, {}});
-      }
-    }
+  if (admit()) {
+    proceed(argv);
+    return;
   }
+  if (elements.empty()) queued_argv_ = copy_argv(argv);
+}
+
+void Fetch::proceed(std::span<const std::string_view> argv) {
+  const auto now = runtime_.clock().now();
   for (auto& key : leaders) {
     if (!key.active) continue;
     key.breaker = key.policy.runtime().breaker();
@@ -61,7 +53,7 @@ void Fetch::start(std::span<const std::string_view> argv) {
     const bool used = std::any_of(leaders.begin(), leaders.end(), [&](const KeyFetch& key) {
       return key.active && same_policy(key.policy, policy);
     });
-    if (!used) policy.runtime().end_fetch();
+    if (!used) release_slot(policy);
     return !used;
   });
 
@@ -174,7 +166,7 @@ void Fetch::on_result(const origin::FetchResult& reply) {
   // A value read from the fleet's shared copy cost the origin nothing.
   const bool asked_origin = !result.lifetime || result.lifetime->fetched;
   for (const auto& policy : counted_) {
-    policy.runtime().end_fetch();
+    release_slot(policy);
     if (asked_origin) policy.stats().origin_request(result.duration, failed);
   }
   counted_.clear();

@@ -1,5 +1,6 @@
-// One origin request on behalf of the leader keys of a miss, a refresh or an MGET batch: admission,
-// the request, and the outcome stored and handed to every waiter of each flight.
+// One origin request on behalf of the leader keys of a miss, a refresh or an MGET batch: admission
+// (origin queue, breaker), the request, and the outcome stored and handed to every waiter of each
+// flight.
 #pragma once
 
 #include <utility>
@@ -35,7 +36,7 @@ struct KeyFetch {
   cache::Duration previous_delta{};
   bool background = false;
   bool early = false;  // XFetch (counted apart from grace refreshes)
-  bool active = true;  // false once finished without a fetch (breaker, concurrency)
+  bool active = true;  // false once finished without a fetch (breaker, origin queue)
   std::shared_ptr<CircuitBreaker> breaker;
   Admission admission = Admission::allowed;
 
@@ -43,7 +44,7 @@ struct KeyFetch {
 };
 
 // One origin request on behalf of leader keys (and of an MGET's uncached parts). Owned by the
-// origin's callback, never by a client.
+// origin's callback (while queued for a slot: by its queue timer), never by a client.
 class Engine;
 
 class Fetch : public std::enable_shared_from_this<Fetch> {
@@ -65,11 +66,29 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   // refresh), or the fleet's shared copy was already stale (it is served, and refreshed).
   std::weak_ptr<Engine> refresh_again;
 
-  // Applies the concurrency cap and the breakers, then asks the origin. `argv` is the
-  // single-key command (ignored for an MGET batch, whose command is built from `elements`).
+  // Takes an origin slot of each policy (waiting in its queue past max_origin_concurrency),
+  // applies the breakers, then asks the origin. `argv` is the single-key command (ignored for an
+  // MGET batch, whose command is built from `elements`).
   void start(std::span<const std::string_view> argv);
 
  private:
+  // fetch_admission.cpp: the origin queue.
+  // Takes a slot of each policy the active leaders need, one policy at a time in one order for
+  // every fetch (so two batches never hold slots the other waits for); false while it waits in a
+  // queue (it resumes on its own thread: admitted() or queue_timed_out()).
+  bool admit();
+  bool has_clients(const PolicyRef& policy) const;  // a leader of `policy` is no refresh
+  OriginLimits limits(const PolicyRef& policy) const;
+  void wait_in_queue(const PolicyRef& policy, std::uint64_t ticket);
+  void admitted(std::chrono::nanoseconds waited);
+  void queue_timed_out(std::uint64_t wait);
+  // No slot for `policy`: its leaders end without a fetch and their waiters get on_overflow.
+  void reject(const PolicyRef& policy, QueueRejection reason);
+  // The slot goes to the oldest fetch queued for it, or back to the policy.
+  void release_slot(const PolicyRef& policy);
+
+  // After admission: the breakers, then the request.
+  void proceed(std::span<const std::string_view> argv);
   void on_result(const origin::FetchResult& result);
   void complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
                     std::chrono::nanoseconds duration,
@@ -104,7 +123,12 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   // fetches they started even once destroyed (a reload replaces them); one replaced before a
   // delayed fetch starts fails it.
   std::weak_ptr<origin::Origin> origin_;
-  std::vector<PolicyRef> counted_;  // policies whose concurrency count this fetch holds
+  std::vector<PolicyRef> counted_;       // policies whose origin slot this fetch holds
+  std::optional<PolicyRef> queued_for_;  // the policy whose queue this fetch waits in
+  std::uint64_t queue_ticket_ = 0;
+  std::uint64_t queue_waits_ = 0;  // tells the current wait's timer from an earlier one's
+  std::optional<boost::asio::steady_timer> queue_timer_;  // its pending wait owns this fetch
+  std::vector<std::string> queued_argv_;
   std::chrono::nanoseconds delay_{0};
   std::vector<std::string> delayed_argv_;
   std::optional<boost::asio::steady_timer> delay_timer_;

@@ -18,7 +18,8 @@ struct FlightResult {
     reply,     // `bytes` is the RESP reply to send (the value, a nil, an error reply, or a stale
                // value served because the origin failed)
     failure,   // `bytes` is an error text without the leading '-'
-    overflow,  // no fetch was made (origin concurrency cap): each waiter applies on_overflow
+    overflow,  // no fetch was made (the origin queue was full, or no slot came in time):
+               // `bytes` is the error text without '-'; each waiter applies on_overflow
   };
   Kind kind = Kind::failure;
   std::string bytes;

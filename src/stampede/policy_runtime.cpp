@@ -1,4 +1,4 @@
-// Per-policy protection state: breaker swaps on reload and the origin concurrency count.
+// Per-policy protection state: breaker swaps on reload.
 #include "stampede/policy_runtime.hpp"
 
 namespace corral::stampede {
@@ -19,13 +19,6 @@ void PolicyRuntime::update(const config::PolicySettings& policy) {
 std::shared_ptr<CircuitBreaker> PolicyRuntime::breaker() const {
   std::lock_guard lock(mutex_);
   return breaker_;
-}
-
-bool PolicyRuntime::try_begin_fetch(int limit) {
-  const int now_in_flight = in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (limit <= 0 || now_in_flight <= limit) return true;
-  in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  return false;
 }
 
 }  // namespace corral::stampede

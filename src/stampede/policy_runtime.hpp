@@ -1,9 +1,8 @@
 // Process-wide protection state of one policy, shared by every io thread and kept across
 // reloads: the in-flight fetches (singleflight), the circuit breaker, per-key backoff and the
-// origin concurrency count.
+// origin's admission (concurrency count and queue).
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,10 +12,16 @@
 #include "stampede/core/backoff.hpp"
 #include "stampede/core/breaker.hpp"
 #include "stampede/core/flight_table.hpp"
+#include "stampede/core/origin_queue.hpp"
 #include "stampede/flight.hpp"
 #include "stampede/versioned/version_state.hpp"
 
 namespace corral::stampede {
+
+class Fetch;
+// Weak: a queued fetch is owned by its queue timer on its own io thread, so a queue kept across
+// reloads never keeps one (and its timer) alive past its io_context.
+using FetchQueue = OriginQueue<std::weak_ptr<Fetch>>;
 
 class PolicyRuntime {
  public:
@@ -34,11 +39,10 @@ class PolicyRuntime {
   FlightTable<Flight>& flights() { return flights_; }
   VersionState& versions() { return versions_; }
 
-  // max_origin_concurrency: counts one origin fetch in; false (nothing counted) over `limit`.
-  // limit <= 0 means no limit.
-  bool try_begin_fetch(int limit);
-  void end_fetch() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
-  int fetches_in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  // max_origin_concurrency and max_origin_queue: every origin fetch of the policy enters here.
+  FetchQueue& origin_queue() { return origin_queue_; }
+  int fetches_in_flight() const { return origin_queue_.in_flight(); }
+  std::size_t fetches_queued() const { return origin_queue_.depth(); }
 
  private:
   mutable std::mutex mutex_;  // guards the breaker pointer only
@@ -47,7 +51,7 @@ class PolicyRuntime {
   config::Duration breaker_open_;
   BackoffTable backoff_;
   FlightTable<Flight> flights_;
-  std::atomic<int> in_flight_{0};
+  FetchQueue origin_queue_;
   VersionState versions_;
 };
 

@@ -35,6 +35,10 @@ std::string_view to_string(StaleReason reason) {
   return kNames[static_cast<std::size_t>(reason)];
 }
 
+std::string_view to_string(QueueRejection reason) {
+  return reason == QueueRejection::full ? "full" : "timeout";
+}
+
 void PolicyStats::version_read(std::uint64_t version) {
   auto& slot = version_slots_[version % kVersionSlots];
   auto seen = slot.version.load(std::memory_order_relaxed);
@@ -115,6 +119,9 @@ PolicyStatsSnapshot PolicyStats::snapshot() const {
   out.version_fallbacks = load(version_fallbacks_);
   for (std::size_t i = 0; i < kInvalidationSources; ++i) {
     out.invalidations[i] = load(invalidations_[i]);
+  }
+  for (std::size_t i = 0; i < kQueueRejections; ++i) {
+    out.queue_rejections[i] = load(queue_rejections_[i]);
   }
   return out;
 }

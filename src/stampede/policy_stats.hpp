@@ -34,6 +34,12 @@ enum class RevalidationResult : std::uint8_t { not_modified, modified };
 inline constexpr std::size_t kRevalidationResults = 2;
 std::string_view to_string(RevalidationResult result);
 
+// Why the origin queue turned a fetch away (on_overflow answers its waiters): the queue was at
+// max_origin_queue, or the fetch waited origin_queue_timeout for a slot.
+enum class QueueRejection : std::uint8_t { full, timeout };
+inline constexpr std::size_t kQueueRejections = 2;
+std::string_view to_string(QueueRejection reason);
+
 // Reads of a versioned policy by the version they were resolved to, in a few slots (version
 // modulo kVersionSlots) so the label set stays bounded: the current version and the ones just
 // before it. A slot taken over by a newer version starts again from zero.
@@ -77,9 +83,11 @@ struct PolicyStatsSnapshot {
   std::uint64_t locks_contended = 0;    // fleet mode: refresh locks another process held
   std::uint64_t writes_fenced = 0;      // fleet mode: late writes refused (lock lost meanwhile)
   std::uint64_t version_fallbacks = 0;  // versioned: nil in the current version, previous served
+  std::array<std::uint64_t, kQueueRejections> queue_rejections{};   // by QueueRejection
   std::array<std::uint64_t, kInvalidationSources> invalidations{};  // by InvalidationSource
   int breaker_state = 0;                                            // 0 closed, 1 open, 2 half-open
   int origin_in_flight = 0;
+  std::size_t origin_queued = 0;  // fetches waiting for a slot of max_origin_concurrency
 
   std::uint64_t lookup(LookupOutcome outcome) const {
     return lookups[static_cast<std::size_t>(outcome)];
@@ -110,6 +118,11 @@ class PolicyStats {
   void lock_contended() { add(locks_contended_); }
   void write_fenced() { add(writes_fenced_); }
   void version_fallback() { add(version_fallbacks_); }
+  // A fetch that waited in the origin queue got its slot after `waited`.
+  void queue_wait(std::chrono::nanoseconds waited) { queue_waits_.observe(waited); }
+  void queue_rejected(QueueRejection reason) {
+    add(queue_rejections_[static_cast<std::size_t>(reason)]);
+  }
   void stale_serve(StaleReason reason) { stale_serves_.add(static_cast<std::size_t>(reason)); }
   void version_read(std::uint64_t version);
   void revalidation(RevalidationResult result) {
@@ -127,6 +140,7 @@ class PolicyStats {
   DurationHistogram::Snapshot background_durations() const {
     return background_durations_.snapshot();
   }
+  DurationHistogram::Snapshot queue_waits() const { return queue_waits_.snapshot(); }
 
  private:
   static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
@@ -157,6 +171,8 @@ class PolicyStats {
   std::array<VersionSlot, kVersionSlots> version_slots_{};
   DurationHistogram origin_durations_;
   DurationHistogram background_durations_;
+  std::array<std::atomic<std::uint64_t>, kQueueRejections> queue_rejections_{};
+  DurationHistogram queue_waits_;
 };
 
 }  // namespace corral::stampede

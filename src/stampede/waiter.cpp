@@ -16,9 +16,6 @@ namespace {
 std::string timeout_reason(const WaiterSettings& policy) {
   return "ERR corral: timed out waiting for the origin (policy '" + policy.prefix + "')";
 }
-std::string concurrency_reason(const WaiterSettings& policy) {
-  return "ERR corral: origin concurrency limit reached for policy '" + policy.prefix + "'";
-}
 }  // namespace
 
 void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
@@ -69,10 +66,8 @@ void Waiter::wait(const std::shared_ptr<Flight>& flight, std::optional<std::stri
   flight_ = flight;
   flight_key_ = std::move(flight_key);
   stale_ = std::move(stale);
-  // Kept for an uncached read on overflow (see deliver()); only misses pay for the copy.
-  const bool may_pass_through = policy_.on_overflow == config::OnOverflow::passthrough ||
-                                (policy_.origin == config::OriginKind::redis && !stale_);
-  if (may_pass_through) argv_ = copy_argv(argv);
+  // Kept for an uncached read on overflow or timeout (answer_without_fetch).
+  if (policy_.on_overflow == config::OnOverflow::passthrough) argv_ = copy_argv(argv);
   // Armed even without a wait_timeout (then it never fires): the pending wait is what owns us.
   timer_.emplace(executor_);
   if (policy_.wait_timeout.count() > 0) {
@@ -107,19 +102,12 @@ void Waiter::deliver(const FlightResult& result) {
       target->on_failure(tag_, result.bytes);
       break;
     case FlightResult::Kind::overflow: {
+      // The origin queue turned the fetch away (full, or no slot in time): on_overflow decides,
+      // with the queue's reason as the error.
       policy_.stats->waiter_overflowed();
       const auto engine = engine_.lock();
       const auto argv = view_argv(argv_);
-      // Over the concurrency cap with no stale copy, a redis-origin read goes to Redis uncached,
-      // as it would without Corral: the cap bounds refresh storms, not clients' own reads (a
-      // cold cache under load would otherwise answer errors).
-      WaiterSettings policy = policy_;
-      if (policy.origin == config::OriginKind::redis &&
-          policy.on_overflow == config::OnOverflow::stale && !stale_) {
-        policy.on_overflow = config::OnOverflow::passthrough;
-      }
-      answer_without_fetch(engine.get(), policy, stale_, argv, concurrency_reason(policy), target,
-                           tag_);
+      answer_without_fetch(engine.get(), policy_, stale_, argv, result.bytes, target, tag_);
       break;
     }
   }

@@ -29,7 +29,6 @@ namespace corral::stampede {
 struct WaiterSettings {
   WaiterSettings(const PolicyRef& policy, std::shared_ptr<origin::Origin> policy_origin)
       : on_overflow(policy.settings().on_overflow),
-        origin(policy.settings().origin),
         wait_timeout(policy.settings().wait_timeout),
         prefix(policy.settings().prefix),
         runtime(policy.set->runtimes[policy.index]),
@@ -37,7 +36,6 @@ struct WaiterSettings {
         source(std::move(policy_origin)) {}
 
   config::OnOverflow on_overflow;
-  config::OriginKind origin;
   config::Duration wait_timeout;
   std::string prefix;
   std::weak_ptr<PolicyRuntime> runtime;
@@ -51,9 +49,9 @@ class Engine;
 void fetch_uncached(origin::Origin& origin, std::span<const std::string_view> argv,
                     const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag);
 
-// The answer for a request that gets no fetch of its own (waiter queue full, wait timed out,
-// origin concurrency cap): on_overflow decides between the stale copy, an error and an
-// uncached origin read. `argv` is needed for the last one only.
+// The answer for a request that gets no fetch of its own (max_waiters reached, wait_timeout
+// passed, the origin queue full or its wait too long): on_overflow decides between the stale copy,
+// an error and an uncached origin read. `argv` is needed for the last one only.
 void answer_without_fetch(Engine* engine, const WaiterSettings& policy,
                           const std::optional<std::string>& stale,
                           std::span<const std::string_view> argv, std::string_view reason,

@@ -36,7 +36,9 @@ class Fixture(OriginStack):
             _policy(origin, "feat:", "/features/"),
             _policy(origin, "stale:", "/stale/", ttl="1s", stale_if_error="60s"),
             _policy(origin, "pass:", "/pass/", writes="passthrough"),
-            _policy(origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1),
+            # No origin queue: past the one slot, misses are refused at once.
+            _policy(origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1,
+                    max_origin_queue=0),
         ])
 
 

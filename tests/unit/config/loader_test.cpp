@@ -167,6 +167,8 @@ policies:
     wait_timeout: 2s
     on_overflow: passthrough
     max_origin_concurrency: 8
+    max_origin_queue: 500
+    origin_queue_timeout: 750ms
     on_invalidate: refresh
     backoff_min: 1s
     backoff_max: 1s
@@ -191,6 +193,8 @@ policies:
   CHECK(p.wait_timeout == 2s);
   CHECK(p.on_overflow == OnOverflow::passthrough);
   CHECK(p.max_origin_concurrency == 8);
+  CHECK(p.max_origin_queue == 500);
+  CHECK(p.origin_queue_timeout == 750ms);
   CHECK(p.on_invalidate == OnInvalidate::refresh);
   CHECK(p.writes == WritePolicy::passthrough);
   CHECK(p.backoff_min == 1s);

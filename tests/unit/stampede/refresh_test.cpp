@@ -281,6 +281,7 @@ TEST_CASE("nil replies are cached for negative_ttl only", "[negative]") {
 TEST_CASE("max_origin_concurrency caps fetches of a policy", "[concurrency]") {
   auto p = policy();
   p.max_origin_concurrency = 1;
+  p.max_origin_queue = 0;  // no queue: over the cap is refused at once (queued_fetch_test.cpp)
   p.grace = 1h;
   p.on_overflow = config::OnOverflow::error;
   Fixture f({p});
@@ -291,7 +292,9 @@ TEST_CASE("max_origin_concurrency caps fetches of a policy", "[concurrency]") {
   // A foreground miss over the cap gets on_overflow...
   REQUIRE(f.get("p:2", 2));
   f.run();
-  CHECK(f.client->reply(2) == "-ERR corral: origin concurrency limit reached for policy 'p:'\r\n");
+  CHECK(f.client->reply(2) ==
+        "-ERR corral: origin concurrency limit reached for policy 'p:' (max_origin_concurrency "
+        "1)\r\n");
   // ...a background refresh is skipped: the stale value keeps serving.
   REQUIRE(f.get("p:stale", 3));
   CHECK(f.client->reply(3) == bulk("old"));
