@@ -36,15 +36,23 @@ class _Link:
         self.stalled = False
         self.bytes_per_second = None
         self.close_after = None  # bytes still to forward before closing, or None
+        self.stall_after = None  # bytes still to forward before stalling, or None
         self.changed = None  # asyncio.Event, created in the loop for a live connection
 
     def copy_from(self, other):
         self.latency, self.stalled = other.latency, other.stalled
         self.bytes_per_second, self.close_after = other.bytes_per_second, other.close_after
+        self.stall_after = other.stall_after
 
     def clear(self):
+        """What resume() undoes; a pending close_after stays (close_after(None) cancels it)."""
         self.latency, self.stalled = 0.0, False
-        self.bytes_per_second = self.close_after = None
+        self.bytes_per_second = self.stall_after = None
+
+    def limit(self):
+        """Bytes that may leave before the next cut or stall (None: no limit)."""
+        limits = [n for n in (self.close_after, self.stall_after) if n is not None]
+        return min(limits) if limits else None
 
     def notify(self):
         if self.changed is not None:
@@ -129,20 +137,25 @@ class Conn:
                     piece = data
                     if link.bytes_per_second:
                         piece = data[:max(1, int(link.bytes_per_second) // 20)]
-                    cut = link.close_after is not None and link.close_after <= len(piece)
-                    if cut:
-                        piece = piece[:link.close_after]
-                    writer.write(piece)
-                    self._count(direction, len(piece))
-                    data = data[len(piece):]
-                    if cut:
-                        await writer.drain()
-                        self._close(rst=False)
-                        return
+                    limit = link.limit()
+                    if limit is not None:
+                        piece = piece[:limit]
+                    if piece:
+                        writer.write(piece)
+                        self._count(direction, len(piece))
+                        data = data[len(piece):]
                     if link.close_after is not None:
                         link.close_after -= len(piece)
+                        if link.close_after == 0:
+                            await writer.drain()
+                            self._close(rst=False)
+                            return
+                    if link.stall_after is not None:
+                        link.stall_after -= len(piece)
+                        if link.stall_after == 0:
+                            link.stall_after, link.stalled = None, True
                     await writer.drain()
-                    if link.bytes_per_second:
+                    if link.bytes_per_second and piece:
                         await asyncio.sleep(len(piece) / link.bytes_per_second)
         except (ConnectionError, OSError):
             self._close(rst=True)
@@ -372,13 +385,33 @@ class FaultProxy:
 
     def close_after(self, nbytes, direction="down", conn=None):
         """Forwards `nbytes` more bytes in `direction`, then closes both sides (FIN). With
-        conn=None every later connection is cut after its first `nbytes` too."""
+        conn=None every later connection is cut after its first `nbytes` too; nbytes=None cancels
+        a pending cut."""
+        if nbytes is not None and nbytes < 0:
+            raise ValueError("nbytes must be >= 0 or None")
+        self._set(conn, direction, lambda link: setattr(
+            link, "close_after", None if nbytes is None else int(nbytes)))
+        if nbytes == 0:
+            self._call(lambda: [c._close(rst=False) for c in (
+                [conn] if conn is not None else list(self._conns.values()))])
+
+    def stall_after(self, nbytes, direction="both", conn=None):
+        """Forwards `nbytes` more bytes in `direction`, then stalls it (a stall at a known byte,
+        e.g. inside a pipeline); resume() lets the rest through."""
         if nbytes < 0:
             raise ValueError("nbytes must be >= 0")
-        self._set(conn, direction, lambda link: setattr(link, "close_after", int(nbytes)))
+        if nbytes == 0:
+            return self.stall(direction, conn)
+        self._set(conn, direction, lambda link: setattr(link, "stall_after", int(nbytes)))
+
+    def retarget(self, target_port, target_host=HOST):
+        """New connections go to another server (e.g. one that does not speak the protocol)."""
+        def apply():
+            self.target_host, self.target_port = target_host, target_port
+        self._call(apply)
 
     def resume(self, conn=None):
-        """Undoes latency, stall, throttle and a pending close_after (both directions)."""
+        """Undoes latency, stall, stall_after and throttle (both directions)."""
         self._set(conn, "both", _Link.clear)
 
     def reset(self, conn=None):

@@ -139,6 +139,50 @@ def test_close_after_for_future_connections_cuts_each(proxy):
             assert r.read_until_closed(timeout=5) == b"+PO"
 
 
+def test_close_after_none_cancels_a_pending_cut(proxy):
+    with Raw(proxy.port) as r:
+        assert r.call("PING") == b"PONG"
+        conn = proxy.wait_for_connection()
+        proxy.close_after(3, conn=conn)
+        proxy.resume(conn)  # resume() leaves a pending cut alone ...
+        assert conn.links["down"].close_after == 3
+        proxy.close_after(None, conn=conn)  # ... close_after(None) cancels it
+        assert r.call("ECHO", "whole") == b"whole"
+
+
+def test_stall_after_stops_at_exactly_n_bytes_of_a_pipeline(proxy, direct):
+    direct.delete("fp:sa")
+    one = encode_command("INCR", "fp:sa")
+    with Raw(proxy.port) as r:
+        assert r.call("PING") == b"PONG"
+        conn = proxy.wait_for_connection()
+        sent_before = conn.bytes_up
+        proxy.stall_after(len(one) * 10 + 5, direction="up", conn=conn)
+        r.send(one * 100)
+        # Ten whole commands and five bytes of the eleventh went through, nothing more.
+        assert [r.read() for _ in range(10)] == list(range(1, 11))
+        wait_until(lambda: conn.links["up"].stalled, 5, what="the relay to stall")
+        assert conn.bytes_up - sent_before == len(one) * 10 + 5
+        assert nothing_arrives(r)
+        assert direct.get("fp:sa") == b"10"
+        proxy.resume(conn)
+        assert [r.read() for _ in range(90)] == list(range(11, 101))
+
+
+def test_retarget_sends_new_connections_elsewhere(proxy, redis_server):
+    other = harness.RedisServer(harness.make_tmpdir("corral-fault-proxy-other-")).start()
+    try:
+        other.client().set("fp:where", "other")
+        with Raw(proxy.port) as before:
+            assert before.call("GET", "fp:where") != b"other"
+            proxy.retarget(other.port)
+            with Raw(proxy.port) as after:
+                assert after.call("GET", "fp:where") == b"other"
+            assert before.call("GET", "fp:where") != b"other"  # current ones stay
+    finally:
+        other.stop()
+
+
 def test_blackhole_accepts_and_never_answers(proxy, direct):
     before = client_count(direct)
     proxy.blackhole()
