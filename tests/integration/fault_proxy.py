@@ -14,7 +14,7 @@ import threading
 import time
 
 HOST = "127.0.0.1"
-SEEN_LIMIT = 64 * 1024  # how much of the upstream stream a Conn keeps for matches()
+SEEN_LIMIT = 64 * 1024  # how much of the start and of the end of the upstream stream matches() sees
 CHUNK = 64 * 1024
 QUEUE_CHUNKS = 16  # per direction: a stalled relay holds at most this many reads, then pushes back
 DIRECTIONS = ("up", "down")
@@ -68,7 +68,8 @@ class Conn:
         self.proxy = proxy
         self.bytes_up = 0
         self.bytes_down = 0
-        self.seen_up = b""
+        self.seen_up = b""  # the first SEEN_LIMIT bytes the client sent
+        self.recent_up = b""  # the last SEEN_LIMIT bytes it sent (a long-lived link's latest)
         self.blackholed = False
         self.closed = False
         self.links = {"up": _Link(), "down": _Link()}
@@ -77,8 +78,8 @@ class Conn:
         self._tasks = []
 
     def matches(self, needle):
-        """Whether `needle` appeared in the first SEEN_LIMIT bytes the client sent."""
-        return needle in self.seen_up
+        """Whether `needle` is in the first or the last SEEN_LIMIT bytes the client sent."""
+        return needle in self.seen_up or needle in self.recent_up
 
     def __repr__(self):
         return "<Conn %s#%d up=%d down=%d%s%s>" % (
@@ -90,6 +91,7 @@ class Conn:
     def _note_up(self, data):
         if len(self.seen_up) < SEEN_LIMIT:
             self.seen_up += data[:SEEN_LIMIT - len(self.seen_up)]
+        self.recent_up = (self.recent_up + data)[-SEEN_LIMIT:]
 
     async def _read_into(self, reader, queue, direction):
         try:
