@@ -90,10 +90,13 @@ def parse_cluster_nodes(text):
 class ClusterNodes:
     """scripts/cluster.sh's cluster: `primaries` primaries with `replicas` replicas each; with
     `password` every node requires it, with `tls_dir` (ca.pem, redis.pem, redis.key) every node
-    speaks TLS only, and this fixture's own clients authenticate and use TLS to match."""
+    speaks TLS only, and this fixture's own clients authenticate and use TLS to match. With
+    `relays` each node gets a fault proxy (fault_proxy.py) and announces the proxy's port
+    (cluster-announce-port), so Corral, seeded through seeds(), reaches every node only
+    through its relay; the fixture's own helpers keep talking to the nodes' real ports."""
 
     def __init__(self, workdir=None, primaries=3, replicas=1, node_timeout=2000, password=None,
-                 tls_dir=None):
+                 tls_dir=None, relays=False):
         self.workdir = workdir or harness.make_tmpdir("corral-cluster-")
         self.password, self.tls_dir = password, tls_dir
         self.dir = os.path.join(self.workdir, "cluster")
@@ -103,6 +106,10 @@ class ClusterNodes:
         self.down = set()  # nodes a test took down on purpose (not a fixture death)
         self.paused = set()
         self._started = False
+        if relays and tls_dir:
+            raise ValueError("relays announce plain ports: not with a TLS cluster")
+        self.relays_wanted = relays
+        self.relays = {}  # node port -> FaultProxy
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -127,9 +134,31 @@ class ClusterNodes:
         out = self._script("start", self.dir, "--primaries", self.primaries_wanted, "--replicas",
                            self.replicas_wanted, "--node-timeout", self.node_timeout, *security)
         self.ports = [int(p) for p in out.split()]
+        if self.relays_wanted:
+            self._start_relays()
         return self
 
+    def _start_relays(self):
+        from fault_proxy import FaultProxy
+        for port in self.ports:
+            self.relays[port] = FaultProxy(port, name="node-%d" % port).start()
+            node = self.node(port)
+            node.config_set("cluster-announce-port", self.relays[port].port)
+            node.execute_command("CONFIG", "REWRITE")  # a restarted node announces it too
+        announced = {r.port for r in self.relays.values()}
+
+        def everyone_announces_relays():
+            return all({n["port"] for n in parse_cluster_nodes(self.node(p).execute_command(
+                "CLUSTER", "NODES").decode())} == announced for p in self.ports)
+        wait_until(everyone_announces_relays, 20, 0.1, "every node to know the relays' ports")
+
+    def relay(self, port):
+        """The fault proxy in front of node `port`."""
+        return self.relays[port]
+
     def stop(self):
+        for relay in self.relays.values():
+            relay.stop()
         if self._started:
             self._started = False
             self._script("stop", self.dir, check=False)
@@ -168,7 +197,8 @@ class ClusterNodes:
         TLS cluster, with the password (`redis://:PW@...`) when the nodes require one."""
         scheme = "rediss" if self.tls_dir else "redis"
         auth = ":%s@" % self.password if self.password else ""
-        return ["%s://%s%s:%d" % (scheme, auth, HOST, p) for p in (ports or self.ports)]
+        return ["%s://%s%s:%d" % (scheme, auth, HOST, self.relays[p].port if p in self.relays
+                                  else p) for p in (ports or self.ports)]
 
     def security_kwargs(self):
         """redis-py connection arguments for this cluster's password and TLS."""
@@ -206,10 +236,14 @@ class ClusterNodes:
         for port in ([via] if via else [p for p in self.ports
                                          if p not in self.down and p not in self.paused]):
             try:
-                return parse_cluster_nodes(self.node(port, socket_timeout=3).execute_command(
+                nodes = parse_cluster_nodes(self.node(port, socket_timeout=3).execute_command(
                     "CLUSTER", "NODES").decode())
             except Exception:  # noqa: BLE001 - try the next node
                 continue
+            real = {r.port: p for p, r in self.relays.items()}
+            for n in nodes:  # nodes announce their relays: the helpers work on real ports
+                n["port"] = real.get(n["port"], n["port"])
+            return nodes
         raise AssertionError("no live node answered CLUSTER NODES")
 
     def primaries(self):
@@ -404,12 +438,12 @@ class ClusterStack:
     """A cluster and a Corral in front of it (seeded with every node unless `seed_ports`)."""
 
     def __init__(self, name, corral_config=None, node_timeout=2000, replicas=1, password=None,
-                 tls_dir=None):
+                 tls_dir=None, relays=False):
         self.name = name
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.corral_config = corral_config
         self.cluster = ClusterNodes(self.workdir, replicas=replicas, node_timeout=node_timeout,
-                                    password=password, tls_dir=tls_dir)
+                                    password=password, tls_dir=tls_dir, relays=relays)
         self.corral = None
         self.extra_corrals = []
 

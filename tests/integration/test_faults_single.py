@@ -214,6 +214,29 @@ def test_link_cut_inside_a_large_reply_never_delivers_a_truncated_or_shifted_val
     assert fx.read_many(before_keys) == {k: k.encode() for k in before_keys}
 
 
+def test_link_reset_inside_multi_applies_nothing_of_the_transaction(fx):
+    a, b, c, d = ("txs:%s" % n for n in "abcd")
+    with Raw(fx.corral.port) as r:
+        assert r.call("MULTI") == b"OK"
+        assert r.call("SET", a, "1") == b"QUEUED"
+        assert r.call("INCR", b) == b"QUEUED"
+        fx.proxy.reset(upstream_link(fx, a.encode()))
+        # The client does not know yet: it queues more, then EXEC, in one pipeline.
+        r.send(encode_command("SET", c, "3") + encode_command("INCR", d) +
+               encode_command("EXEC"))
+        queued = [r.read(), r.read()]
+        for reply in queued:
+            assert reply == b"QUEUED" or clear_error(reply), \
+                "a command queued after the reset answered %r (queued: %r)" % (reply, queued)
+        done = r.read()
+        assert isinstance(done, Err) and (clear_error(done) or done.startswith(b"EXECABORT")), \
+            "EXEC after its link was reset answered %r" % (done,)
+        assert fx.direct().mget(a, b, c, d) == [None] * 4, "part of a failed transaction applied"
+        assert r.call("MULTI") == b"OK"
+        assert r.call("INCR", b) == b"QUEUED"
+        assert r.call("EXEC") == [1]
+
+
 def test_added_latency_then_removed_keeps_every_reply_right(fx):
     ws = workloads(fx, "lat", depth=5)
     wait_for_progress(ws)
