@@ -24,7 +24,10 @@ RECOVERY_BOUND = 5.0
 CONFIG = {"threads": 1,  # one shared upstream connection: every client's commands share it
           "upstream": {"connect_timeout": "500ms", "command_timeout": "2s",
                        "reconnect_backoff_min": "50ms", "reconnect_backoff_max": "1s"},
-          "client": {"max_request": "4mb", "max_output_buffer": "16mb"}}
+          "client": {"max_request": "4mb", "max_output_buffer": "16mb"},
+          # Near-cache of Redis values: a cut reply must never be cached.
+          "policies": [{"prefix": "cached:", "origin": "redis", "commands": ["GET"],
+                        "ttl": "60s", "beta": 0, "jitter": 0}]}
 
 
 class Fixture:
@@ -48,6 +51,11 @@ class Fixture:
             return dict(zip(keys, direct.mget(keys))) if keys else {}
         finally:
             direct.close()
+
+    def corral_info(self, key):
+        with Raw(self.corral.port) as r:
+            flat = r.call("CORRAL.INFO", key)
+        return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
 
     def heal(self):
         self.proxy.resume()
@@ -235,6 +243,75 @@ def test_link_reset_inside_multi_applies_nothing_of_the_transaction(fx):
         assert r.call("MULTI") == b"OK"
         assert r.call("INCR", b) == b"QUEUED"
         assert r.call("EXEC") == [1]
+
+
+def test_link_reset_on_a_watch_makes_the_transaction_abort(fx):
+    a = "txw:a"
+    with Raw(fx.corral.port) as r:
+        assert r.call("WATCH", a) == b"OK"
+        fx.proxy.reset(upstream_link(fx, b"WATCH"))
+        r.send(encode_command("MULTI") + encode_command("SET", a, "1") + encode_command("EXEC"))
+        replies = [r.read(), r.read(), r.read()]
+        # Redis forgot the WATCH: the SET must not run, and EXEC must not claim it did.
+        assert replies[1] == b"QUEUED" or clear_error(replies[1]), replies
+        assert isinstance(replies[2], Err) or replies[2] is None, replies
+        assert fx.direct().get(a) is None, "a transaction on a lost WATCH applied (%r)" % replies
+
+
+def test_links_cut_inside_requests_and_replies_under_load(fx):
+    ws = workloads(fx, "cut", depth=30)
+    wait_for_progress(ws)
+    for direction, offset in (("up", 1000), ("down", 700), ("up", 5), ("down", 1), ("up", 3333)):
+        link = upstream_link(fx, b"cut:")
+        fx.proxy.close_after(offset, direction=direction, conn=link)
+        wait_until(lambda: link.closed, REQUEST_BOUND, what="the cut (%s)" % direction)
+        wait_for_progress(ws, pipelines=1, timeout=RECOVERY_BOUND + REQUEST_BOUND)
+    check_after(fx, ws)
+    assert any(w.errors for w in ws), "no command was in flight at any cut"
+    for w in ws:
+        assert w.closed == 0, "%s: corral closed the client's connection" % w.label
+        assert w.slowest <= REQUEST_BOUND, "%s: a request waited %.2fs" % (w.label, w.slowest)
+
+
+def test_a_reply_trickling_in_beyond_the_command_timeout_is_an_error_and_shifts_nothing(fx):
+    big = b"".join(b"tr:big:%07d|" % i for i in range(40000))  # ~560 kB that spells its key
+    fx.direct().set("tr:big", big)
+    with Raw(fx.corral.port) as r:
+        assert r.call("SET", "tr:warm", "1") == b"OK"
+        fx.proxy.throttle(50000, direction="down", conn=upstream_link(fx, b"tr:warm"))
+        t0 = time.monotonic()
+        r.send(encode_command("GET", "tr:big") + encode_command("ECHO", "after"))
+        reply = reply_of(r)
+        took = time.monotonic() - t0
+        assert isinstance(reply, Err) and clear_error(reply), \
+            "a reply slower than command_timeout answered %r" % (reply[:60] if reply else reply,)
+        assert took <= REQUEST_BOUND, "the timeout came after %.2fs" % took
+        assert r.read() == b"after"
+        fx.proxy.resume()
+        for i in range(50):
+            v = b"tr:%d" % i
+            assert r.call("SET", "tr:k%d" % i, v) == b"OK"
+            assert r.call("GET", "tr:k%d" % i) == v
+        assert r.call("GET", "tr:big") == big
+
+
+def test_a_cached_read_whose_reply_is_cut_is_not_cached(fx):
+    big = b"".join(b"cached:cut:%07d|" % i for i in range(40000))
+    fx.direct().set("cached:cut", big)
+    with Raw(fx.corral.port) as r:
+        assert r.call("SET", "cut:warm", "1") == b"OK"
+        fx.proxy.close_after(100000, direction="down", conn=upstream_link(fx, b"cut:warm"))
+        r.send_command("GET", "cached:cut")
+        reply = reply_of(r)
+        assert isinstance(reply, (Err, Closed)), "GET of a cut reply answered %r" % (
+            reply[:60] if isinstance(reply, bytes) else reply,)
+    info = fx.corral_info("cached:cut")
+    assert info["state"] == b"absent", "a cut reply was cached: %r" % info
+    fx.wait_serving()
+    with Raw(fx.corral.port) as r:
+        assert r.call("GET", "cached:cut") == big
+        assert r.call("GET", "cached:cut") == big
+    assert fx.corral_info("cached:cut")["state"] == b"fresh"
 
 
 def test_added_latency_then_removed_keeps_every_reply_right(fx):
