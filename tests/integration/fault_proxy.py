@@ -28,6 +28,15 @@ def _directions(direction):
     return (direction,)
 
 
+def _no_delay(writer):
+    """Small writes leave at once (a relay must not add Nagle's delay); a socket already reset
+    by its peer is left to the pumps to notice."""
+    try:
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+
+
 class _Link:
     """The fault settings of one direction of one connection (or the defaults for new ones)."""
 
@@ -307,7 +316,7 @@ class FaultProxy:
         self._next_id += 1
         self.accepted += 1
         conn._client = (reader, writer)
-        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _no_delay(writer)
         self._conns[conn.id] = conn
         if self._blackhole:
             conn.blackholed = True
@@ -326,7 +335,7 @@ class FaultProxy:
             server[1].transport.abort()
             return
         conn._server = server
-        server[1].get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _no_delay(server[1])
         up_q, down_q = asyncio.Queue(QUEUE_CHUNKS), asyncio.Queue(QUEUE_CHUNKS)
         pumps = [asyncio.ensure_future(c) for c in (
             conn._read_into(reader, up_q, "up"), conn._forward(up_q, server[1], "up"),
