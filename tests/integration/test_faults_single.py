@@ -1,7 +1,8 @@
 # Network faults between Corral and one redis-server, injected by a fault proxy (fault_proxy.py) on
-# Corral's upstream link: a stall inside a pipeline, a link cut in the middle of a large reply, added
-# latency, a silent, refusing or blackholed upstream. Every reply is checked against what was asked
-# (no wrong, truncated or shifted reply), an answer that cannot be given is a clear error, no
+# Corral's upstream link: a stall inside a pipeline, links cut inside requests and replies (a large
+# one, a cached read, a transaction's, a WATCH's), a reply trickling in beyond command_timeout,
+# added latency, a silent, refusing or blackholed upstream. Every reply is checked against what was
+# asked (no wrong, truncated or shifted reply), an answer that cannot be given is a clear error, no
 # acknowledged write is lost, and Corral serves again within a stated bound once the fault is gone.
 import time
 
