@@ -69,25 +69,30 @@ def check_after(stack, ws):
             w.label, value, len(w.incr_acked), w.incr_errors)
 
 
-def test_a_primary_silent_to_corral_leaves_the_other_primaries_clients_unharmed(cl):
+@pytest.mark.parametrize("fault", ["silent", "refusing"])
+def test_a_primary_unreachable_by_corral_leaves_the_other_primaries_clients_unharmed(cl, fault):
     victim = cl.cluster.primaries()[0]
     elsewhere = tags_owned(cl, lambda port: port != victim)
     inside = tags_owned(cl, lambda port: port == victim)
-    others = start_workloads(3, lambda i: workload(cl, "bh-other", elsewhere, i))
-    mine = start_workloads(1, lambda i: workload(cl, "bh-victim", inside, i))
+    others = start_workloads(3, lambda i: workload(cl, fault + "-other", elsewhere, i))
+    mine = start_workloads(1, lambda i: workload(cl, fault + "-victim", inside, i))
     wait_for_progress(others + mine)
     relay = cl.cluster.relay(victim)
-    relay.blackhole()  # new links to it: accepted, never answered
-    relay.stall()  # the links Corral has: silent, sockets open
+    if fault == "silent":
+        relay.blackhole()  # new links to it: accepted, never answered
+        relay.stall()  # the links Corral has: silent, sockets open
+    else:
+        relay.refuse()  # new links refused ...
+        relay.reset()  # ... and the ones Corral has reset
     t_fault = time.monotonic()
     marks = [w.pipelines for w in others]
     wait_until(lambda: mine[0].errors_between(t_fault, time.monotonic()), REQUEST_BOUND + 3,
                what="the victim's client to get an error")
-    # The silence lasts two command timeouts; meanwhile the others keep going.
+    # The fault lasts two command timeouts; meanwhile the others keep going.
     wait_until(lambda: time.monotonic() - t_fault >= 2 * COMMAND_TIMEOUT, 10,
-               what="two command timeouts of silence")
+               what="two command timeouts of the fault")
     assert all(w.pipelines > m for w, m in zip(others, marks)), \
-        "a client of another primary made no progress while %d was silent" % victim
+        "a client of another primary made no progress while %d was %s" % (victim, fault)
     victim_errors = mine[0].errors_between(t_fault, time.monotonic())
     heal(cl)
     t_heal = time.monotonic()
@@ -99,9 +104,9 @@ def test_a_primary_silent_to_corral_leaves_the_other_primaries_clients_unharmed(
         assert not w.errors, "%s (keys not on %d) got errors: %r" % (w.label, victim,
                                                                      w.errors[:3])
         assert w.slowest <= COMMAND_TIMEOUT, "%s: a request waited %.2fs (command_timeout " \
-            "%.0fs) while another primary was silent" % (w.label, w.slowest, COMMAND_TIMEOUT)
-    assert mine[0].slowest <= REQUEST_BOUND, "a request to the silent primary waited %.2fs" % (
-        mine[0].slowest)
+            "%.0fs) while another primary was %s" % (w.label, w.slowest, COMMAND_TIMEOUT, fault)
+    assert mine[0].slowest <= REQUEST_BOUND, "a request to the %s primary waited %.2fs" % (
+        fault, mine[0].slowest)
     assert all(clear_error(Err(e.encode())) or e.startswith("connection closed")
                for e in victim_errors), victim_errors[:3]
     assert recovered <= RECOVERY_BOUND + REQUEST_BOUND
