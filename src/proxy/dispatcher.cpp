@@ -218,7 +218,8 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     const bool in_multi = client.mode.in_multi();
     release_dedicated(client);
     if (state_lost && row.change == StateChange::multi && !in_multi) {
-      // MULTI on a lost WATCH: the transaction opens, doomed, as one whose watched key changed.
+      // MULTI on a lost WATCH (or tracking state): the transaction opens, doomed, as one whose
+      // watched key changed; the client learns why from the errors its queued commands get.
       client.mode.lost_transaction();
       scratch_.clear();
       resp::append_simple(scratch_, "OK");
