@@ -33,6 +33,8 @@ def stack():
 def cl(stack):
     heal(stack)
     yield stack
+    # pytest shows what a test printed only when it failed: the logs, for the diagnosis.
+    print(stack.describe_failure())
     heal(stack)
     assert stack.corral.alive(), "corral exited:\n" + stack.corral.log_text()
 

@@ -98,6 +98,9 @@ def fx(fixture):
     fixture.heal()
     fixture.origin.control(reset=True)
     yield fixture
+    # pytest shows what a test printed only when it failed: the logs, for the diagnosis.
+    print("--- corral log tail ---\n%s\n--- origin log tail ---\n%s" % (
+        fixture.corral.log_text(4000), fixture.origin.log_text(2000)))
     fixture.heal()
     assert fixture.corral.alive(), "corral exited:\n" + fixture.corral.log_text()
 

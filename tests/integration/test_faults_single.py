@@ -88,6 +88,8 @@ def fx(fixture):
     fixture.heal()
     fixture.wait_serving()
     yield fixture
+    # pytest shows what a test printed only when it failed: the log, for the diagnosis.
+    print("--- corral log tail ---\n" + fixture.corral.log_text(4000))
     fixture.heal()
     assert fixture.corral.alive(), "corral exited:\n" + fixture.corral.log_text()
 
