@@ -30,12 +30,15 @@ class ConnectionMode {
     watching,
     multi,
     multi_aborted,  // Corral refused a command queued in MULTI: EXEC must abort
+    multi_lost,     // Redis forgot the transaction with its connection: EXEC must abort
     subscribed,     // tunnel until the last subscription ends
     tunnel,         // MONITOR, CLIENT REPLY OFF|SKIP: tunnel until the client leaves
   };
 
   State state() const { return state_; }
-  bool in_multi() const { return state_ == State::multi || state_ == State::multi_aborted; }
+  bool in_multi() const {
+    return state_ == State::multi || state_ == State::multi_aborted || state_ == State::multi_lost;
+  }
   // Every reply from the dedicated connection goes straight to the client, unmatched to requests.
   bool tunneling() const { return state_ == State::subscribed || state_ == State::tunnel; }
   // Losing the dedicated connection now would silently lose state the client relies on.
@@ -50,6 +53,12 @@ class ConnectionMode {
   // Redis aborts a transaction whose queued command it rejected; Corral rejected one for it.
   void refused_in_multi();
   void ended_subscriptions();
+  // The client still queues (it sent no EXEC or DISCARD) but Redis has no transaction any more:
+  // nothing it queues may run, and EXEC aborts, as after a queued command Redis rejected.
+  void lost_transaction() {
+    state_ = State::multi_lost;
+    pins_ = 0;
+  }
   // A RESP3 client subscribed: the connection stays (its pushes arrive there) until the client
   // leaves, but requests keep their reply slots, since pushes cannot be mistaken for replies.
   void keep_for_pushes() { pins_ |= kPushes; }

@@ -227,11 +227,28 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
                            std::size_t awaiting) {
   if (client.dedicated && client.dedicated->state() == upstream::Link::State::closed) {
     const bool state_lost = client.mode.holds_redis_state();
+    const bool in_multi = client.mode.in_multi();
     release_dedicated(client);
+    if (state_lost && row.change == StateChange::multi && !in_multi) {
+      // MULTI on a lost WATCH (or tracking state): the transaction opens, doomed, as one whose
+      // watched key changed; the client learns why from the errors its queued commands get.
+      client.mode.lost_transaction();
+      scratch_.clear();
+      resp::append_simple(scratch_, "OK");
+      target->on_reply(tag, scratch_);
+      return Action::done;
+    }
     if (state_lost) {
+      // The client is still queueing: its next commands must not run one by one elsewhere.
+      if (in_multi && row.change != StateChange::exec && row.change != StateChange::discard) {
+        client.mode.lost_transaction();
+      }
       target->on_failure(tag, upstream::kErrStateLost);
       return Action::done;
     }
+  }
+  if (client.mode.state() == ConnectionMode::State::multi_lost) {
+    return answer_lost_transaction(client, row, tag, target);
   }
   // Inside MULTI, Redis answers even a RESP3 SUBSCRIBE with +QUEUED: an ordinary reply.
   const Path path =
@@ -440,6 +457,28 @@ Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
   auto answer = std::make_shared<FixedReply>(target, std::move(reply));
   if (!client.dedicated->send(discard, answer, tag))
     target->on_failure(tag, upstream::kErrUnavailable);
+  return Action::done;
+}
+
+// The transaction died with its connection: nothing reaches Redis until the client ends it.
+Action Dispatcher::answer_lost_transaction(ClientState& client, const CommandSpec& row,
+                                           std::uint64_t tag,
+                                           const std::shared_ptr<upstream::ReplyTarget>& target) {
+  scratch_.clear();
+  if (row.change == StateChange::exec || row.change == StateChange::discard) {
+    client.mode.reset();
+    client.queued_write_keys.clear();
+    if (row.change == StateChange::exec) {
+      resp::append_error(scratch_, "EXECABORT Transaction discarded because of previous errors.");
+    } else {
+      resp::append_simple(scratch_, "OK");
+    }
+  } else if (row.change == StateChange::multi) {
+    resp::append_error(scratch_, "ERR MULTI calls can not be nested");
+  } else {
+    resp::append_error(scratch_, upstream::kErrStateLost);
+  }
+  target->on_reply(tag, scratch_);
   return Action::done;
 }
 

@@ -28,6 +28,15 @@ def _directions(direction):
     return (direction,)
 
 
+def _no_delay(writer):
+    """Small writes leave at once (a relay must not add Nagle's delay); a socket already reset
+    by its peer is left to the pumps to notice."""
+    try:
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+
+
 class _Link:
     """The fault settings of one direction of one connection (or the defaults for new ones)."""
 
@@ -225,6 +234,7 @@ class FaultProxy:
         self._loop = None
         self._thread = None
         self._server = None
+        self._placeholder = None  # holds the port while refusing
         self.accepted = 0  # connections accepted so far (blackholed ones too)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -257,6 +267,7 @@ class FaultProxy:
         if loop.is_running():
             async def shutdown():
                 self._close_listener()
+                self._release_port()
                 for conn in list(self._conns.values()):
                     conn._close(rst=True)
                 tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -292,22 +303,45 @@ class FaultProxy:
             return r
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
-    async def _listen(self):
-        self._server = await asyncio.start_server(self._accept, HOST, self.port,
-                                                  reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
+    def _bound_socket(self):
+        # SO_REUSEPORT lets the listener and the placeholder that holds the port while refusing
+        # share it, so that no other socket (an outgoing connection's ephemeral port) takes it.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            sock.bind((HOST, self.port))
+        except OSError:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        return sock
 
-    def _close_listener(self):
+    async def _listen(self):
+        sock = self._bound_socket()
+        sock.listen(128)
+        sock.setblocking(False)
+        self._server = await asyncio.start_server(self._accept, sock=sock)
+        self._release_port()
+
+    def _close_listener(self, hold_port=False):
+        if hold_port and self._placeholder is None:
+            self._placeholder = self._bound_socket()  # bound, not listening: connects refused
         if self._server is not None:
             self._server.close()
             self._server = None
+
+    def _release_port(self):
+        if self._placeholder is not None:
+            self._placeholder.close()
+            self._placeholder = None
 
     async def _accept(self, reader, writer):
         conn = Conn(self._next_id, self)
         self._next_id += 1
         self.accepted += 1
         conn._client = (reader, writer)
-        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _no_delay(writer)
         self._conns[conn.id] = conn
         if self._blackhole:
             conn.blackholed = True
@@ -326,7 +360,7 @@ class FaultProxy:
             server[1].transport.abort()
             return
         conn._server = server
-        server[1].get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        _no_delay(server[1])
         up_q, down_q = asyncio.Queue(QUEUE_CHUNKS), asyncio.Queue(QUEUE_CHUNKS)
         pumps = [asyncio.ensure_future(c) for c in (
             conn._read_into(reader, up_q, "up"), conn._forward(up_q, server[1], "up"),
@@ -434,6 +468,6 @@ class FaultProxy:
         """Closes the listener (new connections are refused); off opens it again on the same
         port. Current connections are untouched."""
         if on:
-            self._call(self._close_listener)
+            self._call(self._close_listener, True)
         elif self._server is None:
             self._call(self._listen)

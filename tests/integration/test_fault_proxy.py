@@ -211,6 +211,18 @@ def test_refuse_closes_the_listener_and_keeps_current_connections(proxy):
             assert again.call("PING") == b"PONG"
 
 
+def test_a_refusing_relay_keeps_its_port(redis_server):
+    # Nothing else may bind the port meanwhile (an outgoing connection's ephemeral port neither),
+    # or refuse(False) would fail.
+    with FaultProxy(redis_server.port, name="holding") as p:
+        p.refuse()
+        with socket.socket() as other, pytest.raises(OSError):
+            other.bind(("127.0.0.1", p.port))
+        p.refuse(False)
+        with Raw(p.port) as r:
+            assert r.call("PING") == b"PONG"
+
+
 def test_a_connection_picked_by_matches_is_faulted_alone(proxy):
     with Raw(proxy.port) as plain, Raw(proxy.port) as tracking:
         assert plain.call("PING") == b"PONG"

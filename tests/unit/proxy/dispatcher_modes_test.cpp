@@ -143,9 +143,44 @@ TEST_CASE("a dedicated connection lost while it held state fails the next comman
   CHECK(client.send({"SET", "k", "v"}) == Action::done);
   CHECK(client.failure() ==
         "ERR upstream connection lost; the transaction, WATCH or tracking state was discarded");
-  // The state is gone with it: the client starts afresh on the shared connection.
+  // The client is still queueing: what it queues now must not run alone on another connection
+  // (it would be applied and acknowledged outside the transaction), and EXEC aborts.
+  CHECK(client.send({"INCR", "n"}) == Action::done);
+  CHECK(client.reply() ==
+        "-ERR upstream connection lost; the transaction, WATCH or tracking state was "
+        "discarded\r\n");
+  CHECK(client.send({"MULTI"}) == Action::done);
+  CHECK(client.reply() == "-ERR MULTI calls can not be nested\r\n");
+  CHECK(client.send({"EXEC"}) == Action::done);
+  CHECK(client.reply() == "-EXECABORT Transaction discarded because of previous errors.\r\n");
+  CHECK(proxy.links.shared.count(0) == 0);  // nothing went to Redis alone
+  CHECK(proxy.links.dedicated.size() == 1);
+  // The transaction is over: the client starts afresh on the shared connection.
   CHECK(client.send({"GET", "k"}) == Action::done);
   CHECK(proxy.links.shared_of(0).sent.size() == 1);
+
+  Client discarding(proxy);
+  CHECK(discarding.send({"MULTI"}) == Action::done);
+  proxy.links.last_dedicated().die();
+  CHECK(discarding.send({"SET", "k", "v"}) == Action::done);
+  CHECK(discarding.send({"DISCARD"}) == Action::done);
+  CHECK(discarding.reply() == "+OK\r\n");
+  CHECK(discarding.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).sent.size() == 2);
+
+  Client watching(proxy);
+  CHECK(watching.send({"WATCH", "k"}) == Action::done);
+  proxy.links.last_dedicated().answer("+OK\r\n");
+  proxy.links.last_dedicated().die();
+  // MULTI on a lost WATCH opens a transaction that can only abort, like a watched key changed.
+  CHECK(watching.send({"MULTI"}) == Action::done);
+  CHECK(watching.reply() == "+OK\r\n");
+  CHECK(watching.send({"SET", "k", "v"}) == Action::done);
+  CHECK(watching.reply().starts_with("-ERR upstream connection lost"));
+  CHECK(watching.send({"EXEC"}) == Action::done);
+  CHECK(watching.reply().starts_with("-EXECABORT"));
+  CHECK(proxy.links.shared_of(0).sent.size() == 2);
+  const auto dedicated_before_blpop = proxy.links.dedicated.size();
 
   Client blocked(proxy);
   CHECK(blocked.send({"BLPOP", "l", "0"}) == Action::done);
@@ -153,7 +188,7 @@ TEST_CASE("a dedicated connection lost while it held state fails the next comman
   // Nothing stateful was held: a fresh dedicated connection takes the next blocking call.
   CHECK(blocked.send({"BLPOP", "l", "0"}) == Action::done);
   CHECK(blocked.failure().empty());
-  CHECK(proxy.links.dedicated.size() == 3);
+  CHECK(proxy.links.dedicated.size() == dedicated_before_blpop + 2);
 }
 
 TEST_CASE("CLIENT TRACKING holds the dedicated connection until turned off", "[dispatcher]") {
