@@ -262,7 +262,17 @@ LoadResult load(const std::string& text, const std::string& source) {
   Reader r(source, process_env());
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    // LoadAll, not Load: Load stops after the first document and would silently ignore whatever
+    // follows it (a second document, or keys after a flow mapping `{...}`).
+    const auto documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      const auto line = documents[1].Mark().line;
+      r.error_at_line(line, "",
+                      "the file holds " + std::to_string(documents.size()) +
+                          " YAML documents; Corral reads exactly one (the second starts here)");
+      return ConfigErrors{r.messages()};
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     r.error_at_line(e.mark.line, "", "invalid YAML: " + e.msg);
     return ConfigErrors{r.messages()};

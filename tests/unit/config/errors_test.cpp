@@ -275,6 +275,15 @@ TEST_CASE("bad YAML and unreadable files are clean errors", "[config][errors]") 
   REQUIRE(errors.size() == 1);
   CHECK_THAT(errors[0], Catch::StartsWith("t.yaml:3: invalid YAML: "));
 
+  // Text after the first document was silently ignored: a second document, or keys after a
+  // flow mapping (a JSON config with a line appended).
+  errors = errors_of("listen: 127.0.0.1:1\n---\nbogus_key: 1\n");
+  CHECK(errors == std::vector<std::string>{"t.yaml:3: the file holds 2 YAML documents; Corral "
+                                           "reads exactly one (the second starts here)"});
+  errors = errors_of("{\"listen\": \"127.0.0.1:1\"}\nbogus_key: 1\n");
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Catch::StartsWith("t.yaml:2: the file holds 2 YAML documents"));
+
   errors = errors_of("- just\n- a list\n");
   CHECK(errors == std::vector<std::string>{"t.yaml:1: expected a map of settings, found a list"});
 
