@@ -69,7 +69,10 @@ LOCAL = [
     # Corral's clients, not its upstream connections (KILL and PAUSE stay dangerous: they act on
     # every client of the proxy).
     "client|list", "client|info", "client|kill", "client|pause", "client|unpause",
+    "client|unblock",
     "command", "command|*",
+    # Corral's own slowlog (docs/slowlog.md): the upstream's is not merged in.
+    "slowlog", "slowlog|*",
 ]
 
 # Local rows that still need client.allow_commands: the dispatcher checks it before answering.
@@ -104,11 +107,13 @@ STATE_CHANGES = {
 # Corral's admin commands, which Redis does not have: (name, arity).
 CORRAL_COMMANDS = [
     ("corral.info", 2),        # CORRAL.INFO key
-    ("corral.invalidate", 2),  # CORRAL.INVALIDATE key|prefix*
+    ("corral.invalidate", -2),  # CORRAL.INVALIDATE key|prefix* [...]
     ("corral.stats", 1),       # CORRAL.STATS
     ("corral.rollover", -3),   # CORRAL.ROLLOVER prefix new [expected]
     ("corral.purge", 3),       # CORRAL.PURGE prefix version
     ("corral.cluster", 1),     # CORRAL.CLUSTER
+    ("corral.slowlog", -1),    # CORRAL.SLOWLOG [count]
+    ("corral.hotkeys", -1),    # CORRAL.HOTKEYS [COUNT n] [READS|WRITES]
 ]
 CORRAL_FLAGS = ["kAdmin"]
 

@@ -12,10 +12,12 @@
 #include <boost/asio/post.hpp>
 
 #include "cache/clock.hpp"
+#include "metrics/slowlog_metrics.hpp"
 #include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/idle_reaper.hpp"
+#include "slowlog/slow_log.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/cluster_invalidation.hpp"
 #include "stampede/invalidation_listener.hpp"
@@ -145,9 +147,17 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     cluster_metrics_ = upstream::make_cluster_metrics(topology_);
     metrics.add_collectable(cluster_metrics_);
   }
+  if (settings_.slowlog.enabled) {
+    slowlog_ = std::make_unique<slowlog::SlowLog>(static_cast<std::size_t>(server_.threads()),
+                                                  settings_.slowlog.max_len);
+    server_.set_slowlog(*slowlog_);
+    slowlog_metrics_ = metrics::make_slowlog_metrics(*slowlog_);
+    metrics.add_collectable(slowlog_metrics_);
+  }
   for (int i = 0; i < server_.threads(); ++i) {
     threads_.push_back(std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i),
                                                      info_, *cache_, topology_));
+    threads_.back()->dispatcher.set_slowlog(slowlog_.get());
     server_.set_handler(i, threads_.back()->dispatcher);
   }
   // The listener lives on the first io thread (started by run()); on_invalidate: refresh

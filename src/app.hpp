@@ -18,6 +18,9 @@ class Collectable;
 namespace corral::upstream {
 class Topology;
 }
+namespace corral::slowlog {
+class SlowLog;
+}
 namespace corral::stampede {
 class CacheRuntime;
 class ClusterInvalidation;
@@ -49,6 +52,8 @@ class App {
   // Redis Cluster only: one per io thread (see App::App).
   std::vector<std::shared_ptr<stampede::ClusterInvalidation>> cluster_tracking_;
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
+  std::unique_ptr<slowlog::SlowLog> slowlog_;  // null when slowlog.enabled is false
+  std::shared_ptr<prometheus::Collectable> slowlog_metrics_;
 };
 
 }  // namespace corral

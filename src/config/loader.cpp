@@ -251,6 +251,16 @@ const Table<CacheSettings>& cache_table() {
   return table;
 }
 
+const Table<SlowlogSettings>& slowlog_table() {
+  using S = SlowlogSettings;
+  static const Table<S> table{
+      boolean("enabled", &S::enabled),
+      duration("threshold", &S::threshold, Min::zero),
+      integer("max_len", &S::max_len, 1, 100'000),
+  };
+  return table;
+}
+
 // Defaults that depend on the machine or on other keys, applied after reading.
 void finalize(Settings& s) {
   if (s.threads == 0) s.threads = auto_threads();
@@ -299,6 +309,7 @@ const Table<Settings>& settings_table() {
       section("upstream", &S::upstream, upstream_table, check_upstream),
       section("client", &S::client, client_table),
       section("cache", &S::cache, cache_table),
+      section("slowlog", &S::slowlog, slowlog_table),
       {"policies",
        [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
          read_policies(r, n, p, s.policies);

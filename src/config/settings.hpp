@@ -133,6 +133,13 @@ struct PolicySettings {
   std::optional<VersionedSettings> versioned;
 };
 
+// The proxy slowlog (docs/slowlog.md): requests slower than `threshold`, with their phases.
+struct SlowlogSettings {
+  bool enabled = true;
+  Duration threshold{10};     // Redis's slowlog-log-slower-than default; 0 records every request
+  std::size_t max_len = 128;  // entries kept per io thread
+};
+
 struct Settings {
   std::string source;  // file the settings came from
   Endpoint listen{"127.0.0.1", 6380};
@@ -144,6 +151,7 @@ struct Settings {
   UpstreamSettings upstream;
   ClientSettings client;
   CacheSettings cache;
+  SlowlogSettings slowlog;
   std::vector<PolicySettings> policies;
 };
 

@@ -173,6 +173,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   call.links = &links_;
   call.keyed = keyed_caller_.get();
   call.cluster = cluster_;
+  call.slowlog = slowlog_;
   call.tag = tag;
   call.target = &target;
   const Action action = local(call);

@@ -26,6 +26,9 @@ namespace corral::stampede {
 class ReadThrough;
 class CacheRuntime;
 }  // namespace corral::stampede
+namespace corral::slowlog {
+class SlowLog;
+}
 
 namespace corral::proxy {
 
@@ -61,6 +64,9 @@ class Dispatcher : public session::Handler {
   void set_keyed_caller(std::shared_ptr<upstream::KeyedCaller> caller) {
     keyed_caller_ = std::move(caller);
   }
+
+  // The process's slowlog, for SLOWLOG and CORRAL.SLOWLOG (unset: they answer that it is off).
+  void set_slowlog(slowlog::SlowLog* log) { slowlog_ = log; }
 
   static std::size_t metric_id_count();
   static std::string metric_name(std::size_t metric_id);
@@ -124,6 +130,7 @@ class Dispatcher : public session::Handler {
   upstream::Links& links_;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
   ClusterRouter* cluster_ = nullptr;
+  slowlog::SlowLog* slowlog_ = nullptr;
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;

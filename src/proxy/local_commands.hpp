@@ -19,6 +19,9 @@ class Links;
 namespace corral::stampede {
 class CacheRuntime;
 }
+namespace corral::slowlog {
+class SlowLog;
+}
 
 namespace corral::proxy {
 
@@ -39,7 +42,8 @@ struct LocalCall {
   const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
   bool deferred = false;
   upstream::KeyedCaller* keyed = nullptr;  // Corral's own keys (tag counts): by slot on a cluster
-  ClusterRouter* cluster = nullptr;  // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
+  ClusterRouter* cluster = nullptr;     // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
+  slowlog::SlowLog* slowlog = nullptr;  // null when slowlog.enabled is false
 };
 
 using LocalHandler = Action (*)(LocalCall&);

@@ -16,6 +16,10 @@
 #include "metrics/process_info.hpp"
 #include "session/handler.hpp"
 
+namespace corral::slowlog {
+class SlowLog;
+}
+
 namespace corral::session {
 
 struct Worker;
@@ -33,6 +37,8 @@ class Server {
   // Every thread needs its handler before run(); the handler must outlive run().
   void set_handler(int thread, Handler& handler);
   void on_reload(ReloadHook hook) { reload_ = std::move(hook); }
+  // The slowlog every thread records its slow requests in (slowlog.enabled); outlives run().
+  void set_slowlog(slowlog::SlowLog& log);
 
   // bind() then serve().
   void run();

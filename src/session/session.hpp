@@ -22,6 +22,8 @@
 #include "resp/request_parser.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
+#include "slowlog/argv_head.hpp"
+#include "slowlog/phases.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -39,6 +41,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
 
   void on_reply(std::uint64_t tag, std::string_view reply) override;
   void on_failure(std::uint64_t tag, std::string_view error) override;
+  void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override;
 
  private:
   // A request's place in the reply order. Replies that arrive before their turn wait here.
@@ -48,6 +51,11 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
     std::uint32_t metric_id = 0;
     bool ready = false;
     bool close_after = false;
+    // For the slowlog (slowlog.enabled): what the request was, and where its time went.
+    bool phases_noted = false;
+    std::uint32_t queued_us = 0;
+    slowlog::Phases phases;
+    slowlog::ArgvHead argv;
   };
 
   boost::asio::awaitable<void> read_loop();
@@ -71,6 +79,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
                         const std::shared_ptr<upstream::ReplyTarget>& target);
   void after_handle(Action action, std::uint64_t tag);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
+  void record_slow(const Slot& slot, std::chrono::nanoseconds latency);
   void push(std::string_view bytes);
   void reject_protocol(std::string_view error);
   void check_output_limit();
@@ -107,6 +116,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   bool closed_ = false;
   int loops_running_ = 0;
   int reads_without_yield_ = 0;  // plain reads that found bytes at once since the last yield
+  std::uint32_t queued_us_ = 0;  // how long the request being handed over waited (dispatch())
 };
 
 using PlainStream = boost::asio::ip::tcp::socket;

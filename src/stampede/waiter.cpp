@@ -80,6 +80,9 @@ void Waiter::wait(const std::shared_ptr<Flight>& flight, std::optional<std::stri
   } else {
     timer_->expires_at(asio::steady_timer::time_point::max());
   }
+  // The slowlog's start of the wait, from the clock reading the timer took anyway.
+  waiting_since_ = policy_.wait_timeout.count() > 0 ? timer_->expiry() - policy_.wait_timeout
+                                                    : std::chrono::steady_clock::now();
   timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) self->on_timeout();
   });
@@ -95,9 +98,20 @@ void Waiter::flight_done(std::shared_ptr<FlightWaiter> self,
   });
 }
 
+void Waiter::note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched) const {
+  const auto waited = std::chrono::steady_clock::now() - waiting_since_;
+  slowlog::Phases phases;
+  // The leader's wait is its own fetch; a follower's is someone else's.
+  const auto phase = fetched && !flight_key_ ? slowlog::Phase::origin : slowlog::Phase::coalesced;
+  phases[phase] = slowlog::saturated_micros(
+      std::chrono::duration_cast<std::chrono::microseconds>(waited).count());
+  target->note_phases(tag_, phases);
+}
+
 void Waiter::deliver(const FlightResult& result) {
   if (finished_.exchange(true, std::memory_order_acq_rel)) return;
   const auto target = std::move(target_);
+  note_phases(target, result.kind != FlightResult::Kind::overflow);
   switch (result.kind) {
     case FlightResult::Kind::reply:
       if (result.stale) policy_.stats->stale_serve(StaleReason::stale_if_error);
@@ -133,6 +147,7 @@ void Waiter::on_timeout() {
   const auto runtime = policy_.runtime.lock();
   if (flight && runtime && flight_key_) runtime->flights().leave(*flight_key_, flight);
   policy_.stats->waiter_timed_out();
+  note_phases(target_, false);
   const auto engine = engine_.lock();
   const auto argv = view_argv(argv_);
   answer_without_fetch(engine.get(), policy_, stale_, argv, timeout_reason(policy_), target_, tag_);
