@@ -25,6 +25,8 @@ namespace corral::stampede {
 class CacheRuntime;
 class ClusterInvalidation;
 class InvalidationListener;
+class HotKeys;
+class HotKeyWindow;
 }  // namespace corral::stampede
 
 namespace corral {
@@ -54,6 +56,9 @@ class App {
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
   std::unique_ptr<slowlog::SlowLog> slowlog_;  // null when slowlog.enabled is false
   std::shared_ptr<prometheus::Collectable> slowlog_metrics_;
+  std::unique_ptr<stampede::HotKeys> hot_keys_;  // null when hot_keys.detect is false
+  std::shared_ptr<stampede::HotKeyWindow> hot_key_window_;
+  std::shared_ptr<prometheus::Collectable> hot_keys_metrics_;
 };
 
 }  // namespace corral

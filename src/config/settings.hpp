@@ -140,6 +140,15 @@ struct SlowlogSettings {
   std::size_t max_len = 128;  // entries kept per io thread
 };
 
+// Hot-key detection (docs/hot-keys.md): sampled requests counted per key in bounded sketches.
+struct HotKeySettings {
+  bool detect = true;
+  int sample = 16;                  // one keyed request in `sample` (on average) is counted
+  std::size_t capacity = 256;       // keys tracked per io thread, for reads and for writes
+  std::size_t max_key_bytes = 256;  // longer keys are not tracked
+  Duration window{5000};            // rates are over the last whole window
+};
+
 struct Settings {
   std::string source;  // file the settings came from
   Endpoint listen{"127.0.0.1", 6380};
@@ -152,6 +161,7 @@ struct Settings {
   ClientSettings client;
   CacheSettings cache;
   SlowlogSettings slowlog;
+  HotKeySettings hot_keys;
   std::vector<PolicySettings> policies;
 };
 

@@ -12,6 +12,7 @@
 #include "proxy/client_unblock.hpp"
 #include "proxy/cluster_admin.hpp"
 #include "proxy/command_info.hpp"
+#include "proxy/hot_keys_command.hpp"
 #include "proxy/server_info.hpp"
 #include "proxy/slowlog_commands.hpp"
 #include "resp/encoder.hpp"
@@ -293,6 +294,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"slowlog|reset", slowlog_reset},
     {"slowlog|help", slowlog_help},
     {"corral.slowlog", corral_slowlog},
+    {"corral.hotkeys", corral_hotkeys},
 };
 }  // namespace
 
