@@ -2,6 +2,7 @@
 // sends replies in request order, and the bounds that keep one client from hurting others.
 #include "session/session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
@@ -339,12 +340,12 @@ template <class Stream>
 void Session<Stream>::note_phases(std::uint64_t tag, const slowlog::Phases& phases) {
   const std::size_t index = tag - first_tag_;
   if (closed_ || tag < first_tag_ || index >= slots_.size()) return;
-  slots_[index].phases = phases;
-  slots_[index].phases_noted = true;
+  noted_phases_.emplace_back(tag, phases);
 }
 
 template <class Stream>
-void Session<Stream>::record_slow(const Slot& slot, std::chrono::nanoseconds latency) {
+void Session<Stream>::record_slow(const Slot& slot, std::uint64_t tag,
+                                  std::chrono::nanoseconds latency) {
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(latency).count();
   slowlog::SlowEntry entry;
   entry.unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
@@ -354,13 +355,16 @@ void Session<Stream>::record_slow(const Slot& slot, std::chrono::nanoseconds lat
   entry.argv = slot.argv.redis_argv();
   entry.client_addr = handler_->client_addr();
   entry.client_name = handler_->client_name();
-  entry.phases = slot.phases;
+  const auto noted = std::find_if(noted_phases_.begin(), noted_phases_.end(),
+                                  [tag](const auto& pair) { return pair.first == tag; });
+  if (noted != noted_phases_.end()) entry.phases = noted->second;
   entry.phases[slowlog::Phase::queued] = slot.queued_us;
   // What no layer measured went to the upstream (forwarded) or to the cache's own work.
   const std::uint64_t measured = entry.phases.total();
   const auto rest = slowlog::saturated_micros(static_cast<std::int64_t>(entry.duration_us) -
                                               static_cast<std::int64_t>(measured));
-  entry.phases[slot.phases_noted ? slowlog::Phase::cache : slowlog::Phase::upstream] += rest;
+  entry.phases[noted != noted_phases_.end() ? slowlog::Phase::cache : slowlog::Phase::upstream] +=
+      rest;
   worker_.slowlog->record(worker_.index, std::move(entry));
 }
 
@@ -376,7 +380,10 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
   const auto latency = std::chrono::steady_clock::now() - slot.started;
   worker_.stats.command(slot.metric_id, result, latency);
   if (worker_.slowlog != nullptr && latency >= worker_.settings.slowlog.threshold) {
-    record_slow(slot, latency);
+    record_slow(slot, tag, latency);
+  }
+  if (!noted_phases_.empty()) {
+    std::erase_if(noted_phases_, [tag](const auto& pair) { return pair.first == tag; });
   }
   if (index != 0) {
     slot.reply.assign(reply);

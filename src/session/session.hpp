@@ -51,10 +51,8 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
     std::uint32_t metric_id = 0;
     bool ready = false;
     bool close_after = false;
-    // For the slowlog (slowlog.enabled): what the request was, and where its time went.
-    bool phases_noted = false;
+    // For the slowlog (slowlog.enabled): what the request was, and how long it was queued.
     std::uint32_t queued_us = 0;
-    slowlog::Phases phases;
     slowlog::ArgvHead argv;
   };
 
@@ -79,7 +77,7 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
                         const std::shared_ptr<upstream::ReplyTarget>& target);
   void after_handle(Action action, std::uint64_t tag);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
-  void record_slow(const Slot& slot, std::chrono::nanoseconds latency);
+  void record_slow(const Slot& slot, std::uint64_t tag, std::chrono::nanoseconds latency);
   void push(std::string_view bytes);
   void reject_protocol(std::string_view error);
   void check_output_limit();
@@ -117,6 +115,9 @@ class Session : public upstream::ReplyTarget, public std::enable_shared_from_thi
   int loops_running_ = 0;
   int reads_without_yield_ = 0;  // plain reads that found bytes at once since the last yield
   std::uint32_t queued_us_ = 0;  // how long the request being handed over waited (dispatch())
+  // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the
+  // slots rather than in each one.
+  std::vector<std::pair<std::uint64_t, slowlog::Phases>> noted_phases_;
 };
 
 using PlainStream = boost::asio::ip::tcp::socket;

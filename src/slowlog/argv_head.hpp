@@ -14,6 +14,8 @@ namespace corral::slowlog {
 
 class ArgvHead {
  public:
+  // Small, as it rides in every reply slot: the command and its first two arguments (most often
+  // the key and a value), each cut at 32 bytes.
   static constexpr std::size_t kArgs = 3;
   static constexpr std::size_t kBytesPerArg = 32;
 
