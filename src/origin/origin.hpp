@@ -61,6 +61,7 @@ struct FetchResult {
   // Valid only during the callback.
   std::string_view reply;
   std::chrono::nanoseconds duration{0};    // from fetch() to the answer, by the origin's clock
+  std::chrono::nanoseconds lock_wait{0};   // of which spent waiting for another holder's lock
   std::optional<SharedLifetime> lifetime;  // set: overrides the policy's ttl, grace and delta
   std::optional<ResponseCaching> caching;  // set by origins that honour HTTP caching headers
 };

@@ -2,6 +2,7 @@
 // wait_timeout) and the on_overflow answers.
 #include "stampede/waiter.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -98,20 +99,31 @@ void Waiter::flight_done(std::shared_ptr<FlightWaiter> self,
   });
 }
 
-void Waiter::note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched) const {
+void Waiter::note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched,
+                         std::chrono::nanoseconds lock_wait) const {
+  using std::chrono::duration_cast;
+  using std::chrono::microseconds;
   const auto waited = std::chrono::steady_clock::now() - waiting_since_;
   slowlog::Phases phases;
-  // The leader's wait is its own fetch; a follower's is someone else's.
-  const auto phase = fetched && !flight_key_ ? slowlog::Phase::origin : slowlog::Phase::coalesced;
-  phases[phase] = slowlog::saturated_micros(
-      std::chrono::duration_cast<std::chrono::microseconds>(waited).count());
+  if (!fetched || flight_key_) {
+    // A follower's wait is someone else's fetch (lock waits included).
+    phases[slowlog::Phase::coalesced] =
+        slowlog::saturated_micros(duration_cast<microseconds>(waited).count());
+  } else {
+    // The leader's wait is its own fetch, part of it perhaps waiting for another process's lock.
+    const auto locked = std::min<std::chrono::nanoseconds>(lock_wait, waited);
+    phases[slowlog::Phase::lock] =
+        slowlog::saturated_micros(duration_cast<microseconds>(locked).count());
+    phases[slowlog::Phase::origin] =
+        slowlog::saturated_micros(duration_cast<microseconds>(waited - locked).count());
+  }
   target->note_phases(tag_, phases);
 }
 
 void Waiter::deliver(const FlightResult& result) {
   if (finished_.exchange(true, std::memory_order_acq_rel)) return;
   const auto target = std::move(target_);
-  note_phases(target, result.kind != FlightResult::Kind::overflow);
+  note_phases(target, result.kind != FlightResult::Kind::overflow, result.lock_wait);
   switch (result.kind) {
     case FlightResult::Kind::reply:
       if (result.stale) policy_.stats->stale_serve(StaleReason::stale_if_error);

@@ -83,7 +83,8 @@ class Waiter final : public FlightWaiter, public std::enable_shared_from_this<Wa
   void on_timeout();
   // Tells the target how long the request waited (slowlog phases). `fetched`: the flight ended
   // with an answer, rather than with no fetch at all (overflow, timeout).
-  void note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched) const;
+  void note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched,
+                   std::chrono::nanoseconds lock_wait = {}) const;
   void release();  // drops the thread-bound parts once finished
 
   boost::asio::any_io_executor executor_;

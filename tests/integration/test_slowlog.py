@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import Err  # noqa: E402
+from origin_process import OriginServer  # noqa: E402
 
 FETCH_DELAY_MS = 300
 THRESHOLD_MS = 100
@@ -156,3 +157,54 @@ def test_slowlog_off_says_so():
             assert isinstance(reply, Err) and "slowlog is off" in str(reply), reply
     finally:
         off.stop()
+
+
+def test_fleet_lock_wait_phase():
+    # Two processes of a fleet miss one key together: one takes the lock and fetches from the
+    # (slow) HTTP origin, the other waits for the holder's write: its slowlog shows lock_wait.
+    workdir = harness.make_tmpdir("corral-slowlog-fleet-")
+    origin = OriginServer(workdir).start()
+    first = second = None
+    try:
+        origin.control(default={"status": 200, "body": "v", "delay_ms": FETCH_DELAY_MS})
+        fleet_policy = {"prefix": "fleet:", "ttl": "60s", "beta": 0, "jitter": 0,
+                        "origin": {"http": "http://127.0.0.1:%d/f/{suffix}" % origin.port,
+                                   "timeout": "5s", "retries": 0},
+                        "shared": True, "lock_ttl": "5s", "wait_timeout": "8s"}
+        config = {"policies": [fleet_policy], "slowlog": {"threshold": "%dms" % THRESHOLD_MS},
+                  "upstream": {"command_timeout": "5s"}}
+        saved = harness.to_yaml
+        harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
+        try:
+            first = harness.Stack(config, name="slowlog-fleet").start()
+            second = harness.Corral(first.workdir, first.redis.port, config,
+                                    name="corral2").start()
+        finally:
+            harness.to_yaml = saved
+        ports = [first.port, second.port]
+        results = []
+
+        def get(port):
+            with harness.Raw(port) as raw:
+                results.append(raw.call("GET", "fleet:k"))
+
+        readers = [threading.Thread(target=get, args=(port,)) for port in ports]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+        assert results == [b"v", b"v"]
+        entries = []
+        for port in ports:
+            with harness.Raw(port) as raw:
+                entries += entries_for(raw, "fleet:k")
+        phases = [phases_of(e) for e in entries]
+        assert len(entries) == 2, phases
+        # The loser waited for the winner's fetch; the winner waited for no lock.
+        assert len([p for p in phases if p["lock_wait"] > 0]) == 1, phases
+        assert all(p["origin_fetch"] >= FETCH_DELAY_MS * 1000 for p in phases
+                   if p["lock_wait"] == 0), phases
+    finally:
+        for proc in (second, first, origin):
+            if proc is not None:
+                proc.stop()

@@ -122,6 +122,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
           origin::FetchResult result{answer.outcome, answer.reply, answer.duration,
                                      answer.lifetime};
           result.caching = answer.caching;
+          result.lock_wait = self->lock_wait_;
           done(result);
         },
         asio::detached);
@@ -172,7 +173,11 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         if (!state) co_return fail(read_error_);
         seen_stored_ms_ = state->stored_ms;
       }
-      if (auto answered = co_await wait_for_holder()) co_return std::move(*answered);
+      // The slowlog's lock_wait phase: clock readings on this rare path only.
+      const auto waiting_since = shared_->clock.now();
+      auto answered = co_await wait_for_holder();
+      lock_wait_ += shared_->clock.now() - waiting_since;
+      if (answered) co_return std::move(*answered);
       fresher_than = kAnyFresh;  // the holder is gone without writing: take over
     }
   }
@@ -558,6 +563,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   origin::FetchCallback done_;
   cache::TimePoint started_;
   cache::TimePoint deadline_{};
+  std::chrono::nanoseconds lock_wait_{0};  // spent in wait_for_holder (slowlog)
   std::string token_;
   milliseconds lock_ttl_{0};
   cache::Duration delta_{};
