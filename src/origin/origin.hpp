@@ -52,8 +52,9 @@ struct ResponseCaching {
 struct FetchResult {
   FetchResult() = default;
   FetchResult(Outcome what, std::string_view bytes, std::chrono::nanoseconds took,
-              std::optional<SharedLifetime> shared = std::nullopt)
-      : outcome(what), reply(bytes), duration(took), lifetime(shared) {}
+              std::optional<SharedLifetime> shared = std::nullopt,
+              std::chrono::nanoseconds waited_for_lock = {})
+      : outcome(what), reply(bytes), duration(took), lock_wait(waited_for_lock), lifetime(shared) {}
 
   Outcome outcome = Outcome::failure;
   // value / nil / error_reply: one complete RESP2 reply, sent to clients as is.

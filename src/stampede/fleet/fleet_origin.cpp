@@ -119,10 +119,9 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
           const Answer answer = co_await self->fetch_or_refresh();
           const auto done = std::move(self->done_);
           if (!done) co_return;
-          origin::FetchResult result{answer.outcome, answer.reply, answer.duration,
-                                     answer.lifetime};
+          origin::FetchResult result{answer.outcome, answer.reply, answer.duration, answer.lifetime,
+                                     self->lock_wait_};
           result.caching = answer.caching;
-          result.lock_wait = self->lock_wait_;
           done(result);
         },
         asio::detached);
@@ -173,8 +172,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         if (!state) co_return fail(read_error_);
         seen_stored_ms_ = state->stored_ms;
       }
-      // The slowlog's lock_wait phase: clock readings on this rare path only.
-      const auto waiting_since = shared_->clock.now();
+      const auto waiting_since = shared_->clock.now();  // the slowlog's lock_wait: this path only
       auto answered = co_await wait_for_holder();
       lock_wait_ += shared_->clock.now() - waiting_since;
       if (answered) co_return std::move(*answered);
@@ -563,11 +561,10 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   origin::FetchCallback done_;
   cache::TimePoint started_;
   cache::TimePoint deadline_{};
-  std::chrono::nanoseconds lock_wait_{0};  // spent in wait_for_holder (slowlog)
   std::string token_;
   milliseconds lock_ttl_{0};
   cache::Duration delta_{};
-  std::chrono::nanoseconds origin_duration_{0};
+  std::chrono::nanoseconds origin_duration_{0}, lock_wait_{0};  // lock_wait_: in wait_for_holder
   std::int64_t seen_stored_ms_ = -1;
   std::string read_error_;
   asio::steady_timer* wake_timer_ = nullptr;  // set while wait_for_holder runs
