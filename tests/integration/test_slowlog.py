@@ -56,6 +56,12 @@ def test_slow_origin_fetch_through_redis_cli(stack):
         assert out.returncode == 0, out.stderr
         lines = out.stdout.split("\n")
         assert "GET" in lines and "slow:cli" in lines, out.stdout
+        out = subprocess.run(["redis-cli", "-p", str(stack.port), "CORRAL.SLOWLOG", "1"],
+                             capture_output=True, text=True, timeout=10)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.split("\n")
+        at = lines.index("origin_fetch")
+        assert int(lines[at + 1]) >= FETCH_DELAY_MS * 1000, out.stdout
         (entry,) = entries_for(raw, "slow:cli")
         assert entry[3] == [b"GET", b"slow:cli"]
         assert entry[2] >= FETCH_DELAY_MS * 1000, entry
