@@ -80,6 +80,8 @@ LOCAL = [
     # Cluster connection flags: Corral picks replicas (upstream.read_from) and follows ASK itself,
     # and sent on a shared connection they would change it for every client. Emulated: +OK.
     "readonly", "readwrite", "asking",
+    # Corral's own slowlog (docs/slowlog.md): the upstream's is not merged in.
+    "slowlog", "slowlog|*",
 ]
 
 # Local rows whose answer Redis gives as well: inside MULTI they are queued with the rest (their
@@ -128,6 +130,8 @@ CORRAL_COMMANDS = [
     ("corral.rollover", -3),   # CORRAL.ROLLOVER prefix new [expected]
     ("corral.purge", 3),       # CORRAL.PURGE prefix version
     ("corral.cluster", 1),     # CORRAL.CLUSTER
+    ("corral.slowlog", -1),    # CORRAL.SLOWLOG [count]
+    ("corral.hotkeys", -1),    # CORRAL.HOTKEYS [COUNT n] [READS|WRITES]
 ]
 CORRAL_FLAGS = ["kAdmin"]
 

@@ -12,12 +12,16 @@
 #include <boost/asio/post.hpp>
 
 #include "cache/clock.hpp"
+#include "metrics/slowlog_metrics.hpp"
 #include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/idle_reaper.hpp"
+#include "slowlog/slow_log.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/cluster_invalidation.hpp"
+#include "stampede/hot_key_window.hpp"
+#include "stampede/hot_keys_collector.hpp"
 #include "stampede/invalidation_listener.hpp"
 #include "stampede/read_through.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
@@ -165,9 +169,29 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     cluster_metrics_ = upstream::make_cluster_metrics(topology_);
     metrics.add_collectable(cluster_metrics_);
   }
+  if (settings_.slowlog.enabled) {
+    slowlog_ = std::make_unique<slowlog::SlowLog>(static_cast<std::size_t>(server_.threads()),
+                                                  settings_.slowlog.max_len);
+    server_.set_slowlog(*slowlog_);
+    slowlog_metrics_ = metrics::make_slowlog_metrics(*slowlog_);
+    metrics.add_collectable(slowlog_metrics_);
+  }
+  if (settings_.hot_keys.detect) {
+    const auto& hot = settings_.hot_keys;
+    hot_keys_ = std::make_unique<stampede::HotKeys>(
+        static_cast<std::size_t>(server_.threads()),
+        stampede::HotKeyOptions{hot.capacity, hot.max_key_bytes,
+                                static_cast<std::uint32_t>(hot.sample)});
+    hot_key_window_ = std::make_shared<stampede::HotKeyWindow>(server_.io(0).get_executor(),
+                                                               *hot_keys_, hot.window);
+    hot_keys_metrics_ = stampede::make_hot_keys_collector(*hot_keys_);
+    metrics.add_collectable(hot_keys_metrics_);
+  }
   for (int i = 0; i < server_.threads(); ++i) {
     threads_.push_back(std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i),
                                                      info_, *cache_, topology_));
+    threads_.back()->dispatcher.set_slowlog(slowlog_.get());
+    threads_.back()->dispatcher.set_hot_keys(hot_keys_.get(), static_cast<std::size_t>(i));
     server_.set_handler(i, threads_.back()->dispatcher);
   }
   // The listener lives on the first io thread (started by run()); on_invalidate: refresh
@@ -235,6 +259,7 @@ void App::run() {
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
   if (listener_) asio::post(first_io, [listener = listener_] { listener->start(); });
+  if (hot_key_window_) asio::post(first_io, [window = hot_key_window_] { window->start(); });
   for (std::size_t i = 0; i < cluster_tracking_.size(); ++i) {
     asio::post(server_.io(static_cast<int>(i)),
                [tracking = cluster_tracking_[i]] { tracking->start(); });

@@ -18,10 +18,15 @@ class Collectable;
 namespace corral::upstream {
 class Topology;
 }
+namespace corral::slowlog {
+class SlowLog;
+}
 namespace corral::stampede {
 class CacheRuntime;
 class ClusterInvalidation;
 class InvalidationListener;
+class HotKeys;
+class HotKeyWindow;
 }  // namespace corral::stampede
 
 namespace corral::upstream {
@@ -55,6 +60,11 @@ class App {
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
   // Redis Cluster only: readiness follows every primary of the slot map, not the first seed.
   std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe_;
+  std::unique_ptr<slowlog::SlowLog> slowlog_;  // null when slowlog.enabled is false
+  std::shared_ptr<prometheus::Collectable> slowlog_metrics_;
+  std::unique_ptr<stampede::HotKeys> hot_keys_;  // null when hot_keys.detect is false
+  std::shared_ptr<stampede::HotKeyWindow> hot_key_window_;
+  std::shared_ptr<prometheus::Collectable> hot_keys_metrics_;
 };
 
 }  // namespace corral

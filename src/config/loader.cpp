@@ -252,6 +252,28 @@ const Table<CacheSettings>& cache_table() {
   return table;
 }
 
+const Table<SlowlogSettings>& slowlog_table() {
+  using S = SlowlogSettings;
+  static const Table<S> table{
+      boolean("enabled", &S::enabled),
+      duration("threshold", &S::threshold, Min::zero),
+      integer("max_len", &S::max_len, 1, 100'000),
+  };
+  return table;
+}
+
+const Table<HotKeySettings>& hot_keys_table() {
+  using S = HotKeySettings;
+  static const Table<S> table{
+      boolean("detect", &S::detect),
+      integer("sample", &S::sample, 1, 1'000'000),
+      integer("capacity", &S::capacity, 8, 100'000),
+      integer("max_key_bytes", &S::max_key_bytes, 1, 65'536),
+      duration("window", &S::window, Min::positive),
+  };
+  return table;
+}
+
 // Defaults that depend on the machine or on other keys, applied after reading.
 void finalize(Settings& s) {
   if (s.threads == 0) s.threads = auto_threads();
@@ -311,6 +333,8 @@ const Table<Settings>& settings_table() {
       section("client", &S::client, client_table),
       section("cache", &S::cache, cache_table),
       duration("shutdown_timeout", &S::shutdown_timeout, Min::zero),
+      section("slowlog", &S::slowlog, slowlog_table),
+      section("hot_keys", &S::hot_keys, hot_keys_table),
       {"policies",
        [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
          read_policies(r, n, p, s.policies);

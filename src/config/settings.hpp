@@ -138,6 +138,22 @@ struct PolicySettings {
   std::optional<VersionedSettings> versioned;
 };
 
+// The proxy slowlog (docs/slowlog.md): requests slower than `threshold`, with their phases.
+struct SlowlogSettings {
+  bool enabled = true;
+  Duration threshold{10};     // Redis's slowlog-log-slower-than default; 0 records every request
+  std::size_t max_len = 128;  // entries kept per io thread
+};
+
+// Hot-key detection (docs/hot-keys.md): sampled requests counted per key in bounded sketches.
+struct HotKeySettings {
+  bool detect = true;
+  int sample = 16;                  // one keyed request in `sample` (on average) is counted
+  std::size_t capacity = 256;       // keys tracked per io thread, for reads and for writes
+  std::size_t max_key_bytes = 256;  // longer keys are not tracked
+  Duration window{5000};            // rates are over the last whole window
+};
+
 struct Settings {
   std::string source;  // file the settings came from
   Endpoint listen{"127.0.0.1", 6380};
@@ -149,6 +165,8 @@ struct Settings {
   UpstreamSettings upstream;
   ClientSettings client;
   CacheSettings cache;
+  SlowlogSettings slowlog;
+  HotKeySettings hot_keys;
   std::vector<PolicySettings> policies;
   // SIGTERM drain: how long answering what was already read may take before the process exits.
   Duration shutdown_timeout{10000};

@@ -52,8 +52,9 @@ struct ResponseCaching {
 struct FetchResult {
   FetchResult() = default;
   FetchResult(Outcome what, std::string_view bytes, std::chrono::nanoseconds took,
-              std::optional<SharedLifetime> shared = std::nullopt)
-      : outcome(what), reply(bytes), duration(took), lifetime(shared) {}
+              std::optional<SharedLifetime> shared = std::nullopt,
+              std::chrono::nanoseconds waited_for_lock = {})
+      : outcome(what), reply(bytes), duration(took), lock_wait(waited_for_lock), lifetime(shared) {}
 
   Outcome outcome = Outcome::failure;
   // value / nil / error_reply: one complete RESP2 reply, sent to clients as is.
@@ -61,6 +62,7 @@ struct FetchResult {
   // Valid only during the callback.
   std::string_view reply;
   std::chrono::nanoseconds duration{0};    // from fetch() to the answer, by the origin's clock
+  std::chrono::nanoseconds lock_wait{0};   // of which spent waiting for another holder's lock
   std::optional<SharedLifetime> lifetime;  // set: overrides the policy's ttl, grace and delta
   std::optional<ResponseCaching> caching;  // set by origins that honour HTTP caching headers
 };

@@ -82,6 +82,8 @@ Action invalidate_tag(LocalCall& call, std::string_view tag) {
 
 }  // namespace
 
+bool refused_unless_admin(LocalCall& call) { return refused(call); }
+
 // A flat array of field/value pairs, like HGETALL: policy, state, age_ms, ttl_ms, grace_ms,
 // delta_ms, hits, bytes. Reports the key's GET entry (the unit most policies cache).
 Action corral_info(LocalCall& call) {

@@ -18,6 +18,8 @@ class ClientSession final : public session::ClientHandler {
   ~ClientSession() override;
 
   std::uint64_t client_id() const override { return state_.id; }
+  std::string client_addr() const override { return record_ ? record_->addr : std::string(); }
+  std::string client_name() const override { return state_.name; }
   session::Classified classify(const Request& request) override;
   Action handle(const Request& request, const session::Classified& classified, std::uint64_t tag,
                 const std::shared_ptr<upstream::ReplyTarget>& target,

@@ -78,6 +78,26 @@ Dispatcher::Dispatcher(const config::Settings& settings, upstream::Links& links,
   }
 }
 
+void Dispatcher::set_hot_keys(stampede::HotKeys* keys, std::size_t thread) {
+  hot_keys_ = keys;
+  hot_sampler_.reset();
+  if (keys != nullptr) hot_sampler_.emplace(*keys, thread, 0x9e3779b97f4a7c15ULL * (thread + 1));
+}
+
+// Only the first key of a command is counted: the one a single-key read or write names, and
+// for a multi-key one, a fair sample of its keys across many requests.
+void Dispatcher::sample_hot_key(const CommandSpec& row, std::span<const std::string_view> argv) {
+  const bool writes = row.flags & kWrite;
+  const bool reads = row.flags & kReadOnly;
+  if ((!writes && !reads) || row.first_key <= 0 ||
+      static_cast<std::size_t>(row.first_key) >= argv.size()) {
+    hot_sampler_->skip();
+    return;
+  }
+  hot_sampler_->count(writes ? stampede::HotKeyKind::write : stampede::HotKeyKind::read,
+                      argv[static_cast<std::size_t>(row.first_key)]);
+}
+
 std::size_t Dispatcher::metric_id_count() { return all_commands().size() + 1; }
 
 std::string Dispatcher::metric_name(std::size_t metric_id) {
@@ -182,6 +202,8 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   call.links = &links_;
   call.keyed = keyed_caller_.get();
   call.cluster = cluster_;
+  call.slowlog = slowlog_;
+  call.hot_keys = hot_keys_;
   call.tag = tag;
   call.target = &target;
   const Action action = local(call);
@@ -225,6 +247,8 @@ std::string_view Dispatcher::wire_bytes(const Request& request) {
 Action Dispatcher::forward(ClientState& client, const Request& request, const CommandSpec& row,
                            std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                            std::size_t awaiting) {
+  // A countdown per request; a key is looked at only when it reaches zero.
+  if (hot_sampler_ && hot_sampler_->due()) sample_hot_key(row, request.argv);
   if (client.dedicated && client.dedicated->state() == upstream::Link::State::closed) {
     const bool state_lost = client.mode.holds_redis_state();
     const bool in_multi = client.mode.in_multi();

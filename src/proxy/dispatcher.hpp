@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "proxy/command_table.hpp"
 #include "proxy/request.hpp"
 #include "session/handler.hpp"
+#include "stampede/core/hot_keys.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
@@ -26,6 +28,9 @@ namespace corral::stampede {
 class ReadThrough;
 class CacheRuntime;
 }  // namespace corral::stampede
+namespace corral::slowlog {
+class SlowLog;
+}
 
 namespace corral::proxy {
 
@@ -61,6 +66,12 @@ class Dispatcher : public session::Handler {
   void set_keyed_caller(std::shared_ptr<upstream::KeyedCaller> caller) {
     keyed_caller_ = std::move(caller);
   }
+
+  // The process's slowlog, for SLOWLOG and CORRAL.SLOWLOG (unset: they answer that it is off).
+  void set_slowlog(slowlog::SlowLog* log) { slowlog_ = log; }
+  // Hot-key detection (hot_keys.detect): this io thread, number `thread`, counts a sample of its
+  // keyed requests into `keys`, which CORRAL.HOTKEYS reports.
+  void set_hot_keys(stampede::HotKeys* keys, std::size_t thread);
 
   static std::size_t metric_id_count();
   static std::string metric_name(std::size_t metric_id);
@@ -121,11 +132,15 @@ class Dispatcher : public session::Handler {
             const std::shared_ptr<upstream::ReplyTarget>& target);
   std::string_view wire_bytes(const Request& request);
   bool command_allowed(const Resolved& resolved) const;
+  void sample_hot_key(const CommandSpec& row, std::span<const std::string_view> argv);
 
   const config::Settings& settings_;
   upstream::Links& links_;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
   ClusterRouter* cluster_ = nullptr;
+  slowlog::SlowLog* slowlog_ = nullptr;
+  stampede::HotKeys* hot_keys_ = nullptr;
+  std::optional<stampede::HotKeySampler> hot_sampler_;
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;

@@ -15,7 +15,9 @@
 #include "proxy/client_unblock.hpp"
 #include "proxy/cluster_admin.hpp"
 #include "proxy/command_info.hpp"
+#include "proxy/hot_keys_command.hpp"
 #include "proxy/server_info.hpp"
+#include "proxy/slowlog_commands.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/server_version.hpp"
 
@@ -319,6 +321,12 @@ constexpr LocalRow kLocalCommands[] = {
     {"corral.invalidate", corral_invalidate},
     {"corral.stats", corral_stats},
     {"corral.cluster", corral_cluster},
+    {"slowlog|get", slowlog_get},
+    {"slowlog|len", slowlog_len},
+    {"slowlog|reset", slowlog_reset},
+    {"slowlog|help", slowlog_help},
+    {"corral.slowlog", corral_slowlog},
+    {"corral.hotkeys", corral_hotkeys},
 };
 }  // namespace
 

@@ -18,6 +18,10 @@ class Links;
 }  // namespace corral::upstream
 namespace corral::stampede {
 class CacheRuntime;
+class HotKeys;
+}  // namespace corral::stampede
+namespace corral::slowlog {
+class SlowLog;
 }
 
 namespace corral::proxy {
@@ -39,7 +43,9 @@ struct LocalCall {
   const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
   bool deferred = false;
   upstream::KeyedCaller* keyed = nullptr;  // Corral's own keys (tag counts): by slot on a cluster
-  ClusterRouter* cluster = nullptr;  // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
+  ClusterRouter* cluster = nullptr;     // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
+  slowlog::SlowLog* slowlog = nullptr;  // null when slowlog.enabled is false
+  stampede::HotKeys* hot_keys = nullptr;  // null when hot_keys.detect is false
 };
 
 using LocalHandler = Action (*)(LocalCall&);

@@ -105,6 +105,9 @@ class Resp3Target final : public upstream::ReplyTarget {
     append_shaped(converted, shape_, reply);
     client_->on_reply(tag, converted);
   }
+  void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override {
+    client_->note_phases(tag, phases);
+  }
   void on_failure(std::uint64_t tag, std::string_view error) override {
     client_->on_failure(tag, error);
   }

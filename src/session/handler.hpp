@@ -52,6 +52,9 @@ class ClientHandler {
   virtual ~ClientHandler() = default;
 
   virtual std::uint64_t client_id() const = 0;
+  // For the slowlog: the client's address ("ip:port") and CLIENT SETNAME name, as Redis shows them.
+  virtual std::string client_addr() const { return {}; }
+  virtual std::string client_name() const { return {}; }
   virtual Classified classify(const resp::Request& request) = 0;
   // `awaiting` counts the client's earlier requests whose replies have not been written yet.
   virtual Action handle(const resp::Request& request, const Classified& classified,

@@ -67,6 +67,13 @@ asio::io_context& Server::io(int thread) { return workers_.at(thread)->io; }
 
 void Server::set_handler(int thread, Handler& handler) { workers_.at(thread)->handler = &handler; }
 
+void Server::set_slowlog(slowlog::SlowLog& log) {
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    workers_[i]->slowlog = &log;
+    workers_[i]->index = i;
+  }
+}
+
 namespace {
 void open_acceptor(asio::ip::tcp::acceptor& acceptor, const config::Endpoint& listen) {
   const auto endpoint = resolve_listen(listen);

@@ -18,6 +18,10 @@
 #include "metrics/process_info.hpp"
 #include "session/handler.hpp"
 
+namespace corral::slowlog {
+class SlowLog;
+}
+
 namespace corral::session {
 
 struct Worker;
@@ -40,6 +44,8 @@ class Server {
   void set_readiness(std::function<std::string()> not_ready_reason) {
     not_ready_reason_ = std::move(not_ready_reason);
   }
+  // The slowlog every thread records its slow requests in (slowlog.enabled); outlives run().
+  void set_slowlog(slowlog::SlowLog& log);
 
   // bind() then serve().
   void run();

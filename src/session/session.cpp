@@ -2,6 +2,7 @@
 // sends replies in request order, and the bounds that keep one client from hurting others.
 #include "session/session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
@@ -19,6 +20,7 @@
 
 #include "resp/encoder.hpp"
 #include "session/worker.hpp"
+#include "slowlog/slow_log.hpp"
 
 namespace corral::session {
 
@@ -271,6 +273,8 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
   auto& slot = slots_.emplace_back();
   slot.started = read_at_;
   slot.metric_id = classified.metric_id;
+  slot.queued_us = std::exchange(queued_us_, 0);
+  if (worker_.slowlog != nullptr) slot.argv.capture(request.argv);
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
     slots_.pop_back();
@@ -296,13 +300,21 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     }
     co_return;
   }
+  bool waited = false;
   while (slots_.size() >= worker_.settings.client.max_pipeline && !closed_) {
     waiting_for_slots_ = true;
+    waited = true;
     co_await slots_drained_.wait();
   }
   const auto classified = handler_->classify(request);
-  for (;;) {
+  for (;; waited = true) {
     if (closed_) co_return;
+    // Only a request that had to wait pays for a clock reading, for the slowlog's queued phase.
+    if (waited) {
+      queued_us_ = slowlog::saturated_micros(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 std::chrono::steady_clock::now() - read_at_)
+                                                 .count());
+    }
     const auto action = handle_in_slot(request, classified, target);
     if (action == Action::wait_then_retry) {
       // Held by the handler (CLIENT PAUSE): later requests wait behind this one, so the client's
@@ -364,6 +376,38 @@ void Session<Stream>::on_failure(std::uint64_t tag, std::string_view error) {
 }
 
 template <class Stream>
+void Session<Stream>::note_phases(std::uint64_t tag, const slowlog::Phases& phases) {
+  const std::size_t index = tag - first_tag_;
+  if (closed_ || tag < first_tag_ || index >= slots_.size()) return;
+  noted_phases_.emplace_back(tag, phases);
+}
+
+template <class Stream>
+void Session<Stream>::record_slow(const Slot& slot, std::uint64_t tag,
+                                  std::chrono::nanoseconds latency) {
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(latency).count();
+  slowlog::SlowEntry entry;
+  entry.unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  entry.duration_us = static_cast<std::uint64_t>(micros);
+  entry.argv = slot.argv.redis_argv();
+  entry.client_addr = handler_->client_addr();
+  entry.client_name = handler_->client_name();
+  const auto noted = std::find_if(noted_phases_.begin(), noted_phases_.end(),
+                                  [tag](const auto& pair) { return pair.first == tag; });
+  if (noted != noted_phases_.end()) entry.phases = noted->second;
+  entry.phases[slowlog::Phase::queued] = slot.queued_us;
+  // What no layer measured went to the upstream (forwarded) or to the cache's own work.
+  const std::uint64_t measured = entry.phases.total();
+  const auto rest = slowlog::saturated_micros(static_cast<std::int64_t>(entry.duration_us) -
+                                              static_cast<std::int64_t>(measured));
+  entry.phases[noted != noted_phases_.end() ? slowlog::Phase::cache : slowlog::Phase::upstream] +=
+      rest;
+  worker_.slowlog->record(worker_.index, std::move(entry));
+}
+
+template <class Stream>
 void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
                                metrics::CommandResult result) {
   const std::size_t index = tag - first_tag_;
@@ -372,7 +416,14 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     return;
   }
   Slot& slot = slots_[index];
-  worker_.stats.command(slot.metric_id, result, std::chrono::steady_clock::now() - slot.started);
+  const auto latency = std::chrono::steady_clock::now() - slot.started;
+  worker_.stats.command(slot.metric_id, result, latency);
+  if (worker_.slowlog != nullptr && latency >= worker_.settings.slowlog.threshold) {
+    record_slow(slot, tag, latency);
+  }
+  if (!noted_phases_.empty()) {
+    std::erase_if(noted_phases_, [tag](const auto& pair) { return pair.first == tag; });
+  }
   if (index != 0) {
     slot.reply.assign(reply);
     slot.ready = true;

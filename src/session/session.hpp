@@ -23,6 +23,8 @@
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
+#include "slowlog/argv_head.hpp"
+#include "slowlog/phases.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/reply_target.hpp"
 
@@ -44,6 +46,7 @@ class Session : public upstream::ReplyTarget,
 
   void on_reply(std::uint64_t tag, std::string_view reply) override;
   void on_failure(std::uint64_t tag, std::string_view error) override;
+  void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override;
 
  private:
   // A request's place in the reply order. Replies that arrive before their turn wait here.
@@ -53,6 +56,9 @@ class Session : public upstream::ReplyTarget,
     std::uint32_t metric_id = 0;
     bool ready = false;
     bool close_after = false;
+    // For the slowlog (slowlog.enabled): what the request was, and how long it was queued.
+    std::uint32_t queued_us = 0;
+    slowlog::ArgvHead argv;
   };
 
   boost::asio::awaitable<void> read_loop();
@@ -78,6 +84,7 @@ class Session : public upstream::ReplyTarget,
                         const std::shared_ptr<upstream::ReplyTarget>& target);
   void after_handle(Action action, std::uint64_t tag);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
+  void record_slow(const Slot& slot, std::uint64_t tag, std::chrono::nanoseconds latency);
   void push(std::string_view bytes);
   void reject_protocol(std::string_view error);
   void check_output_limit();
@@ -116,6 +123,10 @@ class Session : public upstream::ReplyTarget,
   bool closed_ = false;
   int loops_running_ = 0;
   int reads_without_yield_ = 0;  // plain reads that found bytes at once since the last yield
+  std::uint32_t queued_us_ = 0;  // how long the request being handed over waited (dispatch())
+  // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the
+  // slots rather than in each one.
+  std::vector<std::pair<std::uint64_t, slowlog::Phases>> noted_phases_;
 };
 
 using PlainStream = boost::asio::ip::tcp::socket;

@@ -15,6 +15,10 @@
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
 
+namespace corral::slowlog {
+class SlowLog;
+}
+
 namespace corral::session {
 
 // An io_context whose pending handlers can be destroyed (shutdown) before any context is:
@@ -36,7 +40,9 @@ struct Worker {
   metrics::ProcessInfo& info;
   IoContext io{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
-  Handler* handler = nullptr;  // set by the wiring before run(); outlives the io thread
+  Handler* handler = nullptr;           // set by the wiring before run(); outlives the io thread
+  slowlog::SlowLog* slowlog = nullptr;  // set when slowlog.enabled; outlives the io thread
+  std::size_t index = 0;                // this thread's number (its slowlog ring)
   std::thread thread;
   // Touched only on the io thread: the live sessions, and whether new ones must drain at once.
   std::unordered_set<Drainable*> sessions;

@@ -172,7 +172,7 @@ void Fetch::on_result(const origin::FetchResult& reply) {
   counted_.clear();
   if (elements.empty()) {
     complete_key(leaders.front(), result.outcome, result.reply, result.duration, result.lifetime,
-                 result.caching ? &*result.caching : nullptr);
+                 result.caching ? &*result.caching : nullptr, result.lock_wait);
     return;
   }
   if (result.outcome != origin::Outcome::value) {
@@ -222,7 +222,8 @@ void Fetch::refetch_after_invalidation(const KeyFetch& key) {
 void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
                          std::chrono::nanoseconds duration,
                          const std::optional<origin::SharedLifetime>& shared,
-                         const origin::ResponseCaching* caching) {
+                         const origin::ResponseCaching* caching,
+                         std::chrono::nanoseconds lock_wait) {
   if (!key.active) return;
   const auto now = runtime_.clock().now();
   const auto& settings = key.policy.settings();
@@ -248,6 +249,7 @@ void Fetch::complete_key(KeyFetch& key, origin::Outcome outcome, std::string_vie
     }
   }
   if (key.background) key.policy.stats().background_refresh_done(duration);
+  result.lock_wait = lock_wait;
   finish_key(key, std::move(result));
 }
 

@@ -93,7 +93,8 @@ class Fetch : public std::enable_shared_from_this<Fetch> {
   void complete_key(KeyFetch& key, origin::Outcome outcome, std::string_view reply,
                     std::chrono::nanoseconds duration,
                     const std::optional<origin::SharedLifetime>& shared = std::nullopt,
-                    const origin::ResponseCaching* caching = nullptr);
+                    const origin::ResponseCaching* caching = nullptr,
+                    std::chrono::nanoseconds lock_wait = {});
   // Stores the answer of a key under its policy's windows (and the response's HTTP caching).
   void store_key(KeyFetch& key, std::string_view reply, bool negative,
                  std::chrono::nanoseconds duration,

@@ -2,6 +2,7 @@
 // and the result it hands them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@ struct FlightResult {
   Kind kind = Kind::failure;
   std::string bytes;
   bool stale = false;  // a reply that is the stale-if-error copy (counted when served)
+  std::chrono::nanoseconds lock_wait{0};  // the leader's fetch waited this long for a fleet lock
 };
 
 // Someone waiting for a flight; lives on one io thread, kept alive by its own wait timer there.

@@ -2,6 +2,7 @@
 // wait_timeout) and the on_overflow answers.
 #include "stampede/waiter.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -75,6 +76,9 @@ void Waiter::wait(const std::shared_ptr<Flight>& flight, std::optional<std::stri
   } else {
     timer_->expires_at(asio::steady_timer::time_point::max());
   }
+  // The slowlog's start of the wait, from the clock reading the timer took anyway.
+  waiting_since_ = policy_.wait_timeout.count() > 0 ? timer_->expiry() - policy_.wait_timeout
+                                                    : std::chrono::steady_clock::now();
   timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) self->on_timeout();
   });
@@ -90,9 +94,31 @@ void Waiter::flight_done(std::shared_ptr<FlightWaiter> self,
   });
 }
 
+void Waiter::note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched,
+                         std::chrono::nanoseconds lock_wait) const {
+  using std::chrono::duration_cast;
+  using std::chrono::microseconds;
+  const auto waited = std::chrono::steady_clock::now() - waiting_since_;
+  slowlog::Phases phases;
+  if (!fetched || flight_key_) {
+    // A follower's wait is someone else's fetch (lock waits included).
+    phases[slowlog::Phase::coalesced] =
+        slowlog::saturated_micros(duration_cast<microseconds>(waited).count());
+  } else {
+    // The leader's wait is its own fetch, part of it perhaps waiting for another process's lock.
+    const auto locked = std::min<std::chrono::nanoseconds>(lock_wait, waited);
+    phases[slowlog::Phase::lock] =
+        slowlog::saturated_micros(duration_cast<microseconds>(locked).count());
+    phases[slowlog::Phase::origin] =
+        slowlog::saturated_micros(duration_cast<microseconds>(waited - locked).count());
+  }
+  target->note_phases(tag_, phases);
+}
+
 void Waiter::deliver(const FlightResult& result) {
   if (finished_.exchange(true, std::memory_order_acq_rel)) return;
   const auto target = std::move(target_);
+  note_phases(target, result.kind != FlightResult::Kind::overflow, result.lock_wait);
   switch (result.kind) {
     case FlightResult::Kind::reply:
       if (result.stale) policy_.stats->stale_serve(StaleReason::stale_if_error);
@@ -121,6 +147,7 @@ void Waiter::on_timeout() {
   const auto runtime = policy_.runtime.lock();
   if (flight && runtime && flight_key_) runtime->flights().leave(*flight_key_, flight);
   policy_.stats->waiter_timed_out();
+  note_phases(target_, false);
   const auto engine = engine_.lock();
   const auto argv = view_argv(argv_);
   answer_without_fetch(engine.get(), policy_, stale_, argv, timeout_reason(policy_), target_, tag_);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -78,6 +79,10 @@ class Waiter final : public FlightWaiter, public std::enable_shared_from_this<Wa
 
  private:
   void on_timeout();
+  // Tells the target how long the request waited (slowlog phases). `fetched`: the flight ended
+  // with an answer, rather than with no fetch at all (overflow, timeout).
+  void note_phases(const std::shared_ptr<upstream::ReplyTarget>& target, bool fetched,
+                   std::chrono::nanoseconds lock_wait = {}) const;
   void release();  // drops the thread-bound parts once finished
 
   boost::asio::any_io_executor executor_;
@@ -87,6 +92,7 @@ class Waiter final : public FlightWaiter, public std::enable_shared_from_this<Wa
   std::uint64_t tag_;
   std::atomic<bool> finished_{false};
   std::optional<boost::asio::steady_timer> timer_;
+  std::chrono::steady_clock::time_point waiting_since_;
   std::weak_ptr<Flight> flight_;  // weak: the flight holds its waiters
   std::optional<std::string> flight_key_;
   std::optional<std::string> stale_;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "slowlog/phases.hpp"
+
 namespace corral::upstream {
 
 // Contract: exactly one of on_reply / on_failure is called per tracked command, in the order the
@@ -20,6 +22,10 @@ class ReplyTarget {
   // No reply will come: `error` is the text of an error line without the leading '-' (e.g.
   // "ERR upstream connection lost"). The command may or may not have run on Redis.
   virtual void on_failure(std::uint64_t tag, std::string_view error) = 0;
+  // Where a cached read's time went (the slowlog's phases), told just before its on_reply /
+  // on_failure by the layer that measured it; a wrapper passes it on to the target it wraps.
+  // Targets that keep no slowlog ignore it.
+  virtual void note_phases(std::uint64_t /*tag*/, const slowlog::Phases& /*phases*/) {}
 };
 
 // For Corral's own commands: one callable receives the reply, or the error text when `failed`.

@@ -119,8 +119,8 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
           const Answer answer = co_await self->fetch_or_refresh();
           const auto done = std::move(self->done_);
           if (!done) co_return;
-          origin::FetchResult result{answer.outcome, answer.reply, answer.duration,
-                                     answer.lifetime};
+          origin::FetchResult result{answer.outcome, answer.reply, answer.duration, answer.lifetime,
+                                     self->lock_wait_};
           result.caching = answer.caching;
           done(result);
         },
@@ -172,7 +172,10 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
         if (!state) co_return fail(read_error_);
         seen_stored_ms_ = state->stored_ms;
       }
-      if (auto answered = co_await wait_for_holder()) co_return std::move(*answered);
+      const auto waiting_since = shared_->clock.now();  // the slowlog's lock_wait: this path only
+      auto answered = co_await wait_for_holder();
+      lock_wait_ += shared_->clock.now() - waiting_since;
+      if (answered) co_return std::move(*answered);
       fresher_than = kAnyFresh;  // the holder is gone without writing: take over
     }
   }
@@ -561,7 +564,7 @@ class FleetFetch : public std::enable_shared_from_this<FleetFetch> {
   std::string token_;
   milliseconds lock_ttl_{0};
   cache::Duration delta_{};
-  std::chrono::nanoseconds origin_duration_{0};
+  std::chrono::nanoseconds origin_duration_{0}, lock_wait_{0};  // lock_wait_: in wait_for_holder
   std::int64_t seen_stored_ms_ = -1;
   std::string read_error_;
   asio::steady_timer* wake_timer_ = nullptr;  // set while wait_for_holder runs

@@ -1,0 +1,10 @@
+// CORRAL.HOTKEYS [COUNT n] [READS|WRITES]: the hottest keys of the last detection window.
+#pragma once
+
+#include "proxy/local_commands.hpp"
+
+namespace corral::proxy {
+
+Action corral_hotkeys(LocalCall& call);
+
+}  // namespace corral::proxy

@@ -1,0 +1,34 @@
+// HotKeyWindow: a timer loop; the rate divisor is the time that really passed, not the nominal
+// window, so a late timer on a loaded thread does not inflate rates.
+#include "stampede/hot_key_window.hpp"
+
+namespace corral::stampede {
+
+HotKeyWindow::HotKeyWindow(const boost::asio::any_io_executor& executor, HotKeys& keys,
+                           std::chrono::milliseconds window)
+    : keys_(keys), window_(window), timer_(executor) {}
+
+void HotKeyWindow::start() {
+  running_ = true;
+  opened_ = std::chrono::steady_clock::now();
+  arm();
+}
+
+void HotKeyWindow::stop() {
+  running_ = false;
+  timer_.cancel();
+}
+
+void HotKeyWindow::arm() {
+  timer_.expires_after(window_);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    const auto self = weak.lock();
+    if (ec || !self || !self->running_) return;
+    const auto now = std::chrono::steady_clock::now();
+    self->keys_.roll(now - self->opened_);
+    self->opened_ = now;
+    self->arm();
+  });
+}
+
+}  // namespace corral::stampede
