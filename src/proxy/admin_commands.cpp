@@ -154,7 +154,7 @@ namespace corral::proxy {
 namespace {
 constexpr std::string_view kBreakerStates[] = {"closed", "open", "half-open"};
 
-void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& stats) {
+void append_policy_stats(std::string& reply, const stampede::PolicyStatsSnapshot& stats) {
   using stampede::InvalidationSource;
   using stampede::LookupOutcome;
   constexpr LookupOutcome kOutcomes[] = {LookupOutcome::hit, LookupOutcome::stale,
@@ -163,11 +163,16 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
   constexpr InvalidationSource kSources[] = {InvalidationSource::write,
                                              InvalidationSource::tracking,
                                              InvalidationSource::admin, InvalidationSource::flush};
-  const auto counter = [&out](std::string_view name, std::uint64_t value) {
+  // The fields are counted as they are written, so the array header cannot fall out of step with
+  // them when a field is added (it did once, and the extra fields became the client's next reply).
+  std::string out;
+  std::size_t fields = 0;
+  const auto counter = [&out, &fields](std::string_view name, std::uint64_t value) {
     resp::append_field(out, name, static_cast<std::int64_t>(value));
+    ++fields;
   };
-  resp::append_array_header(out, 2 * (1 + std::size(kOutcomes) + 11 + std::size(kSources) + 2));
   resp::append_field(out, "policy", stats.prefix);
+  ++fields;
   for (auto outcome : kOutcomes) {
     counter(std::string("lookups_") + std::string(stampede::to_string(outcome)),
             stats.lookup(outcome));
@@ -190,12 +195,15 @@ void append_policy_stats(std::string& out, const stampede::PolicyStatsSnapshot& 
   const auto breaker = static_cast<std::size_t>(stats.breaker_state);
   resp::append_field(out, "breaker",
                      breaker < std::size(kBreakerStates) ? kBreakerStates[breaker] : "unknown");
+  ++fields;
   counter("origin_in_flight", static_cast<std::uint64_t>(stats.origin_in_flight));
   counter("origin_queued", stats.origin_queued);
   for (auto reason : {stampede::QueueRejection::full, stampede::QueueRejection::timeout}) {
     counter(std::string("origin_queue_rejected_") + std::string(stampede::to_string(reason)),
             stats.queue_rejections[static_cast<std::size_t>(reason)]);
   }
+  resp::append_array_header(reply, 2 * fields);
+  reply += out;
 }
 }  // namespace
 

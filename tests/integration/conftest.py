@@ -72,18 +72,21 @@ def kept():
         k.stop()
 
 
-@pytest.fixture(autouse=True)
-def _processes_survive_the_test(request):
-    """A fixture process that died during a test fails that test (the next one gets a fresh one)."""
-    yield
-    if request.node.get_closest_marker("ends_its_processes"):
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A fixture process that died during a test fails that test (the next one gets a fresh one).
+    Checked right after the test body, before any fixture's teardown stops its processes (an
+    autouse fixture would be torn down last, after a function-scoped fixture had stopped them)."""
+    outcome = yield
+    if outcome.excinfo is not None or item.get_closest_marker("ends_its_processes"):
         return
-    dead = [name for name, value in request.node.funcargs.items()
+    funcargs = getattr(item, "funcargs", {})
+    dead = [name for name, value in funcargs.items()
             if hasattr(value, "alive") and hasattr(value, "describe_failure") and not value.alive()]
     if dead:
         pytest.fail("a process of the fixture %s died during the test:\n%s"
-                    % (", ".join(dead), "\n".join(request.node.funcargs[n].describe_failure()
-                                                  for n in dead)), pytrace=False)
+                    % (", ".join(dead), "\n".join(funcargs[n].describe_failure() for n in dead)),
+                    pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

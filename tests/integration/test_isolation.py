@@ -21,7 +21,8 @@ PASSWORD = "corral-isolation-pw"
 @pytest.fixture(scope="module")
 def stack():
     # One io thread: every client shares the same upstream connection, which is what is at stake.
-    s = harness.Stack({"threads": 1, "client": {"password": PASSWORD}},
+    s = harness.Stack({"threads": 1, "client": {"password": PASSWORD},
+                       "policies": [{"prefix": "iso:c:", "origin": "redis", "ttl": "60s"}]},
                       redis_args=["--requirepass", "upstream-pw"], name="isolation")
     s.overrides = dict(s.overrides, upstream={"password": "upstream-pw"})
     s.start()
@@ -128,3 +129,17 @@ def test_refused_auths_are_counted(stack):
         for _ in range(5):
             assert isinstance(c.call("AUTH", "guess"), Err)
     assert stack.corral.metric("corral_auth_failures_total") == before + 5
+
+
+@pytest.mark.parametrize("command", [("CORRAL.STATS",), ("CORRAL.INFO", "iso:c:1"),
+                                     ("CORRAL.HOTKEYS",), ("CORRAL.SLOWLOG",), ("SLOWLOG", "GET"),
+                                     ("INFO",), ("COMMAND", "INFO", "GET"), ("CLIENT", "LIST")])
+def test_corral_answers_exactly_one_reply(stack, command):
+    # A reply whose array header undercounts its elements leaves the rest to be read as the
+    # answers to the client's next commands: every later reply of that client is someone else's.
+    with client(stack) as c:
+        assert c.call("GET", "iso:c:1") is None  # the policy has an entry to report
+        c.send_command(*command)
+        c.send_command("PING")
+        c.read()
+        assert c.read() == b"PONG", "the reply to %r spilled into the next one" % (command,)
