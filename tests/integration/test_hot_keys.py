@@ -4,7 +4,6 @@
 # however many keys clients touch. hot_keys.sample is 1 here, so counts are exact and the test
 # does not depend on which requests a sampler picks.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_hot_keys.py
-import json
 import os
 import sys
 
@@ -22,13 +21,7 @@ CONFIG = {"policies": [POLICY],
 
 @pytest.fixture(scope="module")
 def stack():
-    # The harness's YAML emitter cannot write a list of maps (the policies): JSON is YAML too.
-    saved = harness.to_yaml
-    harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
-    try:
-        started = harness.Stack(CONFIG, name="hotkeys").start()
-    finally:
-        harness.to_yaml = saved
+    started = harness.Stack(CONFIG, name="hotkeys").start()
     yield started
     started.stop()
 

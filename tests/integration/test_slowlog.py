@@ -4,7 +4,6 @@
 # shorter than the delay the test puts there (fetch_delay, BLPOP's timeout), however loaded the
 # machine is.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_slowlog.py
-import json
 import os
 import subprocess
 import sys
@@ -27,13 +26,7 @@ CONFIG = {"policies": [POLICY], "slowlog": {"threshold": "%dms" % THRESHOLD_MS, 
 
 @pytest.fixture(scope="module")
 def stack():
-    # The harness's YAML emitter cannot write a list of maps (the policies): JSON is YAML too.
-    saved = harness.to_yaml
-    harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
-    try:
-        started = harness.Stack(CONFIG, name="slowlog").start()
-    finally:
-        harness.to_yaml = saved
+    started = harness.Stack(CONFIG, name="slowlog").start()
     yield started
     started.stop()
 
@@ -179,14 +172,9 @@ def test_fleet_lock_wait_phase():
                         "shared": True, "lock_ttl": "5s", "wait_timeout": "8s"}
         config = {"policies": [fleet_policy], "slowlog": {"threshold": "%dms" % THRESHOLD_MS},
                   "upstream": {"command_timeout": "5s"}}
-        saved = harness.to_yaml
-        harness.to_yaml = lambda value, indent=0: json.dumps(value, indent=2)
-        try:
-            first = harness.Stack(config, name="slowlog-fleet").start()
-            second = harness.Corral(first.workdir, first.redis.port, config,
-                                    name="corral2").start()
-        finally:
-            harness.to_yaml = saved
+        first = harness.Stack(config, name="slowlog-fleet").start()
+        second = harness.Corral(first.workdir, first.redis.port, config,
+                                name="corral2").start()
         ports = [first.port, second.port]
         results = []
 
