@@ -19,6 +19,7 @@
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/ready_probe.hpp"
 
 namespace corral::stampede {
 
@@ -279,10 +280,10 @@ awaitable<void> InvalidationListener::watch_liveness() {
 }
 
 void InvalidationListener::ping_current() {
-  static constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
   // The inbox takes the answer: in subscribed RESP2 a pong and an invalidation message are both
   // arrays, so whichever arrives first may take the PING's slot; both are read by apply().
-  current_->connection->send(kPing, current_->inbox, 0, /*exempt_from_timeout=*/true);
+  current_->connection->send(upstream::kPingCommand, current_->inbox, 0,
+                             /*exempt_from_timeout=*/true);
 }
 
 awaitable<std::optional<InvalidationListener::Session>> InvalidationListener::open(

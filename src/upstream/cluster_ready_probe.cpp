@@ -11,6 +11,7 @@
 
 #include "config/values.hpp"
 #include "upstream/key_slot.hpp"
+#include "upstream/ready_probe.hpp"
 #include "upstream/reply_target.hpp"
 #include "upstream/slot_map.hpp"
 
@@ -19,7 +20,6 @@ namespace corral::upstream {
 namespace asio = boost::asio;
 
 namespace {
-constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
 
 // Holds the probe weakly: a PING answered after shutdown has no one to tell.
 class NodePingReply : public ReplyTarget {
@@ -94,7 +94,7 @@ void ClusterReadyProbe::probe_primaries(std::chrono::steady_clock::time_point no
     // Affinity 0: the PING queues behind what clients wait for on that node, which is exactly
     // what readiness should measure. RESP2: the probe reads "+PONG".
     auto reply = std::make_shared<NodePingReply>(weak_from_this(), node);
-    if (links_.node_link(index, 0, 2).send(kPing, reply, 0)) {
+    if (links_.node_link(index, 0, 2).send(kPingCommand, reply, 0)) {
       probe.outstanding = true;
       probe.sent_at = now;
     } else {

@@ -14,7 +14,6 @@ namespace corral::upstream {
 namespace asio = boost::asio;
 
 namespace {
-constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
 
 // Holds the probe weakly: a PING answered after shutdown has no one to tell.
 class ProbeReply : public ReplyTarget {
@@ -87,7 +86,7 @@ asio::awaitable<void> ReadyProbe::loop() {
     // Affinity 0: the PING shares a connection with clients, so it queues behind what they wait
     // for, which is exactly what readiness should measure.
     // RESP2: the probe reads "+PONG" whatever protocol the clients speak.
-    if (links_.send_shared(database_, 0, kPing, reply, 0, 2)) {
+    if (links_.send_shared(database_, 0, kPingCommand, reply, 0, 2)) {
       outstanding_ = true;
       sent_at_ = now;
     }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string_view>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -13,6 +14,9 @@
 #include "upstream/link.hpp"
 
 namespace corral::upstream {
+
+// The probes' and the tracking links' liveness question, in RESP.
+inline constexpr std::string_view kPingCommand = "*1\r\n$4\r\nPING\r\n";
 
 class ReadyProbe : public std::enable_shared_from_this<ReadyProbe> {
  public:
