@@ -1,5 +1,7 @@
 # redis-server and one Corral whose upstream is a FaultProxy in front of it: the single-node
 # fixture of the suites that degrade or watch Corral's upstream links (tracking silence, drain).
+import time
+
 import harness
 from fault_proxy import FaultProxy
 from harness import Raw
@@ -42,3 +44,12 @@ class RelayedStack:
         with Raw(self.corral.port, timeout=10) as client:
             flat = client.call("CORRAL.INFO", key)
         return dict(zip(flat[::2], flat[1::2])).get(b"state")
+
+
+def wait_for_value(stack, key, value, timeout):
+    """Seconds until GET `key` through the stack's Corral answers `value` (a staleness window);
+    fails after `timeout`. `stack` is anything with get(key)."""
+    start = time.monotonic()
+    harness.wait_until(lambda: stack.get(key) == value, timeout, interval=0.02,
+                       what="GET %s through Corral to answer %r after the direct write" % (key, value))
+    return time.monotonic() - start

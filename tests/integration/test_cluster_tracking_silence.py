@@ -9,7 +9,6 @@
 #      test_cluster_tracking_silence.py
 import os
 import sys
-import time
 
 import pytest
 
@@ -17,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from cluster_process import ClusterNodes, corral_overrides  # noqa: E402
 from harness import Raw  # noqa: E402
+from relayed_stack import wait_for_value  # noqa: E402
 
 SILENCE_BOUND_S = 3.0
 PROMPT_S = 1.0
@@ -74,16 +74,6 @@ def tracking_links(proxy):
     return [c for c in proxy.connections() if not c.closed and c.matches(TRACKING_LINK)]
 
 
-def wait_for_value(stack, key, value, timeout):
-    start = time.monotonic()
-    seen = None
-    while time.monotonic() - start < timeout:
-        seen = stack.get(key)
-        if seen == value:
-            return time.monotonic() - start
-        time.sleep(0.02)
-    raise AssertionError("GET %s through Corral still answered %r %.1fs after the direct write "
-                         "(want %r)" % (key, seen, timeout, value))
 
 
 def test_silent_tracking_links_of_a_primary_stop_cache_serving_within_3s(relayed):

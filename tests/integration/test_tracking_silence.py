@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from relayed_stack import RelayedStack  # noqa: E402
+from relayed_stack import RelayedStack, wait_for_value  # noqa: E402
 
 SILENCE_BOUND_S = 3.0  # the spec's bound: tracking_timeout (1 s) + reconnect and flush
 PROMPT_S = 1.0  # an invalidation on a working link (milliseconds; headroom for a loaded machine)
@@ -54,17 +54,6 @@ def cache(stack, key, value):
                        stack.cache_state(key) == b"fresh", 3.0, what="%s cached by Corral" % key)
 
 
-def wait_for_value(stack, key, value, timeout):
-    """Seconds until GET through Corral answers `value`; fails after `timeout` with what it saw."""
-    start = time.monotonic()
-    seen = None
-    while time.monotonic() - start < timeout:
-        seen = stack.get(key)
-        if seen == value:
-            return time.monotonic() - start
-        time.sleep(0.02)
-    raise AssertionError("GET %s through Corral still answered %r %.1fs after the direct write "
-                         "(want %r)" % (key, seen, timeout, value))
 
 
 def test_silent_tracking_link_stops_cache_serving_within_3s_then_recovers(stack):
