@@ -8,6 +8,7 @@
 #include "resp/encoder.hpp"
 #include "stampede/core/entry_meta.hpp"
 #include "stampede/core/refresh_timing.hpp"
+#include "stampede/fleet/companion_keys.hpp"
 #include "stampede/invalidating_target.hpp"
 #include "stampede/versioned/version_key.hpp"
 #include "stampede/waiter.hpp"
@@ -381,12 +382,27 @@ void Engine::flush_all() {
   runtime_.count_invalidation_all(InvalidationSource::flush);
 }
 
+namespace {
+// A fleet's shared copy, its lock and the tag purge counters steer every Corral of the fleet: a
+// value written there by a client would be served by all of them, a lock would stall refreshes.
+std::optional<std::string> refused_bookkeeping_write(const PolicySet& set, std::string_view key) {
+  const auto owner = companion_owner(key);
+  const auto index = owner ? set.match(*owner) : std::nullopt;
+  const bool fleet_copy = index && set.settings[*index].shared;
+  if (!fleet_copy && !key.starts_with(kTagKeyPrefix)) return std::nullopt;
+  return "ERR corral: writes to '" + std::string(key) + "' are refused: it is Corral's own " +
+         (fleet_copy ? "fleet bookkeeping of policy '" + set.settings[*index].prefix + "'"
+                     : std::string("tag purge counter (use CORRAL.INVALIDATE TAG)"));
+}
+}  // namespace
+
 std::optional<std::string> Engine::refused_write(std::span<const std::string_view> argv,
                                                  std::span<const std::size_t> key_indices) {
   const PolicySet& set = snapshot();
   if (set.settings.empty()) return std::nullopt;
   for (const auto i : key_indices) {
     if (i >= argv.size()) continue;
+    if (auto refusal = refused_bookkeeping_write(set, argv[i])) return refusal;
     const auto index = set.match(argv[i]);
     if (!index || set.settings[*index].writes != config::WritePolicy::refuse) continue;
     const auto& policy = set.settings[*index];

@@ -313,6 +313,25 @@ def test_companion_keys_share_the_slot_and_other_clients_read_the_value(fleet):
 
 
 @pytest.mark.corral_only
+def test_clients_cannot_write_the_fleet_bookkeeping(fleet):
+    # Written through one process, a shadow would be served by every process of the fleet, and a
+    # held lock would stall every refresh: both are refused, as the policy keys are.
+    eq(get(fleet.corrals[0], "feat:own"), b"v1", "the key is cached and shared")
+    direct = fleet.direct()
+    before = direct.hget("{feat:own}:corral:shadow", "v")
+    with Raw(fleet.corrals[1].port) as c:
+        for command in (("HSET", "{feat:own}:corral:shadow", "v", "EVIL"),
+                        ("SET", "{feat:own}:corral:lock", "x", "PX", "60000"),
+                        ("INCR", "corral:tag:news")):
+            reply = c.call(*command)
+            check(isinstance(reply, harness.Err) and b"Corral's own" in reply,
+                  "%r through Corral answered %r" % (command, reply))
+    eq(direct.hget("{feat:own}:corral:shadow", "v"), before, "the shared copy is untouched")
+    eq(direct.exists("{feat:own}:corral:lock"), 0, "no lock was taken")
+    eq(get(fleet.corrals[2], "feat:own"), b"v1", "every process still serves the origin's value")
+
+
+@pytest.mark.corral_only
 def test_other_processes_read_the_shared_copy_and_its_metadata(fleet):
     path = "/features/m"
     before = [c.metric("corral_origin_requests_total", policy="feat:") for c in fleet.corrals]

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "resp/reply.hpp"
+#include "stampede/fleet/companion_keys.hpp"
 #include "upstream/hash_tag.hpp"
 
 namespace corral::stampede::fleet {
@@ -127,8 +128,8 @@ std::optional<CopyWindows> decode_windows(std::string_view text) {
 
 FleetKeys::FleetKeys(std::string_view user_key)
     : plain(user_key),
-      shadow(upstream::companion_key(user_key, "corral:shadow")),
-      lock(upstream::companion_key(user_key, "corral:lock")) {}
+      shadow(upstream::companion_key(user_key, kShadowSuffix)),
+      lock(upstream::companion_key(user_key, kLockSuffix)) {}
 
 const upstream::Script& read_script() {
   static const upstream::Script script(with_clock(kRead));
