@@ -7,7 +7,21 @@ from fault_proxy import FaultProxy
 from harness import Raw
 
 
-class RelayedStack:
+class CorralReads:
+    """Reads through `self.corral`, for the stacks of the silence suites."""
+
+    def get(self, key):
+        with Raw(self.corral.port, timeout=10) as client:
+            return client.call("GET", key)
+
+    def cache_state(self, key):
+        """CORRAL.INFO's state of `key` (b"fresh", b"stale", ...), None when not cached."""
+        with Raw(self.corral.port, timeout=10) as client:
+            flat = client.call("CORRAL.INFO", key)
+        return dict(zip(flat[::2], flat[1::2])).get(b"state")
+
+
+class RelayedStack(CorralReads):
     def __init__(self, config=None, name="relayed"):
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.config = config or {}
@@ -34,16 +48,6 @@ class RelayedStack:
 
     def direct(self):
         return self.redis.client()
-
-    def get(self, key):
-        with Raw(self.corral.port, timeout=10) as client:
-            return client.call("GET", key)
-
-    def cache_state(self, key):
-        """CORRAL.INFO's state of `key` (b"fresh", b"stale", ...), None when not cached."""
-        with Raw(self.corral.port, timeout=10) as client:
-            flat = client.call("CORRAL.INFO", key)
-        return dict(zip(flat[::2], flat[1::2])).get(b"state")
 
 
 def wait_for_value(stack, key, value, timeout):

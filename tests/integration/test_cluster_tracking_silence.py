@@ -15,8 +15,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from cluster_process import ClusterNodes, corral_overrides  # noqa: E402
-from harness import Raw  # noqa: E402
-from relayed_stack import wait_for_value  # noqa: E402
+from relayed_stack import CorralReads, wait_for_value  # noqa: E402
 
 SILENCE_BOUND_S = 3.0
 PROMPT_S = 1.0
@@ -24,7 +23,7 @@ TRACKING_LINK = b"__redis__:invalidate"
 POLICIES = [{"prefix": "c:", "origin": "redis", "ttl": "1h", "beta": 0, "jitter": 0}]
 
 
-class RelayedCluster:
+class RelayedCluster(CorralReads):
     """3 primaries, no replicas, each behind its relay; Corral seeded with the relays."""
 
     def __init__(self):
@@ -52,15 +51,6 @@ class RelayedCluster:
         return all(any(c.get("name") == "corral-tracking" and "t" in c.get("flags", "")
                        for c in self.cluster.node(p).client_list())
                    for p in self.cluster.primaries())
-
-    def get(self, key):
-        with Raw(self.corral.port, timeout=10) as client:
-            return client.call("GET", key)
-
-    def cache_state(self, key):
-        with Raw(self.corral.port, timeout=10) as client:
-            flat = client.call("CORRAL.INFO", key)
-        return dict(zip(flat[::2], flat[1::2])).get(b"state")
 
 
 @pytest.fixture
