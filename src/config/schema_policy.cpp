@@ -5,6 +5,7 @@
 #include <map>
 
 #include "config/schema.hpp"
+#include "config/url_template.hpp"
 
 namespace corral::config::schema {
 namespace {
@@ -29,24 +30,6 @@ constexpr std::array<Choice<CacheControlMode>, 2> kCacheControl{
     {{"honor", CacheControlMode::honor}, {"ignore", CacheControlMode::ignore}}};
 
 constexpr std::string_view kOriginExpected = "expected redis or { http: URL_TEMPLATE, ... }";
-
-std::optional<std::string> template_problem(const std::string& url) {
-  if (to_lower(url.substr(0, 7)) != "http://") return "must start with http://";
-  if (url.size() == 7 || url[7] == '/' || url[7] == '{') return "needs a host after http://";
-  bool has_placeholder = false;
-  for (std::size_t open = url.find_first_of("{}"); open != std::string::npos;
-       open = url.find_first_of("{}", open + 1)) {
-    const auto close = url.find('}', open);
-    if (url[open] == '}' || close == std::string::npos) return "unbalanced { } in the template";
-    const std::string name = url.substr(open + 1, close - open - 1);
-    if (name != "key" && name != "suffix")
-      return "unknown placeholder {" + name + "}; use {key} or {suffix}";
-    has_placeholder = true;
-    open = close;
-  }
-  if (!has_placeholder) return "must contain {key} or {suffix}";
-  return std::nullopt;
-}
 
 bool is_token_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
@@ -107,10 +90,11 @@ const Table<HttpOriginSettings>& http_table() {
        [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
          auto v = r.scalar(n, p);
          if (!v) return;
-         if (auto bad = template_problem(*v)) return r.error(n, p, *bad);
+         if (const auto parsed = UrlTemplate::parse(*v); !parsed.ok())
+           return r.error(n, p, parsed.error());
          s.url_template = std::move(*v);
        },
-       [](const S& s) { return text_node(s.url_template); }},
+       [](const S& s) { return text_node(redact_template(s.url_template)); }},
       duration("timeout", &S::timeout, Min::positive),
       duration("connect_timeout", &S::connect_timeout, Min::positive),
       {"headers", read_headers, show_headers},

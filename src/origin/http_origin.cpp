@@ -23,10 +23,11 @@
 #include <optional>
 #include <vector>
 
+#include "config/url_template.hpp"
 #include "config/values.hpp"
 #include "origin/http_reply.hpp"
 #include "origin/response_caching.hpp"
-#include "origin/url_template.hpp"
+#include "resp/encoder.hpp"
 
 namespace corral::origin::http_detail {
 
@@ -35,6 +36,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
+using config::UrlTemplate;
 
 // Fetches that may wait for a connection, per allowed connection: past it a fetch fails at once
 // rather than piling up behind an origin that is already too slow.
@@ -76,7 +78,7 @@ class Pool : public std::enable_shared_from_this<Pool> {
   const UrlTemplate& url_template() const { return url_; }
   const std::vector<tcp::endpoint>& numeric_endpoints() const { return endpoints_; }
   std::string url(const Exchange& exchange) const {
-    return "http://" + url_.authority() + exchange.target;
+    return config::redact_query("http://" + url_.authority() + exchange.target);
   }
   bool closed() const { return closed_; }
   // Starts `exchange` on an idle connection, a new one, or queues it (`front`: a retry).
@@ -399,11 +401,21 @@ void Pool::fetch(std::span<const std::string_view> argv, std::string_view valida
                  FetchCallback done) {
   const cache::TimePoint started = clock_.now();
   std::string error;
-  const auto request = parse_string_request(argv, error);
+  auto request = parse_string_request(argv, error);
+  std::optional<std::string> target;
+  if (request) {
+    target = url_.target(request->key, prefix_);
+    if (!target && url_.ok()) {
+      request.reset();
+      resp::append_error(error,
+                         "ERR corral: this key would make an empty, '.' or '..' segment in the "
+                         "origin's URL path; refused");
+    }
+  }
   std::shared_ptr<Exchange> exchange;
   if (request) {
-    exchange = std::make_shared<Exchange>(executor_, *request, url_.target(request->key, prefix_),
-                                          std::move(done), started);
+    exchange = std::make_shared<Exchange>(executor_, *request, std::move(*target), std::move(done),
+                                          started);
     exchange->request.key = {};
     exchange->validators = decode_validators(validators);
   } else {
@@ -412,9 +424,9 @@ void Pool::fetch(std::span<const std::string_view> argv, std::string_view valida
   }
   if (!request) return finish(*exchange, Outcome::error_reply, std::move(error));
   if (!url_.ok())
-    return finish(
-        *exchange, Outcome::failure,
-        "ERR corral: origin URL template " + settings_.url_template + ": " + url_.error());
+    return finish(*exchange, Outcome::failure,
+                  "ERR corral: origin URL template " +
+                      config::redact_template(settings_.url_template) + ": " + url_.error());
   if (closed_) return finish(*exchange, Outcome::failure, std::string(kShutDown));
   exchange->retries_left = std::max(0, settings_.retries);
   exchange->deadline.expires_after(settings_.timeout);

@@ -15,8 +15,11 @@ from origin_process import OriginStack
 HEADERS = {"X-Api-Key": "k-123", "X-Team": "corral"}
 
 
-def _policy(origin, prefix, path, origin_settings=None, **settings):
-    http = {"http": origin.url(path + "{suffix}"), "timeout": "300ms", "max_body": "1kb",
+TOKEN = "s3cret-token"
+
+
+def _policy(origin, prefix, path, origin_settings=None, template=None, **settings):
+    http = {"http": origin.url(template or path + "{suffix}"), "timeout": "300ms", "max_body": "1kb",
             "retries": 1, "headers": HEADERS}
     http.update(origin_settings or {})
     policy = {"prefix": prefix, "origin": http,
@@ -39,6 +42,7 @@ class Fixture(OriginStack):
             # No origin queue: past the one slot, misses are refused at once.
             _policy(origin, "cap:", "/cap/", {"timeout": "2s"}, max_origin_concurrency=1,
                     max_origin_queue=0),
+            _policy(origin, "tok:", None, template="/tokened/{suffix}/config?api_key=" + TOKEN),
         ])
 
 
@@ -251,3 +255,34 @@ def test_origin_metrics_carry_the_http_label(fx):
     fx.stack.client().get("feat:metric")
     value = fx.stack.corral.metric("corral_origin_requests_total", policy="feat:", origin="http")
     check(value >= 1, "corral_origin_requests_total{policy=feat:,origin=http} = %s" % value)
+
+
+def _tokened_requests(fx):
+    return sum(n for path, n in fx.origin.stats()["requests"].items()
+               if path.startswith("/tokened/"))
+
+
+@pytest.mark.corral_only
+def test_a_key_cannot_climb_the_origins_path(fx):
+    # Issue 17 row 10: `tok:..` would have asked for /tokened/../config?... (that is /config).
+    c = fx.stack.client()
+    for key in ("tok:..", "tok:.", "tok:"):
+        reply = fx.raw_call("GET", key)
+        is_err(reply, "ERR corral: this key would make an empty, '.' or '..' segment",
+               what="GET %r" % key)
+    eq(_tokened_requests(fx), 0, "origin requests for the refused keys")
+    eq(c.get("tok:ok"), ("value of /tokened/ok/config?api_key=" + TOKEN).encode(), "a plain key")
+    eq(c.get("tok:..x"), ("value of /tokened/..x/config?api_key=" + TOKEN).encode(),
+       "dots inside a longer segment")
+    eq(_tokened_requests(fx), 2, "origin requests for the served keys")
+
+
+@pytest.mark.corral_only
+def test_origin_errors_do_not_show_url_tokens(fx):
+    # Issue 17 row 12: the origin URL's query carries a credential; errors name the URL without it.
+    fx.origin.control(default={"status": 500, "body": "oops"})
+    text = get_error(fx, "tok:broken")
+    eq(text, "ERR corral: origin %s answered HTTP 500" %
+       fx.origin.url("/tokened/broken/config?api_key=***"), "error text")
+    check(TOKEN not in fx.stack.corral.log_text(1 << 20), "the token is not in Corral's log")
+

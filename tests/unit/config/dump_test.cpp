@@ -24,7 +24,7 @@ client:
 policies:
   - prefix: "feat:"
     origin:
-      http: http://h/{key}
+      http: http://h/{key}?api_key=urlsecret&id={suffix}
       headers: { Authorization: "Bearer tok", X-Api-Key: k, X-Client: corral }
     ttl: 5m
     jitter: 0.2
@@ -43,7 +43,8 @@ policies:
   CHECK(contains(text, "cache_control: honor"));
   CHECK(contains(text, "max_ttl: 50m"));  // the default: ten times the policy's ttl
   CHECK(contains(text, "commands: [GET, MGET]"));
-  for (const char* secret : {"hunter2", "clientpw", "tok", ": k\n"}) {
+  CHECK(contains(text, "http://h/{key}?api_key=***&id={suffix}"));
+  for (const char* secret : {"hunter2", "clientpw", "tok", ": k\n", "urlsecret"}) {
     INFO(secret);
     CHECK_FALSE(contains(text, secret));
   }

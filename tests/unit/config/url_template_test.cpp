@@ -1,13 +1,15 @@
 // URL templates of the http origin: parsing (host, port, path), refusals, and key escaping.
-#include "origin/url_template.hpp"
+#include "config/url_template.hpp"
 
 #include <catch2/catch.hpp>
 #include <string>
 
 namespace {
 
-using corral::origin::url_escape;
-using corral::origin::UrlTemplate;
+using corral::config::redact_query;
+using corral::config::redact_template;
+using corral::config::url_escape;
+using corral::config::UrlTemplate;
 
 TEST_CASE("url_escape keeps only the RFC 3986 unreserved characters") {
   CHECK(url_escape("") == "");
@@ -44,7 +46,8 @@ TEST_CASE("{suffix} drops the prefix, {key} keeps it, both may repeat") {
   CHECK(t.target("feat:a b", "feat:") == "/a%20b/feat%3Aa%20b?k=feat%3Aa%20b&s=a%20b");
   // A key without the prefix (not expected from the engine) keeps the whole key.
   CHECK(t.target("other", "feat:") == "/other/other?k=other&s=other");
-  CHECK(t.target("feat:", "feat:") == "//feat%3A?k=feat%3A&s=");
+  // An empty {suffix} would make an empty path segment: refused (the query may be empty).
+  CHECK_FALSE(t.target("feat:", "feat:"));
 }
 
 TEST_CASE("a template with only a query gets the root path") {
@@ -91,6 +94,9 @@ TEST_CASE("bad templates are refused with the reason") {
       {"http://h/key}", "unbalanced { } in the template"},
       {"http://h/{id}", "unknown placeholder {id}; use {key} or {suffix}"},
       {"http://h/static", "must contain {key} or {suffix}"},
+      {"http://h/v1/../{key}", "a \".\" or \"..\" path segment is not allowed"},
+      {"http://h/./{key}", "a \".\" or \"..\" path segment is not allowed"},
+      {"http://h/{key}/..", "a \".\" or \"..\" path segment is not allowed"},
   };
   for (const Row& row : rows) {
     INFO(row.text);
@@ -98,6 +104,39 @@ TEST_CASE("bad templates are refused with the reason") {
     CHECK_FALSE(t.ok());
     CHECK(t.error() == row.error);
   }
+}
+
+TEST_CASE("a key that would make an empty or dot path segment gets no target") {
+  auto t = UrlTemplate::parse("http://h/v1/features/{suffix}/config?id={suffix}");
+  REQUIRE(t.ok());
+  CHECK(t.target("feat:abc", "feat:") == "/v1/features/abc/config?id=abc");
+  CHECK_FALSE(t.target("feat:..", "feat:"));
+  CHECK_FALSE(t.target("feat:.", "feat:"));
+  CHECK_FALSE(t.target("feat:", "feat:"));
+  CHECK_FALSE(t.url("feat:..", "feat:"));
+  // Dots inside a longer segment, or escaped separators, stay one harmless segment.
+  CHECK(t.target("feat:...", "feat:") == "/v1/features/.../config?id=...");
+  CHECK(t.target("feat:../x", "feat:") == "/v1/features/..%2Fx/config?id=..%2Fx");
+  auto ext = UrlTemplate::parse("http://h/{suffix}.json");
+  REQUIRE(ext.ok());
+  CHECK(ext.target("p:..", "p:") == "/...json");
+  CHECK(ext.target("p:", "p:") == "/.json");
+  // In the query a dot or empty value is only a value.
+  auto query = UrlTemplate::parse("http://h/get?id={suffix}");
+  REQUIRE(query.ok());
+  CHECK(query.target("p:..", "p:") == "/get?id=..");
+  CHECK(query.target("p:", "p:") == "/get?id=");
+}
+
+TEST_CASE("error URLs show no query values; --check-config masks credential-like ones") {
+  CHECK(redact_query("http://h/v1/x?api_key=s3cret&id=42") == "http://h/v1/x?api_key=***&id=***");
+  CHECK(redact_query("http://h/v1/x") == "http://h/v1/x");
+  CHECK(redact_query("http://h/?flag&e=") == "http://h/?flag&e=");
+  auto t = UrlTemplate::parse("http://h/{key}?api_key=s3cret");
+  REQUIRE(t.ok());
+  CHECK(t.url("k", "") == "http://h/k?api_key=***");
+  CHECK(redact_template("http://h/{key}?api_key=s3cret&Auth=x&id={suffix}&v=2&key={key}") ==
+        "http://h/{key}?api_key=***&Auth=***&id={suffix}&v=2&key={key}");
 }
 
 }  // namespace
