@@ -1,5 +1,6 @@
 // A small Beast HTTP/1.1 server for /metrics, /healthz and /readyz: one coroutine per connection,
-// keep-alive, a read timeout, a request size limit and a cap on concurrent connections.
+// keep-alive, a read timeout, a request size limit and a cap on concurrent connections (at the
+// cap, the connection that has waited longest for a request makes room for the new one).
 #include <utility>
 
 #include "metrics/http_endpoint.hpp"
@@ -19,7 +20,7 @@
 #include <boost/beast/http.hpp>
 #include <string_view>
 #include <system_error>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "metrics/metrics.hpp"
 
@@ -91,7 +92,7 @@ class Server : public std::enable_shared_from_this<Server> {
     acceptor_.close(ec);
     // Pending reads and writes complete with operation_aborted; each coroutine then sees
     // stopped_ and leaves, erasing itself from connections_.
-    for (beast::tcp_stream* stream : connections_) stream->close();
+    for (auto& [stream, slot] : connections_) stream->close();
   }
 
  private:
@@ -140,8 +141,8 @@ class Server : public std::enable_shared_from_this<Server> {
         co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      if (active_ >= limits_.max_connections) {
-        socket.close(ec);  // a scrape storm must not exhaust descriptors
+      if (active_ >= limits_.max_connections && !evict_longest_waiting()) {
+        socket.close(ec);  // every slot is answering: a scrape storm must not exhaust descriptors
         continue;
       }
       ++active_;
@@ -152,13 +153,12 @@ class Server : public std::enable_shared_from_this<Server> {
   asio::awaitable<void> serve(tcp::socket socket) {
     auto self = shared_from_this();
     beast::tcp_stream stream(std::move(socket));
-    connections_.insert(&stream);
+    Slot& slot = connections_[&stream];
     struct Release {
       Server& server;
       beast::tcp_stream* stream;
       ~Release() {
-        server.connections_.erase(stream);
-        --server.active_;
+        if (server.connections_.erase(stream) != 0) --server.active_;  // else evicted, counted
       }
     } release{*this, &stream};
     if (stopped_) co_return;
@@ -169,10 +169,12 @@ class Server : public std::enable_shared_from_this<Server> {
       parser.header_limit(static_cast<std::uint32_t>(limits_.max_request));
       parser.body_limit(limits_.max_request);
       beast::error_code ec;
+      slot = {Clock::now(), false};
       stream.expires_after(limits_.read_timeout);
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
-      if (stopped_) co_return;
+      if (stopped_ || !connections_.contains(&stream)) co_return;  // `slot` is gone if evicted
+      slot.answering = true;
       if (ec && !is_http_parse_error(ec)) break;  // closed, reset or timed out
       Response res;
       if (ec) {
@@ -190,6 +192,23 @@ class Server : public std::enable_shared_from_this<Server> {
     }
     beast::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // Closes the connection that has waited longest for its next request (idle keep-alive, or a
+  // request that is arriving slowly), so that idle or slow clients cannot lock the probes out.
+  // One that is being answered is never cut. False when every connection is being answered.
+  bool evict_longest_waiting() {
+    auto victim = connections_.end();
+    for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+      if (it->second.answering) continue;
+      if (victim == connections_.end() || it->second.waiting_since < victim->second.waiting_since)
+        victim = it;
+    }
+    if (victim == connections_.end()) return false;
+    victim->first->close();
+    connections_.erase(victim);
+    --active_;
+    return true;
   }
 
   Response respond(const Request& req) {
@@ -225,8 +244,14 @@ class Server : public std::enable_shared_from_this<Server> {
   tcp::acceptor acceptor_;
   std::atomic<unsigned short> port_{0};
   bool stopped_ = false;
+  using Clock = std::chrono::steady_clock;
+  struct Slot {
+    Clock::time_point waiting_since;  // when the connection began waiting for its next request
+    bool answering = false;
+  };
+
   std::size_t active_ = 0;  // counted from accept, so the cap holds before a coroutine starts
-  std::unordered_set<beast::tcp_stream*> connections_;
+  std::unordered_map<beast::tcp_stream*, Slot> connections_;
 };
 
 }  // namespace

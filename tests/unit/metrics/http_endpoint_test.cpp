@@ -292,28 +292,41 @@ TEST_CASE("an idle connection is closed after the read timeout", "[metrics][http
   CHECK(slow.closed_by_server());
 }
 
-TEST_CASE("connections beyond the cap are closed at once", "[metrics][http]") {
+TEST_CASE("at the cap the longest-waiting connection makes room", "[metrics][http]") {
   HttpEndpoint::Limits limits;
   limits.max_connections = 2;
   Fixture f(limits);
-  auto first = std::make_unique<Client>(f.endpoint.port());
+  Client first(f.endpoint.port());
   Client second(f.endpoint.port());
-  // A reply proves each connection was accepted and is counted.
-  for (Client* c : {first.get(), &second}) {
+  // A reply proves each connection was accepted and is counted; `first` then waits longest.
+  for (Client* c : {&first, &second}) {
     REQUIRE(c->get("/healthz"));
     REQUIRE(c->read_reply());
   }
-  Client third(f.endpoint.port());
-  CHECK(third.closed_by_server());
-
-  first.reset();  // frees a slot once the server sees the close
-  std::optional<HttpReply> reply;
-  for (int attempt = 0; attempt < 50 && !reply; ++attempt) {
-    reply = fetch(f.endpoint.port(), "/healthz");
-    if (!reply) std::this_thread::sleep_for(20ms);
-  }
+  auto reply = fetch(f.endpoint.port(), "/readyz");
   REQUIRE(reply);
   CHECK(reply->status == 200);
+  CHECK(first.closed_by_server());
+}
+
+TEST_CASE("idle and half-sent requests cannot lock the probes out", "[metrics][http]") {
+  // Issue 17 row 9: a full set of connections that never finish a request, then the probes.
+  HttpEndpoint::Limits limits;
+  limits.max_connections = 4;
+  Fixture f(limits);
+  std::vector<std::unique_ptr<Client>> stalled;
+  for (int i = 0; i < 12; ++i) {
+    stalled.push_back(std::make_unique<Client>(f.endpoint.port()));
+    REQUIRE(stalled.back()->send_all("GET /metrics HTTP/1.1\r\nHost: x\r\n"));
+    if (i % 3 != 2) continue;
+    for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+      INFO(path << " after " << i + 1 << " stalled connections");
+      auto reply = fetch(f.endpoint.port(), path);
+      REQUIRE(reply);
+      CHECK(reply->status == 200);
+    }
+  }
+  CHECK(stalled.front()->closed_by_server());
 }
 
 TEST_CASE("stop closes the listener and open connections", "[metrics][http]") {
