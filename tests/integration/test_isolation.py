@@ -143,3 +143,21 @@ def test_corral_answers_exactly_one_reply(stack, command):
         c.send_command("PING")
         c.read()
         assert c.read() == b"PONG", "the reply to %r spilled into the next one" % (command,)
+
+
+def test_idle_and_half_sent_metrics_connections_cannot_lock_probes_out(stack):
+    # Row 9: the metrics port's 64 connections all taken by clients that send half a request.
+    import socket
+    stalled = []
+    try:
+        for i in range(96):
+            s = socket.create_connection((harness.HOST, stack.corral.metrics_port), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            stalled.append(s)
+            if i % 32 == 31:
+                for path in ("/healthz", "/readyz", "/metrics"):
+                    status, _ = stack.corral.http(path)
+                    assert status == 200, (path, i + 1, status)
+    finally:
+        for s in stalled:
+            s.close()
