@@ -161,3 +161,24 @@ def test_idle_and_half_sent_metrics_connections_cannot_lock_probes_out(stack):
     finally:
         for s in stalled:
             s.close()
+
+
+@pytest.mark.parametrize("mode", ["OFF", "SKIP"])
+def test_writes_after_client_reply_off_run_when_the_client_half_closes(stack, mode):
+    # Row 15: Redis runs every command it read before the client left; Corral used to close the
+    # client's upstream link at once, dropping the SET still queued there.
+    import socket
+    key = "iso:reply-%s" % mode.lower()
+    s = socket.create_connection((harness.HOST, stack.port), timeout=5)
+    try:
+        s.sendall(b"AUTH %s\r\nCLIENT REPLY %s\r\nSET %s v\r\n" % (
+            PASSWORD.encode(), mode.encode(), key.encode()))
+        s.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := s.recv(4096):
+            received += chunk
+        assert received == b"+OK\r\n", received  # AUTH's; REPLY OFF/SKIP silence the rest
+    finally:
+        s.close()
+    direct = stack.redis.client(password="upstream-pw")
+    harness.wait_until(lambda: direct.get(key) == b"v", what="the SET sent after REPLY %s" % mode)
