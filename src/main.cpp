@@ -12,7 +12,9 @@
 #include "app.hpp"
 #include "config/loader.hpp"
 #include "config/settings_dump.hpp"
+#include "config/weakened_settings.hpp"
 #include "metrics/metrics.hpp"
+#include "metrics/weakened_settings_metrics.hpp"
 #include "proxy/dispatcher.hpp"
 #include "tls/context.hpp"
 
@@ -98,18 +100,24 @@ int main(int argc, char** argv) {
       std::cerr << "  " << options.config << ": " << problem << "\n";
     return 1;
   }
+  const auto weakened = corral::config::weakened_settings(settings);
   if (options.check_only) {
     std::cout << corral::config::describe(settings) << options.config << ": OK\n";
+    for (const auto& w : weakened)
+      std::cerr << "corral: warning: " << w.setting << ": " << w.risk << "\n";
     return 0;
   }
 
   auto logger = spdlog::stderr_color_mt("corral");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(settings.log_level));
+  for (const auto& w : weakened) spdlog::warn("{}: {}", w.setting, w.risk);
 
   corral::metrics::Metrics metrics(static_cast<std::size_t>(settings.threads),
                                    corral::proxy::Dispatcher::metric_id_count(),
                                    corral::proxy::Dispatcher::metric_name);
+  const auto weakened_metrics = corral::metrics::make_weakened_settings_metrics(weakened);
+  metrics.add_collectable(weakened_metrics);
   try {
     corral::App app(settings, metrics);
     app.run();

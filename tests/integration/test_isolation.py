@@ -182,3 +182,21 @@ def test_writes_after_client_reply_off_run_when_the_client_half_closes(stack, mo
         s.close()
     direct = stack.redis.client(password="upstream-pw")
     harness.wait_until(lambda: direct.get(key) == b"v", what="the SET sent after REPLY %s" % mode)
+
+
+def test_weakening_settings_are_logged_and_exported():
+    # Row 15: a setting that weakens protection is never silent (a log line and a gauge).
+    s = harness.Stack({"client": {"allow_commands": ["FLUSHDB"]}}, name="weakened").start()
+    try:
+        assert s.corral.metric("corral_weakened_setting", setting="client.allow_commands") == 1
+        assert s.corral.metric("corral_weakened_setting", setting="upstream.tls.verify") == 0
+        assert "client.allow_commands: clients may run commands Corral refuses by default: FLUSHDB" \
+            in s.corral.log_text(1 << 20)
+    finally:
+        s.stop()
+
+
+def test_a_protected_setup_reports_no_weakened_setting(stack):
+    status, body = stack.corral.http("/metrics")
+    assert status == 200
+    assert "corral_weakened_setting{" not in body, body
