@@ -19,6 +19,8 @@ constexpr std::string_view kInvalidBulkLength = "Protocol error: invalid bulk le
 constexpr std::string_view kResp3Request = "Protocol error: RESP3 types are not requests";
 constexpr std::string_view kTooBigInline = "Protocol error: too big inline request";
 constexpr std::string_view kUnbalancedQuotes = "Protocol error: unbalanced quotes in request";
+constexpr std::string_view kTooManyInlineArgs =
+    "Protocol error: too many arguments in inline request";
 constexpr std::string_view kTooBigMbulkCount = "Protocol error: too big mbulk count string";
 constexpr std::string_view kTooBigBulkCount = "Protocol error: too big bulk count string";
 constexpr std::string_view kExpectedDollar = "Protocol error: expected '$'";
@@ -340,6 +342,12 @@ ParseResult parse_inline(std::string_view input, const RequestLimits& limits,
     split_bare(line, argv);
   } else if (!split_quoted(line, argv, scratch)) {
     return {ParseStatus::invalid, 0, true, kUnbalancedQuotes};
+  }
+  // The line length bounds memory already; the count keeps one rule for both forms (before AUTH:
+  // at most 10 arguments however they are written).
+  if (argv.size() > limits.max_elements) {
+    argv.clear();
+    return {ParseStatus::too_large, 0, true, kTooManyInlineArgs};
   }
   return {ParseStatus::ok, lf_pos + 1, true, {}};
 }

@@ -16,6 +16,12 @@ struct RequestLimits {
   std::size_t max_inline_length = 64 * 1024;
 };
 
+// Before AUTH, as Redis 6.2+ (CVE-2021-32675): a client that has not authenticated may send small
+// requests only, so that unauthenticated connections cannot make the proxy buffer much.
+inline constexpr RequestLimits kBeforeAuthLimits{16 * 1024, 10, 16 * 1024};
+// A whole request still arriving before AUTH: every argument at its limit, plus framing.
+inline constexpr std::size_t kMaxRequestBeforeAuth = 10 * (16 * 1024 + 32);
+
 enum class ParseStatus { ok, need_more, invalid, too_large };
 
 struct ParseResult {

@@ -35,10 +35,6 @@ constexpr std::size_t kRetainedBuffer = 256 * 1024;
 constexpr int kReadsPerYield = 8;
 // How often a held request is offered again: short next to any pause an operator sets.
 constexpr std::chrono::milliseconds kHeldRetry{5};
-// Before AUTH, Redis 6.2's limits (CVE-2021-32675): a client that does not know the password
-// cannot make Corral buffer more than a few small arguments.
-constexpr resp::RequestLimits kBeforeAuth{16 * 1024, 10, 16 * 1024};
-constexpr std::size_t kMaxRequestBeforeAuth = 10 * (16 * 1024 + 32);
 }  // namespace
 
 template <class Stream>
@@ -228,12 +224,12 @@ awaitable<void> Session<Stream>::process_input() {
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   while (!stop_reading_ && !closed_ && !input_.empty()) {
     const std::string_view pending = input_.pending();
-    const auto parsed =
-        resp::parse_request(pending, authenticated_ ? limits_ : kBeforeAuth, argv_, scratch_);
+    const auto parsed = resp::parse_request(
+        pending, authenticated_ ? limits_ : resp::kBeforeAuthLimits, argv_, scratch_);
     if (parsed.status == resp::ParseStatus::need_more) {
       // The parser bounds each argument; this bounds a whole request still arriving.
       const std::size_t max_request =
-          authenticated_ ? worker_.settings.client.max_request : kMaxRequestBeforeAuth;
+          authenticated_ ? worker_.settings.client.max_request : resp::kMaxRequestBeforeAuth;
       if (pending.size() > max_request) {
         reject_protocol("Protocol error: request larger than client.max_request");
       }

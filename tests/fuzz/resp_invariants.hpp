@@ -116,6 +116,13 @@ inline void check_against_redis(std::string_view input, const Request& request) 
 // One request at the front of `input`; returns bytes consumed (0 when the stream stops here).
 inline std::size_t check_one_request(std::string_view input, const RequestLimits& limits) {
   const Request whole = parse_checked(input, limits);
+  if (whole.result.status == ParseStatus::ok) {
+    expect(whole.argv.size() <= limits.max_elements, "an accepted request is within max_elements");
+    for (const auto& arg : whole.argv) {
+      expect(arg.size() <= std::max(limits.max_bulk_length, limits.max_inline_length),
+             "an accepted argument is within the length limits");
+    }
+  }
   // A prefix has seen less: it needs more, or it already gives the whole answer.
   for (const std::size_t size : {input.size() / 2, input.size() - 1, whole.result.consumed - 1}) {
     if (size >= input.size()) continue;
@@ -124,7 +131,11 @@ inline std::size_t check_one_request(std::string_view input, const RequestLimits
            "a prefix needs more or gives the same result");
   }
   // Tighter limits can only turn a result into too_large.
-  const Request small = parse_checked(input, small_request_limits());
+  RequestLimits tighter = small_request_limits();
+  tighter.max_bulk_length = std::min(tighter.max_bulk_length, limits.max_bulk_length);
+  tighter.max_elements = std::min(tighter.max_elements, limits.max_elements);
+  tighter.max_inline_length = std::min(tighter.max_inline_length, limits.max_inline_length);
+  const Request small = parse_checked(input, tighter);
   expect(small.result.status == ParseStatus::too_large || same(small, whole),
          "tighter limits only add too_large");
   check_round_trip(input, whole, limits);

@@ -111,6 +111,10 @@ def test_before_auth_requests_get_redis_6_2_limits(stack):
         c.sock.sendall(b"*11\r\n")  # more than 10 arguments before AUTH
         reply = c.read()
         assert isinstance(reply, Err) and b"Protocol error" in reply, reply
+    with stack.raw() as c:
+        c.sock.sendall(b"a b c d e f g h i j k\r\n")  # the same, written inline
+        reply = c.read()
+        assert reply == Err(b"ERR Protocol error: too many arguments in inline request"), reply
     # After AUTH the configured limits apply: a 100 KB value goes through.
     with client(stack) as c:
         assert c.call("SET", "iso:big", "v" * 100000) == b"OK"

@@ -298,6 +298,13 @@ TEST_CASE("limits", "[request][limits]") {
   check_error(line + "a", kTooLarge, "Protocol error: too big inline request", limits);
   // The limit holds however the line arrives, even when its end is already buffered.
   check_error(line + "a\r\n", kTooLarge, "Protocol error: too big inline request", limits);
+  // An inline line is held to max_elements too (found by the fuzz target with the before-AUTH
+  // limits): four arguments pass, five do not, quoted or bare.
+  CHECK(parse("a b c d\r\n", limits).result.status == ParseStatus::ok);
+  check_error("a b c d e\r\n", kTooLarge, "Protocol error: too many arguments in inline request",
+              limits);
+  check_error("a 'b' c d e\r\n", kTooLarge,
+              "Protocol error: too many arguments in inline request", limits);
 
   const std::string digits(31, '1');
   CHECK(parse("*" + digits, limits).result.status == ParseStatus::need_more);
