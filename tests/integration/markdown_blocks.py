@@ -9,15 +9,18 @@
 #   <!-- check-config: policies --> list items of `policies:`, checked inside a config
 #   <!-- check-config: invalid -->  a config that `corral --check-config` must refuse
 #   <!-- output -->                 lines the block above prints, in this order (substrings)
+#   <!-- read-by: upstream-acl -->  a block that a test reads and uses as written
+#                                   (test_upstream_acl.py: the recommended upstream ACL user)
 # Any other HTML comment right above a fence is an error, so that a misspelt marker cannot leave a
 # block unchecked.
 import os
 import re
 
-MARKER = re.compile(r"^<!--\s*(runnable|check-config|output)(?::\s*([\w-]+))?\s*-->\s*$")
+MARKER = re.compile(
+    r"^<!--\s*(runnable|check-config|output|read-by)(?::\s*([\w-]+))?\s*-->\s*$")
 KINDS = {"runnable": {None, "stack"}, "check-config": {None, "policies", "invalid"},
-         "output": {None}}
-MARKER_WORDS = r"runn?able|check-?config|output"
+         "output": {None}, "read-by": {"upstream-acl"}}
+MARKER_WORDS = r"runn?able|check-?config|output|read-?by"
 FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)")
