@@ -14,7 +14,7 @@
 #include "proxy/client_commands.hpp"
 #include "proxy/client_unblock.hpp"
 #include "proxy/cluster_admin.hpp"
-#include "proxy/command_info.hpp"
+#include "proxy/command_upstream.hpp"
 #include "proxy/hot_keys_command.hpp"
 #include "proxy/server_info.hpp"
 #include "proxy/slowlog_commands.hpp"
@@ -311,11 +311,13 @@ constexpr LocalRow kLocalCommands[] = {
     {"client|pause", client_pause},
     {"client|unpause", client_unpause},
     {"client|unblock", client_unblock},
-    {"command", command_all},
-    {"command|count", command_count},
-    {"command|info", command_info},
-    {"command|list", command_list},
-    {"command|getkeys", command_getkeys},
+    {"command", command_all_upstream},
+    {"command|count", command_count_upstream},
+    {"command|info", command_info_upstream},
+    {"command|list", command_list_upstream},
+    {"command|docs", command_docs_upstream},
+    {"command|getkeys", command_getkeys_upstream},
+    {"command|getkeysandflags", command_getkeys_upstream},
     {"info", info},
     {"corral.info", corral_info},
     {"corral.invalidate", corral_invalidate},
