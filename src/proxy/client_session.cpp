@@ -10,6 +10,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
   record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle);
+  state_.push = peer.push;
+  state_.addr = peer.addr;
 }
 
 ClientSession::~ClientSession() { client_registry().remove(state_.id); }

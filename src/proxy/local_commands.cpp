@@ -16,6 +16,7 @@
 #include "proxy/cluster_admin.hpp"
 #include "proxy/command_upstream.hpp"
 #include "proxy/hot_keys_command.hpp"
+#include "proxy/monitor_feed.hpp"
 #include "proxy/server_info.hpp"
 #include "proxy/slowlog_commands.hpp"
 #include "resp/encoder.hpp"
@@ -272,11 +273,27 @@ Action client_id(LocalCall& call) {
   return Action::done;
 }
 
+// MONITOR: this Corral's clients' commands from now on (proxy/monitor_feed.hpp). Replies still
+// due come first, so that +OK precedes the first line.
+Action monitor(LocalCall& call) {
+  if (!call.client.push) {
+    resp::append_error(call.reply, "ERR MONITOR needs a client connection");
+    return Action::done;
+  }
+  if (call.awaiting > 0) return Action::drain_then_retry;
+  if (!call.client.monitoring) monitor_feed().add(call.client.id, call.client.push);
+  call.client.monitoring = true;
+  resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
 // RESET drops the client's upstream state, so it waits until nothing is in flight.
 Action reset(LocalCall& call) {
   if (call.awaiting > 0) return Action::drain_then_retry;
   auto& client = call.client;
   release_dedicated(client);
+  if (client.monitoring) monitor_feed().remove(client.id);  // Redis's RESET ends MONITOR too
+  client.monitoring = false;
   client.database = 0;
   client.protocol = 2;  // RESET goes back to RESP2, as in Redis
   client.name.clear();
@@ -299,6 +316,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"hello", hello},
     {"select", select},
     {"reset", reset},
+    {"monitor", monitor},
     {"readonly", connection_flag},
     {"readwrite", connection_flag},
     {"asking", connection_flag},

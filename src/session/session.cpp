@@ -86,6 +86,11 @@ void Session<Stream>::start() {
       if (auto session = weak.lock()) session->close_if_idle(idle);
     });
   };
+  peer.push = [weak, executor = stream_.get_executor()](std::string bytes) {
+    asio::post(executor, [weak, bytes = std::move(bytes)] {
+      if (auto session = weak.lock()) session->on_reply(0, bytes);
+    });
+  };
   handler_ = worker_.handler->open_session(peer);
   authenticated_ = handler_->authenticated();
   worker_.stats.client_connected();
