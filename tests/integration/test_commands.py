@@ -159,6 +159,26 @@ def test_timeout_error_says_what_happened(stack):
     eq(stack.client().ping(), True, "Corral answers afterwards")
 
 
+@pytest.mark.corral_only
+def test_ping_answers_pong_while_a_script_is_busy(stack):
+    """A documented difference (docs/compatibility.md): Corral answers PING itself, so a liveness
+    check of the proxy does not fail while Redis runs a long script; Redis answers BUSY."""
+    out = {}
+    t = threading.Thread(target=run_busy_script, args=(stack, out))
+    t.start()
+    try:
+        harness.wait_until(lambda: redis_busy(stack), 10, 0.05,
+                           what="redis-server busy running the script")
+        with stack.raw(timeout=5) as other:
+            eq(other.call("PING"), b"PONG", "PING through Corral while Redis is BUSY")
+        check(redis_busy(stack), "redis-server itself still answers BUSY")
+    finally:
+        harness.wait_until(lambda: stack.direct().script_kill() or True, 5, 0.1,
+                           what="SCRIPT KILL of the left-over script")
+        t.join(20)
+        harness.wait_until(lambda: stack.direct().ping(), 5, 0.05, what="Redis no longer BUSY")
+
+
 def info_fields(text):
     if isinstance(text, bytes):
         text = text.decode()
