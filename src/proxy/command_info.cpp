@@ -1,5 +1,5 @@
-// COMMAND, COMMAND COUNT / INFO / LIST / GETKEYS from the command table, in Redis 7.0's reply
-// shape.
+// COMMAND, COMMAND COUNT / INFO / LIST [FILTERBY] / GETKEYS from the command table, in Redis
+// 7.0's reply shape: the answers when the upstream cannot give its own (command_upstream.hpp).
 #include "proxy/command_info.hpp"
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // COUNT, docs to COMMAND DOCS. An error (a syntax error, an unknown subcommand) passes unchanged.
 #include "proxy/command_upstream.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -11,7 +12,6 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/command_info.hpp"
-#include "proxy/glob.hpp"
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/link.hpp"

@@ -5,6 +5,7 @@
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_monitor.py [-k name]
 import os
 import re
+import time
 
 import pytest
 
@@ -136,3 +137,19 @@ def test_monitor_that_does_not_read_is_cut(stack):
             eq(w.call("PING"), b"PONG", "the writer is unaffected")
     finally:
         silent.close()
+
+
+def test_monitor_is_never_idle(kept):
+    """Like a subscriber (and Redis's MONITOR), a quiet MONITOR client outlives client.idle_timeout."""
+    stack = kept(lambda: harness.Stack({"client": {"allow_commands": ["MONITOR"],
+                                                   "idle_timeout": "1s"}},
+                                       name="monitor-idle").start())
+    monitor = start_monitor(stack.port)
+    try:
+        time.sleep(2.5)  # under test: quiet for longer than the idle timeout
+        with stack.raw() as c:
+            eq(c.call("GET", "mon:after-quiet"), None, "GET")
+        eq([line[2] for line in lines_until(monitor, b"mon:after-quiet")],
+           [b'"GET" "mon:after-quiet"'], "the feed after the quiet time")
+    finally:
+        monitor.close()
