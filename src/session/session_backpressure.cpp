@@ -59,7 +59,11 @@ void Session<Stream>::on_slow_reader_clock() {
     return;
   }
   const auto timeout = worker_.settings.client.slow_reader_timeout;
-  if (std::chrono::steady_clock::now() - taken_at_ < timeout) return wait_slow_reader_clock();
+  const auto now = std::chrono::steady_clock::now();
+  // Everything held is parked behind an earlier reply still due (a BLPOP first in the pipeline):
+  // there is nothing the client could have read, so the clock starts again.
+  if (output_.empty() && written_ == writing_.size()) taken_at_ = now;
+  if (now - taken_at_ < timeout) return wait_slow_reader_clock();
   worker_.stats.client_slow_reader();
   spdlog::warn(
       "client {}: took none of its {} reply bytes for client.slow_reader_timeout ({} ms); "

@@ -167,8 +167,12 @@ TEST_CASE("QUIT answers OK and closes; later requests are not answered") {
 }
 
 TEST_CASE("a client that reads gets every reply, however far past max_output_buffer") {
-  RunningServer server(
-      [](corral::config::Settings& settings) { settings.client.max_output_buffer = 64 * 1024; });
+  // The slow-reader clock does not run while every held reply waits behind an earlier one: the
+  // client had nothing to read for 200 ms, four times the timeout.
+  RunningServer server([](corral::config::Settings& settings) {
+    settings.client.max_output_buffer = 64 * 1024;
+    settings.client.slow_reader_timeout = std::chrono::milliseconds(50);
+  });
   const int fd = connect_loopback(server.port());
   REQUIRE(fd >= 0);
   // Parked replies count too: a slow first reply holds 200 KB of later ones back; Corral stops
