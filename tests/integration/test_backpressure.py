@@ -3,6 +3,8 @@
 # client.slow_reader_timeout is cut (corral_client_slow_readers_total). Pushes still cut at the limit.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_backpressure.py [-k name]
 import os
+import shutil
+import subprocess
 import threading
 import time
 
@@ -11,6 +13,7 @@ import pytest
 import harness
 from harness import Raw, check, encode_command, eq
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 MB = 1024 * 1024
 SLOW_READER_TIMEOUT = 1.0
 # 600 MB of replies share one upstream connection: on a loaded machine the last of them can take
@@ -53,6 +56,33 @@ def test_600_pipelined_1mb_gets_all_arrive(stack):
     eq(client.ping(), True, "the connection is still open")
     print("  600 x 1 MB through a 64 MB max_output_buffer: all replies; corral peak RSS %s kB"
           % stack.corral.rss_peak_kb())
+
+
+def ioredis_dir():
+    """The directory holding node_modules/ioredis, installing it on first use (node-redis too,
+    which test_resp3_clients.py uses: npm --no-save would drop a package it is not told of)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        if os.environ.get("CI"):
+            raise AssertionError("node and npm are required under CI")
+        pytest.skip("node or npm missing: ioredis cannot run")
+    if not os.path.isdir(os.path.join(HERE, "node_modules", "ioredis")):
+        subprocess.run([npm, "install", "--no-save", "--no-package-lock", "--no-audit",
+                        "--no-fund", "--prefix", HERE, "redis@5", "ioredis@5"], check=True,
+                       timeout=240)
+    return HERE
+
+
+def test_600_pipelined_1mb_gets_with_ioredis(stack):
+    value = os.urandom(MB)
+    stack.direct().set("bp:big", value)
+    before = cut_counts(stack)
+    env = dict(os.environ, IOREDIS_DIR=ioredis_dir(), CORRAL_PORT=str(stack.port),
+               VALUE_BYTES=str(len(value)))
+    run = subprocess.run(["node", os.path.join(HERE, "backpressure_ioredis.mjs")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    check(run.returncode == 0, "ioredis failed:\n%s\n%s" % (run.stdout, run.stderr))
+    eq(cut_counts(stack), before, "no client cut")
 
 
 def test_steady_slow_reader_over_the_limit_is_not_cut(small):
