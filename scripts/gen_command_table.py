@@ -54,7 +54,8 @@ DANGEROUS = [
     # The upstream's users, their password hashes and its failed-login log are the upstream's
     # secrets; WHOAMI, CAT, GENPASS and HELP stay allowed.
     "acl|list", "acl|getuser", "acl|users", "acl|log", "acl|dryrun",
-    # The upstream's MONITOR shows every client's commands and values, other proxies' too.
+    # MONITOR shows every command of every client of this Corral, with its values (Corral
+    # answers it: the upstream's would show other proxies' clients and Corral's own traffic).
     "monitor",
     "script|kill", "script|flush",
     "function|flush", "function|kill", "function|delete", "function|restore",
@@ -82,6 +83,8 @@ LOCAL = [
     "readonly", "readwrite", "asking",
     # Corral's own slowlog (docs/slowlog.md): the upstream's is not merged in.
     "slowlog", "slowlog|*",
+    # The commands of this Corral's clients (proxy/monitor_feed.hpp), not the upstream's feed.
+    "monitor",
 ]
 
 # Local rows whose answer Redis gives as well: inside MULTI they are queued with the rest (their
@@ -94,7 +97,7 @@ QUEUED_IN_MULTI = ["ping", "echo", "select"]
 REFUSED = ["script|debug"]
 
 # Local rows that still need client.allow_commands: the dispatcher checks it before answering.
-LOCAL_DANGEROUS = {"client|kill", "client|pause", "client|unpause"}
+LOCAL_DANGEROUS = {"client|kill", "client|pause", "client|unpause", "monitor"}
 
 # Commands that only remove their keys: allowed on keys whose policy refuses writes.
 DELETES_KEYS = ["del", "unlink"]
@@ -107,7 +110,7 @@ FLUSHES_ALL = ["flushdb", "flushall"]
 ROUTES = {
     "dedicated": ["multi", "watch", "client|tracking", "client|no-evict", "client|caching"],
     "blocking_if_argument": ["xread", "xreadgroup"],  # block only with BLOCK
-    "tunnel": ["subscribe", "psubscribe", "ssubscribe", "monitor"],
+    "tunnel": ["subscribe", "psubscribe", "ssubscribe"],
     "control": ["client|reply"],
     # Stop a busy server: a shared connection may be stuck behind the very script to kill.
     "out_of_band": ["script|kill", "function|kill", "shutdown"],
@@ -117,7 +120,7 @@ ROUTES = {
 STATE_CHANGES = {
     "multi": "multi", "exec": "exec", "discard": "discard", "watch": "watch",
     "unwatch": "unwatch", "client|tracking": "tracking", "client|no-evict": "no_evict",
-    "monitor": "monitor", "client|reply": "reply_mode", "subscribe": "subscribe",
+    "client|reply": "reply_mode", "subscribe": "subscribe",
     "psubscribe": "subscribe", "ssubscribe": "subscribe", "select": "select", "quit": "quit",
     "reset": "reset",
 }

@@ -237,6 +237,7 @@ const Table<ClientSettings>& client_table() {
       size("max_inline", &S::max_inline),
       integer("max_pipeline", &S::max_pipeline, 1, 10'000'000),
       size("max_output_buffer", &S::max_output_buffer),
+      duration("slow_reader_timeout", &S::slow_reader_timeout, Min::positive),
       duration("idle_timeout", &S::idle_timeout, Min::zero),
       commands("allow_commands", &S::allow_commands, {}, false),
   };

@@ -73,6 +73,9 @@ struct ClientSettings {
   std::size_t max_inline = 64 * 1024;
   std::size_t max_pipeline = 4096;  // requests awaiting a reply per client
   std::size_t max_output_buffer = 64u * 1024 * 1024;
+  // Past max_output_buffer Corral stops reading a client's requests; a client that then takes
+  // none of its replies for this long is disconnected (its buffers are freed).
+  Duration slow_reader_timeout{10000};
   Duration idle_timeout{0};                 // 0: never
   std::vector<std::string> allow_commands;  // dangerous commands let through (upper case)
 };

@@ -116,6 +116,7 @@ struct Totals {
   std::uint64_t clients_disconnected = 0;
   std::uint64_t clients_rejected = 0;
   std::uint64_t client_output_overflow = 0;
+  std::uint64_t client_slow_readers = 0;
   std::uint64_t tls_handshake_failures = 0;
   std::uint64_t protocol_errors = 0;
   std::uint64_t upstream_connected = 0;
@@ -131,6 +132,7 @@ struct Totals {
     clients_connected += read(t.clients_connected_total);
     clients_rejected += read(t.clients_rejected_total);
     client_output_overflow += read(t.client_output_overflow_total);
+    client_slow_readers += read(t.client_slow_readers_total);
     tls_handshake_failures += read(t.tls_handshake_failures_total);
     protocol_errors += read(t.protocol_errors_total);
     upstream_disconnected += read(t.upstream_disconnected_total);
@@ -197,6 +199,7 @@ void ThreadStats::client_connected() { bump(clients_connected_total); }
 void ThreadStats::client_disconnected() { bump(clients_disconnected_total); }
 void ThreadStats::client_rejected() { bump(clients_rejected_total); }
 void ThreadStats::client_output_overflow() { bump(client_output_overflow_total); }
+void ThreadStats::client_slow_reader() { bump(client_slow_readers_total); }
 void ThreadStats::tls_handshake_failed() { bump(tls_handshake_failures_total); }
 void ThreadStats::protocol_error() { bump(protocol_errors_total); }
 void ThreadStats::upstream_connected() { bump(upstream_connected_total); }
@@ -268,8 +271,13 @@ class Metrics::ThreadStatsCollector : public prometheus::Collectable {
     counter("corral_client_rejected_total",
             "Client connections refused because max_clients was reached.", s.clients_rejected);
     counter("corral_client_output_overflow_total",
-            "Clients disconnected because their unread replies exceeded max_output_buffer.",
+            "Clients disconnected because unread pushes (messages, MONITOR lines) took their "
+            "output past max_output_buffer.",
             s.client_output_overflow);
+    counter("corral_client_slow_readers_total",
+            "Clients disconnected for taking none of their replies for slow_reader_timeout while "
+            "over max_output_buffer.",
+            s.client_slow_readers);
     counter("corral_tls_handshake_failures_total",
             "TLS clients dropped before or during the handshake (bad, plain-text or stalled).",
             s.tls_handshake_failures);

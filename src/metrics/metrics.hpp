@@ -37,7 +37,8 @@ class alignas(64) ThreadStats {
   void client_connected();
   void client_disconnected();
   void client_rejected();         // over max_clients
-  void client_output_overflow();  // disconnected for not reading its replies
+  void client_output_overflow();  // disconnected: pushes (messages, MONITOR) past the limit
+  void client_slow_reader();      // disconnected: over the limit, took nothing for a while
   void tls_handshake_failed();    // a TLS client that failed or stalled its handshake
   void protocol_error();
   void upstream_connected();
@@ -57,6 +58,7 @@ class alignas(64) ThreadStats {
   std::atomic<std::uint64_t> clients_disconnected_total{0};
   std::atomic<std::uint64_t> clients_rejected_total{0};
   std::atomic<std::uint64_t> client_output_overflow_total{0};
+  std::atomic<std::uint64_t> client_slow_readers_total{0};
   std::atomic<std::uint64_t> tls_handshake_failures_total{0};
   std::atomic<std::uint64_t> protocol_errors_total{0};
   std::atomic<std::uint64_t> upstream_connected_total{0};

@@ -10,6 +10,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
   record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle);
+  state_.push = peer.push;
+  state_.addr = peer.addr;
 }
 
 ClientSession::~ClientSession() { client_registry().remove(state_.id); }
@@ -45,7 +47,7 @@ Action ClientSession::handle_tunnel(const Request& request, std::string& reply) 
 
 void ClientSession::on_unsolicited(std::string_view reply) {
   dispatcher_.on_unsolicited(state_, reply);
-  record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling(),
+  record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
 }
 
@@ -69,7 +71,7 @@ void ClientSession::publish(const Resolved& resolved) {
   }
   record_->database.store(state_.database, std::memory_order_relaxed);
   record_->protocol.store(state_.protocol, std::memory_order_relaxed);
-  record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling(),
+  record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
   record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
   if (state_.name != published_name_) {

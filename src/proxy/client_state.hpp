@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -97,6 +98,11 @@ struct ClientState {
   // and a transaction's MULTI and keyless commands held until its first key picks the node.
   int cluster_slot = -1;
   std::vector<std::string> held_commands;
+  // MONITOR: how lines reach this client from any thread (empty without a session), and whether
+  // it is in the feed (proxy/monitor_feed.hpp).
+  std::function<void(std::string)> push;
+  std::string addr;
+  bool monitoring = false;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

@@ -1,11 +1,13 @@
-// COMMAND, COMMAND COUNT / INFO / LIST / GETKEYS from the command table, in Redis 7.0's reply
-// shape.
+// COMMAND, COMMAND COUNT / INFO / LIST [FILTERBY] / GETKEYS from the command table, in Redis
+// 7.0's reply shape: the answers when the upstream cannot give its own (command_upstream.hpp).
 #include "proxy/command_info.hpp"
 
 #include <algorithm>
 #include <array>
 #include <vector>
 
+#include "proxy/ascii.hpp"
+#include "proxy/glob.hpp"
 #include "proxy/learned_commands.hpp"
 #include "resp/encoder.hpp"
 
@@ -61,27 +63,43 @@ std::vector<const CommandSpec*> children_of(const CommandSpec& container) {
   return children;
 }
 
+}  // namespace
+
 // [name, arity, [flags], first key, last key, step, [acl categories], [tips], [key specs],
-// [subcommands]]
-void append_command_entry(std::string& out, const CommandSpec& spec) {
+// [subcommands]]; Redis sends the five inner lists as sets in RESP3.
+void append_command_entry(std::string& out, const CommandSpec& spec, int protocol) {
+  const char list = protocol == 3 ? '~' : '*';
   resp::append_array_header(out, 10);
   resp::append_bulk(out, spec.name);
   resp::append_integer(out, spec.arity);
   const auto flag_count = std::count_if(kFlagNames.begin(), kFlagNames.end(),
                                         [&](const FlagName& f) { return spec.flags & f.bit; });
-  resp::append_array_header(out, static_cast<std::size_t>(flag_count));
+  resp::append_header(out, list, static_cast<std::size_t>(flag_count));
   for (const auto& flag : kFlagNames) {
     if (spec.flags & flag.bit) resp::append_simple(out, flag.name);
   }
   resp::append_integer(out, spec.first_key);
   resp::append_integer(out, spec.last_key);
   resp::append_integer(out, spec.key_step);
-  for (int i = 0; i < 3; ++i) resp::append_array_header(out, 0);
+  for (int i = 0; i < 3; ++i) resp::append_header(out, list, 0);
   const auto children = children_of(spec);
-  resp::append_array_header(out, children.size());
-  for (const CommandSpec* row : children) append_command_entry(out, *row);
+  resp::append_header(out, list, children.size());
+  for (const CommandSpec* row : children) append_command_entry(out, *row, protocol);
 }
 
+bool is_own_command(std::string_view name) {
+  return name.size() > kOwnPrefix.size() && iequals(name.substr(0, kOwnPrefix.size()), kOwnPrefix);
+}
+
+std::vector<const CommandSpec*> own_commands() {
+  std::vector<const CommandSpec*> rows;
+  for (const auto& spec : all_commands()) {
+    if (is_top_level(spec) && is_own_command(spec.name)) rows.push_back(&spec);
+  }
+  return rows;
+}
+
+namespace {
 const CommandSpec* find_by_full_name(std::string_view name) {
   const auto bar = name.find('|');
   const CommandSpec* spec = find_command(name.substr(0, bar));
@@ -93,7 +111,8 @@ const CommandSpec* find_by_full_name(std::string_view name) {
 Action command_all(LocalCall& call) {
   const auto rows = top_level_rows();
   resp::append_array_header(call.reply, rows.size());
-  for (const CommandSpec* spec : rows) append_command_entry(call.reply, *spec);
+  for (const CommandSpec* spec : rows)
+    append_command_entry(call.reply, *spec, call.client.protocol);
   return Action::done;
 }
 
@@ -110,17 +129,58 @@ Action command_info(LocalCall& call) {
     if (spec == nullptr) {
       resp::append_null_array(call.reply);
     } else {
-      append_command_entry(call.reply, *spec);
+      append_command_entry(call.reply, *spec, call.client.protocol);
     }
   }
   return Action::done;
 }
 
 Action command_list(LocalCall& call) {
-  const auto rows = top_level_rows();
-  resp::append_array_header(call.reply, rows.size());
-  for (const CommandSpec* spec : rows) resp::append_bulk(call.reply, spec->name);
+  const auto filter = parse_list_filter(call.argv);
+  if (!filter) {
+    resp::append_error(call.reply, "ERR syntax error");
+    return Action::done;
+  }
+  // Like Redis: every command, each followed by its subcommands ("acl", "acl|cat" ...).
+  std::vector<std::string_view> names;
+  for (const CommandSpec* spec : top_level_rows()) {
+    names.push_back(spec->name);
+    for (const CommandSpec* child : children_of(*spec)) names.push_back(child->name);
+  }
+  std::erase_if(names, [&](std::string_view name) { return !filter->admits(name); });
+  resp::append_array_header(call.reply, names.size());
+  for (std::string_view name : names) resp::append_bulk(call.reply, name);
   return Action::done;
+}
+
+std::optional<ListFilter> parse_list_filter(std::span<const std::string_view> argv) {
+  ListFilter filter;
+  if (argv.size() == 2) return filter;
+  if (argv.size() != 5 || !iequals(argv[2], "filterby")) return std::nullopt;
+  if (iequals(argv[3], "module")) {
+    filter.kind = ListFilter::Kind::module;
+  } else if (iequals(argv[3], "aclcat")) {
+    filter.kind = ListFilter::Kind::aclcat;
+  } else if (iequals(argv[3], "pattern")) {
+    filter.kind = ListFilter::Kind::pattern;
+  } else {
+    return std::nullopt;
+  }
+  filter.value = argv[4];
+  return filter;
+}
+
+bool ListFilter::admits(std::string_view name) const {
+  switch (kind) {
+    case Kind::none:
+      return true;
+    case Kind::pattern:
+      return glob_match(value, name, true);
+    case Kind::module:  // the table knows no module's commands
+    case Kind::aclcat:  // nor ACL categories
+      return false;
+  }
+  return false;
 }
 
 Action command_getkeys(LocalCall& call) {

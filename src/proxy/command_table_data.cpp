@@ -217,7 +217,7 @@ constexpr CommandSpec kCommands[] = {
     {"module|load", -3, kAdmin | kDangerous, 0, 0, 0},
     {"module|loadex", -3, kAdmin | kDangerous, 0, 0, 0},
     {"module|unload", 3, kAdmin | kDangerous, 0, 0, 0},
-    {"monitor", 1, kAdmin | kDangerous | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::tunnel, StateChange::monitor},
+    {"monitor", 1, kAdmin | kDangerous | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local},
     {"move", 3, kWrite | kFast, 1, 1, 1},
     {"mset", -3, kWrite, 1, -1, 2},
     {"msetnx", -3, kWrite, 1, -1, 2},

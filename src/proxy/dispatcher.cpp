@@ -15,6 +15,7 @@
 #include "proxy/cluster_transaction.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
+#include "proxy/monitor_feed.hpp"
 #include "proxy/node_bound_link.hpp"
 #include "proxy/out_of_band.hpp"
 #include "proxy/resp3.hpp"
@@ -172,10 +173,15 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     const bool redis_must_see = (client.mode.in_multi() && row.change != StateChange::quit &&
                                  row.change != StateChange::reset) ||
                                 (row.change == StateChange::select && client.dedicated);
-    if (row.route == Route::local && !redis_must_see) {
-      return answer_locally(client, request, row, tag, target, awaiting);
+    const Action action = row.route == Route::local && !redis_must_see
+                              ? answer_locally(client, request, row, tag, target, awaiting)
+                              : forward(client, request, row, tag, target, awaiting);
+    // Shown once it runs (a request asked to wait comes back), with the database it left.
+    if (monitor_feed().active() && action != Action::wait_then_retry &&
+        action != Action::drain_then_retry) {
+      monitor_feed().feed(row, client.database, client.addr, argv);
     }
-    return forward(client, request, row, tag, target, awaiting);
+    return action;
   }
   client.mode.refused_in_multi();
   target->on_reply(tag, scratch_);
@@ -543,6 +549,10 @@ void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
   }
 }
 
-void Dispatcher::end_session(ClientState& client) { proxy::release_dedicated(client); }
+void Dispatcher::end_session(ClientState& client) {
+  if (client.monitoring) monitor_feed().remove(client.id);
+  client.monitoring = false;
+  proxy::release_dedicated(client);
+}
 
 }  // namespace corral::proxy

@@ -14,8 +14,9 @@
 #include "proxy/client_commands.hpp"
 #include "proxy/client_unblock.hpp"
 #include "proxy/cluster_admin.hpp"
-#include "proxy/command_info.hpp"
+#include "proxy/command_upstream.hpp"
 #include "proxy/hot_keys_command.hpp"
+#include "proxy/monitor_feed.hpp"
 #include "proxy/server_info.hpp"
 #include "proxy/slowlog_commands.hpp"
 #include "resp/encoder.hpp"
@@ -272,11 +273,27 @@ Action client_id(LocalCall& call) {
   return Action::done;
 }
 
+// MONITOR: this Corral's clients' commands from now on (proxy/monitor_feed.hpp). Replies still
+// due come first, so that +OK precedes the first line.
+Action monitor(LocalCall& call) {
+  if (!call.client.push) {
+    resp::append_error(call.reply, "ERR MONITOR needs a client connection");
+    return Action::done;
+  }
+  if (call.awaiting > 0) return Action::drain_then_retry;
+  if (!call.client.monitoring) monitor_feed().add(call.client.id, call.client.push);
+  call.client.monitoring = true;
+  resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
 // RESET drops the client's upstream state, so it waits until nothing is in flight.
 Action reset(LocalCall& call) {
   if (call.awaiting > 0) return Action::drain_then_retry;
   auto& client = call.client;
   release_dedicated(client);
+  if (client.monitoring) monitor_feed().remove(client.id);  // Redis's RESET ends MONITOR too
+  client.monitoring = false;
   client.database = 0;
   client.protocol = 2;  // RESET goes back to RESP2, as in Redis
   client.name.clear();
@@ -299,6 +316,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"hello", hello},
     {"select", select},
     {"reset", reset},
+    {"monitor", monitor},
     {"readonly", connection_flag},
     {"readwrite", connection_flag},
     {"asking", connection_flag},
@@ -311,11 +329,13 @@ constexpr LocalRow kLocalCommands[] = {
     {"client|pause", client_pause},
     {"client|unpause", client_unpause},
     {"client|unblock", client_unblock},
-    {"command", command_all},
-    {"command|count", command_count},
-    {"command|info", command_info},
-    {"command|list", command_list},
-    {"command|getkeys", command_getkeys},
+    {"command", command_all_upstream},
+    {"command|count", command_count_upstream},
+    {"command|info", command_info_upstream},
+    {"command|list", command_list_upstream},
+    {"command|docs", command_docs_upstream},
+    {"command|getkeys", command_getkeys_upstream},
+    {"command|getkeysandflags", command_getkeys_upstream},
     {"info", info},
     {"corral.info", corral_info},
     {"corral.invalidate", corral_invalidate},

@@ -33,6 +33,9 @@ struct Peer {
   // Disconnects the client if nothing came from it or was written to it for `idle`, and no reply
   // is pending (client.idle_timeout; a blocked BLPOP is not idle). Callable from any thread.
   std::function<void(std::chrono::milliseconds idle)> close_if_idle;
+  // Sends `bytes` to the client as a push (no request's reply: MONITOR lines). Callable from any
+  // thread; past client.max_output_buffer it disconnects the client, as pushes do.
+  std::function<void(std::string bytes)> push;
 };
 
 // What the handler learned of a request before handling it. The session keeps the metric id (for

@@ -42,7 +42,9 @@ Session<Stream>::Session(Stream stream, Worker& worker)
     : stream_(std::move(stream)),
       worker_(worker),
       output_ready_(stream_.get_executor()),
-      slots_drained_(stream_.get_executor()) {
+      slots_drained_(stream_.get_executor()),
+      output_room_(stream_.get_executor()),
+      slow_reader_clock_(stream_.get_executor()) {
   const auto& client = worker_.settings.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
@@ -78,6 +80,11 @@ void Session<Stream>::start() {
   peer.close_if_idle = [weak, executor = stream_.get_executor()](std::chrono::milliseconds idle) {
     asio::post(executor, [weak, idle] {
       if (auto session = weak.lock()) session->close_if_idle(idle);
+    });
+  };
+  peer.push = [weak, executor = stream_.get_executor()](std::string bytes) {
+    asio::post(executor, [weak, bytes = std::move(bytes)] {
+      if (auto session = weak.lock()) session->on_reply(0, bytes);
     });
   };
   handler_ = worker_.handler->open_session(peer);
@@ -223,6 +230,10 @@ awaitable<void> Session<Stream>::process_input() {
   // One reference for the whole batch: handlers keep it for replies that complete later.
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   while (!stop_reading_ && !closed_ && !input_.empty()) {
+    // Back-pressure: a client behind on its replies sends no more work until it catches up (or
+    // the slow-reader clock cuts it); its requests wait in the socket, not in Corral.
+    while (over_output_limit() && !closed_) co_await output_room_.wait();
+    if (closed_) break;
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(
         pending, authenticated_ ? limits_ : resp::kBeforeAuthLimits, argv_, scratch_);
@@ -424,7 +435,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     slot.reply.assign(reply);
     slot.ready = true;
     parked_bytes_ += reply.size();
-    check_output_limit();
+    check_output_limit(false);
     return;
   }
   // The common case: the oldest request completes, so its reply goes straight to the output.
@@ -446,14 +457,14 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     slots_drained_.notify();
   }
   output_ready_.notify();
-  check_output_limit();
+  check_output_limit(false);
 }
 
 template <class Stream>
 void Session<Stream>::push(std::string_view bytes) {
   output_.append(bytes);
   output_ready_.notify();
-  check_output_limit();
+  check_output_limit(true);
 }
 
 template <class Stream>
@@ -472,24 +483,16 @@ void Session<Stream>::reject_protocol(std::string_view error) {
 }
 
 template <class Stream>
-void Session<Stream>::check_output_limit() {
-  const auto buffered = output_.size() + writing_.size() + parked_bytes_;
-  if (buffered <= worker_.settings.client.max_output_buffer || closed_) return;
-  worker_.stats.client_output_overflow();
-  spdlog::warn("client {}: output buffer {} bytes over client.max_output_buffer; disconnecting",
-               handler_->client_id(), buffered);
-  abort();
-}
-
-template <class Stream>
 void Session<Stream>::abort() {
   if (closed_) return;
   closed_ = true;
   stop_reading_ = true;
   error_code ignored;
   socket().close(ignored);
+  slow_reader_clock_.cancel();
   output_ready_.notify();
   slots_drained_.notify();
+  output_room_.notify();
 }
 
 template <class Stream>
@@ -512,16 +515,24 @@ awaitable<void> Session<Stream>::write_loop() {
       continue;
     }
     writing_.swap(output_);
+    note_output_taken();  // a new batch: the client took all of the last one
     error_code ec;
-    co_await asio::async_write(stream_, asio::buffer(writing_),
-                               asio::redirect_error(use_awaitable, ec));
+    // Piece by piece, so that a client reading a large batch is seen to make progress.
+    for (written_ = 0; written_ < writing_.size() && !ec;) {
+      written_ += co_await stream_.async_write_some(
+          asio::buffer(writing_.data() + written_, writing_.size() - written_),
+          asio::redirect_error(use_awaitable, ec));
+      note_output_taken();
+    }
     if (ec) break;
     // Only client.idle_timeout reads it: no clock read per write batch without one.
     if (worker_.settings.client.idle_timeout.count() > 0) {
       written_at_ = std::chrono::steady_clock::now();
     }
     writing_.clear();
+    written_ = 0;
     if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
+    note_output_taken();
   }
   if (!closed_) {
     error_code ignored;

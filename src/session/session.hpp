@@ -17,6 +17,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
@@ -87,7 +88,20 @@ class Session : public upstream::ReplyTarget,
   void record_slow(const Slot& slot, std::uint64_t tag, std::chrono::nanoseconds latency);
   void push(std::string_view bytes);
   void reject_protocol(std::string_view error);
-  void check_output_limit();
+  // Reply bytes held for the client: queued, being written (what the socket has not taken yet),
+  // and parked in slots.
+  std::size_t buffered() const {
+    return output_.size() + (writing_.size() - written_) + parked_bytes_;
+  }
+  bool over_output_limit() const;
+  // Past client.max_output_buffer: pushes cut the client (nothing to hold back), replies make
+  // process_input stop reading requests and start the slow-reader clock.
+  void check_output_limit(bool from_push);
+  void start_slow_reader_clock();
+  void wait_slow_reader_clock();
+  void on_slow_reader_clock();
+  // The write loop took bytes off the output: wakes process_input once under the limit.
+  void note_output_taken();
   void abort();
   void close_if_idle(std::chrono::milliseconds idle);
   void finish_loop();
@@ -114,6 +128,11 @@ class Session : public upstream::ReplyTarget,
 
   upstream::AsyncEvent output_ready_;
   upstream::AsyncEvent slots_drained_;
+  upstream::AsyncEvent output_room_;  // buffered() fell to the limit (process_input waits)
+  boost::asio::steady_timer slow_reader_clock_;
+  std::chrono::steady_clock::time_point taken_at_;  // the client last took bytes (clock running)
+  std::size_t written_ = 0;                         // bytes of writing_ the socket took
+  bool slow_reader_clock_running_ = false;
   bool waiting_for_slots_ = false;
   bool authenticated_ = true;  // false until the handler says the client passed AUTH
   bool stop_reading_ = false;

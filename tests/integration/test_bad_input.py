@@ -1,7 +1,8 @@
 # Bad input over raw sockets: malformed RESP (error, then the connection closes), requests over
 # client.max_request, unknown commands, wrong arity, inline commands, byte-by-byte and split
-# pipelines, garbage, abrupt disconnects, and a slow reader cut off at client.max_output_buffer
-# while another client keeps working. Corral must be alive and serving after all of it.
+# pipelines, garbage, abrupt disconnects, and a slow reader cut off (past client.max_output_buffer,
+# after client.slow_reader_timeout) while another client keeps working. Corral must be alive and
+# serving after all of it.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_bad_input.py [-k name]
 #      TARGET=redis /usr/bin/python3 test_bad_input.py   (against redis-server directly)
 import hashlib
@@ -18,7 +19,7 @@ from harness import Raw, check, encode_command, eq, is_err
 
 
 MB = 1024 * 1024
-CONFIG = {"client": {"max_request": "1mb", "max_output_buffer": "1mb"}}
+CONFIG = {"client": {"max_request": "1mb", "max_output_buffer": "1mb", "slow_reader_timeout": "1s"}}
 # The same limits on redis-server itself, so the suite can be checked with TARGET=redis.
 REDIS_EQUIVALENT = ["--proto-max-bulk-len", "1mb", "--client-output-buffer-limit",
                     "normal 1mb 0 0"]
@@ -343,7 +344,7 @@ def test_slow_reader_is_disconnected_others_unaffected(stack):
     stack.direct().set("slow:big", value)
     overflow_before = None
     if not harness.redis_mode():
-        overflow_before = stack.corral.metric("corral_client_output_overflow_total")
+        overflow_before = stack.corral.metric("corral_client_slow_readers_total")
     n_gets = 200000
     payload = encode_command("GET", "slow:big") * n_gets
     slow = Raw(stack.port, timeout=20, rcvbuf=4096)
@@ -389,7 +390,7 @@ def test_slow_reader_is_disconnected_others_unaffected(stack):
     if harness.redis_mode():
         time.sleep(1.0)  # redis-server 7.0 counts no output-buffer cut-off to wait on
     else:
-        harness.wait_until(lambda: stack.corral.metric("corral_client_output_overflow_total")
+        harness.wait_until(lambda: stack.corral.metric("corral_client_slow_readers_total")
                            >= overflow_before + 1, 10.0, what="corral to cut off the slow reader")
     try:
         got = slow.read_until_closed(timeout=10, limit=64 * MB)
@@ -412,9 +413,9 @@ def test_slow_reader_is_disconnected_others_unaffected(stack):
     check(worst < 1.0, "other client's worst round trip %.3fs" % worst)
     assert_alive(stack)
     if not harness.redis_mode():
-        after = stack.corral.metric("corral_client_output_overflow_total")
+        after = stack.corral.metric("corral_client_slow_readers_total")
         check(after >= overflow_before + 1,
-              "corral_client_output_overflow_total %s -> %s" % (overflow_before, after))
+              "corral_client_slow_readers_total %s -> %s" % (overflow_before, after))
         peak = stack.corral.rss_peak_kb()
         check(peak is None or peak < 512 * 1024, "corral peak RSS %d kB" % (peak or 0))
     print("  slow reader: sender %s after %.2fs, %d bytes read before close; other client %d "

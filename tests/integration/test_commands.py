@@ -159,6 +159,26 @@ def test_timeout_error_says_what_happened(stack):
     eq(stack.client().ping(), True, "Corral answers afterwards")
 
 
+@pytest.mark.corral_only
+def test_ping_answers_pong_while_a_script_is_busy(stack):
+    """A documented difference (docs/compatibility.md): Corral answers PING itself, so a liveness
+    check of the proxy does not fail while Redis runs a long script; Redis answers BUSY."""
+    out = {}
+    t = threading.Thread(target=run_busy_script, args=(stack, out))
+    t.start()
+    try:
+        harness.wait_until(lambda: redis_busy(stack), 10, 0.05,
+                           what="redis-server busy running the script")
+        with stack.raw(timeout=5) as other:
+            eq(other.call("PING"), b"PONG", "PING through Corral while Redis is BUSY")
+        check(redis_busy(stack), "redis-server itself still answers BUSY")
+    finally:
+        harness.wait_until(lambda: stack.direct().script_kill() or True, 5, 0.1,
+                           what="SCRIPT KILL of the left-over script")
+        t.join(20)
+        harness.wait_until(lambda: stack.direct().ping(), 5, 0.05, what="Redis no longer BUSY")
+
+
 def info_fields(text):
     if isinstance(text, bytes):
         text = text.decode()
@@ -342,11 +362,18 @@ def test_renamed_command_passes_through_with_its_key_spec():
             harness.wait_until(learned, 5, 0.1, "GETX learned from the upstream")
             eq(a.call("COMMAND", "GETKEYS", "GETX", "rn:k"), [b"rn:k"], "GETKEYS of GETX")
             info = a.call("COMMAND", "INFO", "getx")
-            eq(info[0][:2], [b"getx", 2], "COMMAND INFO getx")
+            # As redis-server answers it: rename-command keeps the original name in COMMAND.
+            with harness.Raw(stack.redis.port) as direct:
+                eq(info, direct.call("COMMAND", "INFO", "getx"), "same as Redis")
+            eq(info[0][:2], [b"get", 2], "COMMAND INFO getx")
             check(b"readonly" in info[0][2], "getx flags: %r" % (info[0][2],))
             names = a.call("COMMAND", "LIST")
-            check(b"getx" in names and b"set" in names, "COMMAND LIST has getx")
-            eq(a.call("COMMAND", "COUNT"), len(names), "COMMAND COUNT")
+            with harness.Raw(stack.redis.port) as direct:
+                redis_names = direct.call("COMMAND", "LIST")
+            eq([n for n in names if not n.startswith(b"corral.")], redis_names,
+               "COMMAND LIST as Redis's (which lists GETX as get)")
+            eq(a.call("COMMAND", "COUNT"), len([n for n in names if b"|" not in n]),
+               "COMMAND COUNT (COMMAND LIST adds subcommands)")
             is_err(a.call("GETX"), "ERR wrong number of arguments for 'getx'")
             # Still known to Corral (the built-in table); Redis refuses it.
             is_err(a.call("GET", "rn:k"), "ERR unknown command")
@@ -366,6 +393,11 @@ def test_upstream_without_command_leaves_the_builtin_table():
             eq(a.call("GET", "nc:k"), b"v", "GET")
             count = a.call("COMMAND", "COUNT")
             check(count >= 240, "the built-in table answers COMMAND COUNT: %r" % count)
+            names = a.call("COMMAND", "LIST")
+            check(b"acl|cat" in names and b"corral.info" in names, "built-in LIST has subcommands")
+            eq(a.call("COMMAND", "LIST", "FILTERBY", "PATTERN", "CORRAL.IN*"),
+               [b"corral.info", b"corral.invalidate"], "built-in LIST FILTERBY PATTERN")
+            is_err(a.call("COMMAND", "LIST", "FILTERBY", "ACLCAT"), "ERR syntax error")
             is_err(a.call("GETX", "nc:k"), "ERR unknown command")
         check(b"built-in command table stays in force" in stack.corral.log_text().encode(),
               "Corral says why it learned nothing")

@@ -19,7 +19,7 @@ namespace {
 struct Peered {
   Peered(Proxy& proxy, std::string addr) : slots(std::make_shared<Replies>()) {
     session::Peer peer{std::move(addr), "127.0.0.1:6380", [this] { ++closes; },
-                       [this](std::chrono::milliseconds) { ++idle_asks; }};
+                       [this](std::chrono::milliseconds) { ++idle_asks; }, [](std::string) {}};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {

@@ -238,8 +238,10 @@ TEST_CASE("table sanity", "[command_table]") {
     for (char c : row.name) CHECK_FALSE((c >= 'A' && c <= 'Z'));
     CHECK(row.arity != 0);
     CHECK_FALSE((has(row, kWrite) && has(row, kReadOnly)));
-    // CLIENT KILL, PAUSE and UNPAUSE act on Corral's clients and still need allow_commands.
-    if (row.name != "client|kill" && row.name != "client|pause" && row.name != "client|unpause") {
+    // CLIENT KILL, PAUSE, UNPAUSE and MONITOR act on or show Corral's clients and still need
+    // allow_commands.
+    if (row.name != "client|kill" && row.name != "client|pause" && row.name != "client|unpause" &&
+        row.name != "monitor") {
       CHECK_FALSE((row.route == Route::local && has(row, kDangerous)));
     }
     CHECK(has(row, kMovableKeys) == (row.key_spec != KeySpec::positions));
@@ -348,9 +350,10 @@ TEST_CASE("The route column", "[command_table]") {
   for (auto name : {"xread", "xreadgroup"}) {
     CHECK(must_find(name).route == Route::blocking_if_argument);
   }
-  for (auto name : {"subscribe", "psubscribe", "ssubscribe", "monitor"}) {
+  for (auto name : {"subscribe", "psubscribe", "ssubscribe"}) {
     CHECK(must_find(name).route == Route::tunnel);
   }
+  CHECK(must_find("monitor").route == Route::local);
   CHECK(must_find_sub("client", "reply").route == Route::control);
   for (auto name : {"exec", "discard", "unwatch", "unsubscribe", "publish", "set", "flushall"}) {
     CHECK(must_find(name).route == Route::shared);
@@ -371,7 +374,7 @@ TEST_CASE("The connection-state column", "[command_table]") {
   };
   for (Row r : {Row{"multi", StateChange::multi}, Row{"exec", StateChange::exec},
                 Row{"discard", StateChange::discard}, Row{"watch", StateChange::watch},
-                Row{"unwatch", StateChange::unwatch}, Row{"monitor", StateChange::monitor},
+                Row{"unwatch", StateChange::unwatch}, Row{"monitor", StateChange::none},
                 Row{"subscribe", StateChange::subscribe}, Row{"psubscribe", StateChange::subscribe},
                 Row{"ssubscribe", StateChange::subscribe}, Row{"select", StateChange::select},
                 Row{"quit", StateChange::quit}, Row{"reset", StateChange::reset},

@@ -138,20 +138,42 @@ TEST_CASE("SUBSCRIBE enters the tunnel until the last subscription ends", "[disp
   CHECK(proxy.links.shared_of(0).sent.size() == 1);
 }
 
-TEST_CASE("MONITOR tunnels until the client leaves", "[dispatcher]") {
+TEST_CASE("MONITOR is answered by Corral: +OK, then its clients' accepted commands",
+          "[dispatcher]") {
+  Proxy refusing;
+  Client refused(refusing);
+  CHECK(refused.send({"MONITOR"}) == Action::done);
+  CHECK(refused.reply().starts_with("-ERR"));  // dangerous: refused unless allowed
+
   config::Settings settings;
   settings.client.allow_commands = {"monitor"};
   Proxy proxy(settings);
-  Client client(proxy);
-  CHECK(client.send({"MONITOR"}) == Action::done);
-  auto& dedicated = proxy.links.last_dedicated();
-  CHECK(client.handler->tunneling());
-  CHECK(dedicated.unsolicited == client.slots);
-  client.handler->on_unsolicited("*3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n");
-  CHECK(client.handler->tunneling());
-  client.handler->end_session();
-  CHECK(dedicated.closes == 1);
-  CHECK(dedicated.unsolicited == nullptr);
+  std::vector<std::string> lines;
+  Client watcher(proxy);
+  watcher.handler = proxy.dispatcher.open_session(
+      session::Peer{"10.0.0.1:4000", "127.0.0.1:6380", [] {}, [](std::chrono::milliseconds) {},
+                    [&](std::string line) { lines.push_back(std::move(line)); }});
+  CHECK(watcher.send({"MONITOR"}, 1) == Action::drain_then_retry);  // +OK before any line
+  CHECK(watcher.send({"MONITOR"}) == Action::done);
+  CHECK(watcher.reply() == "+OK\r\n");
+  CHECK(proxy.links.dedicated.empty());
+  CHECK_FALSE(watcher.handler->tunneling());
+
+  Client other(proxy);
+  CHECK(other.send({"SET", "k", "v"}) == Action::done);
+  CHECK(other.send({"SELECT", "2"}) == Action::done);
+  CHECK(other.send({"CONFIG", "GET", "x"}) == Action::done);  // refused: not shown
+  other.send({"NOSUCH"});                      // unknown (asked of the upstream first): not shown
+  CHECK(other.send({"GET"}) == Action::done);  // wrong arity: not shown
+  CHECK(other.send({"AUTH", "secret"}) == Action::done);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].ends_with(" [0 ] \"SET\" \"k\" \"v\"\r\n"));
+  CHECK(lines[1].ends_with(" [2 ] \"SELECT\" \"2\"\r\n"));
+  CHECK(lines[2].ends_with(" [2 ] \"AUTH\" \"(redacted)\"\r\n"));
+
+  watcher.handler->end_session();
+  CHECK(other.send({"PING"}) == Action::done);
+  CHECK(lines.size() == 3);
 }
 
 TEST_CASE("QUIT in the tunnel closes the client without reaching Redis", "[dispatcher]") {

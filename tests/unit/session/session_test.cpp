@@ -166,16 +166,42 @@ TEST_CASE("QUIT answers OK and closes; later requests are not answered") {
   ::close(fd);
 }
 
-TEST_CASE("a client whose replies exceed max_output_buffer is disconnected") {
-  RunningServer server(
-      [](corral::config::Settings& settings) { settings.client.max_output_buffer = 64 * 1024; });
+TEST_CASE("a client that reads gets every reply, however far past max_output_buffer") {
+  // The slow-reader clock does not run while every held reply waits behind an earlier one: the
+  // client had nothing to read for 200 ms, four times the timeout.
+  RunningServer server([](corral::config::Settings& settings) {
+    settings.client.max_output_buffer = 64 * 1024;
+    settings.client.slow_reader_timeout = std::chrono::milliseconds(50);
+  });
   const int fd = connect_loopback(server.port());
   REQUIRE(fd >= 0);
-  // Parked replies count too: a slow first reply holds 200 KB of later ones back.
+  // Parked replies count too: a slow first reply holds 200 KB of later ones back; Corral stops
+  // reading the client's requests meanwhile instead of cutting it.
   std::string requests = "*3\r\n$5\r\nLATER\r\n$3\r\n200\r\n$1\r\na\r\n";
   for (int i = 0; i < 4; ++i) requests += "*2\r\n$3\r\nBIG\r\n$5\r\n50000\r\n";
+  requests += "PING\r\n";
   send_all(fd, requests);
-  CHECK(receive(fd, 1 << 20).empty());
+  const std::size_t expected = 7 + 4 * (8 + 50000 + 2) + 7;  // $1 a, 4 x $50000, +PONG
+  const auto got = receive(fd, expected);
+  CHECK(got.size() == expected);
+  CHECK(got.ends_with("+PONG\r\n"));
+  ::close(fd);
+}
+
+TEST_CASE("a client over max_output_buffer that reads nothing is cut after slow_reader_timeout") {
+  RunningServer server([](corral::config::Settings& settings) {
+    settings.client.max_output_buffer = 64 * 1024;
+    settings.client.slow_reader_timeout = std::chrono::milliseconds(100);
+  });
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  // 40 MB of replies: more than the loopback socket buffers hold, so Corral's output stays full.
+  std::string requests;
+  for (int i = 0; i < 40; ++i) requests += "*2\r\n$3\r\nBIG\r\n$7\r\n1000000\r\n";
+  send_all(fd, requests);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // under test: not reading
+  const auto got = receive(fd, 64u << 20);
+  CHECK(got.size() < 40u * 1000000);
   ::close(fd);
 
   // A client under the cap is served in full.

@@ -1,0 +1,155 @@
+# MONITOR answered by Corral: +OK, then the commands of this Corral's clients (every io thread) in
+# Redis's line format, escaping and redaction; never Corral's own traffic (readiness PINGs, CLIENT
+# ID, COMMAND learning) nor a second Corral's clients; refused unless allowed; a MONITOR client
+# that does not read is cut at client.max_output_buffer (issue 22).
+# Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_monitor.py [-k name]
+import os
+import re
+import time
+
+import pytest
+
+import harness
+from harness import Raw, check, eq, is_err
+
+pytestmark = pytest.mark.corral_only
+
+CONFIG = {"threads": 2, "client": {"allow_commands": ["MONITOR"]}}
+LINE = re.compile(rb"^(\d+)\.(\d{6}) \[(\d+) ([^\]]*)\] (.*)$")
+
+
+@pytest.fixture
+def stack(kept):
+    return kept(lambda: harness.Stack(CONFIG, name="monitor").start())
+
+
+def start_monitor(port):
+    m = Raw(port)
+    eq(m.call("MONITOR"), b"OK", "MONITOR answers +OK")
+    return m
+
+
+def lines_until(monitor, marker):
+    """Every line up to and including the one that carries `marker`, as (db, addr, args)."""
+    out = []
+    while True:
+        line = bytes(monitor.read())
+        match = LINE.match(line)
+        check(match, "not a MONITOR line: %r" % line)
+        out.append((int(match.group(3)), match.group(4), match.group(5)))
+        if marker in line:
+            return out
+
+
+def upstream_pings(stack):
+    return stack.direct().info("commandstats").get("cmdstat_ping", {}).get("calls", 0)
+
+
+def test_feed_has_this_corral_s_clients_only(stack, kept):
+    other = kept(lambda: harness.Corral(stack.workdir, stack.redis.port, CONFIG,
+                                        name="second").start())
+    monitor = start_monitor(stack.port)
+    try:
+        with stack.raw() as a, Raw(other.port) as b:
+            eq(a.call("SET", "mon:a", "1"), b"OK", "SET through this Corral")
+            eq(b.call("SET", "mon:other", "secret"), b"OK", "SET through the second Corral")
+            eq(a.call("MULTI"), b"OK", "MULTI (Corral asks CLIENT ID upstream before it)")
+            eq(a.call("GET", "mon:a"), b"QUEUED", "queued")
+            eq(a.call("EXEC"), [b"1"], "EXEC")
+            # Corral's readiness PINGs go on meanwhile: wait for two of them upstream.
+            pings = upstream_pings(stack)
+            harness.wait_until(lambda: upstream_pings(stack) >= pings + 2, 5.0,
+                               what="two readiness PINGs from the Corrals")
+            eq(a.call("GET", "mon:end"), None, "the marker")
+            seen = lines_until(monitor, b'"mon:end"')
+            local_port = a.sock.getsockname()[1]
+        args = [line[2] for line in seen]
+        eq(args, [b'"SET" "mon:a" "1"', b'"MULTI"', b'"GET" "mon:a"', b'"EXEC"',
+                  b'"GET" "mon:end"'], "exactly this client's commands")
+        check(all(line[1] == b"127.0.0.1:%d" % local_port for line in seen),
+              "the client's address: %r" % (seen,))
+    finally:
+        monitor.close()
+
+
+def test_same_lines_as_redis(stack):
+    """Database, escaping and redaction as redis-server 7.0's own MONITOR writes them."""
+    commands = [("SET", "mon:x", b'a"b\\c\n\r\t\x01\x7f\xff s'), ("GET", "mon:x"),
+                ("AUTH", "pw"), ("AUTH", "user", "pw"), ("HELLO", "2", "AUTH", "user", "pw"),
+                ("HELLO", "2"), ("SELECT", "3"), ("PING",), ("ECHO", "hi"), ("CLIENT", "ID"),
+                ("DBSIZE",), ("NOSUCHCOMMAND", "x"), ("GET",), ("SELECT", "0"),
+                ("GET", "mon:done")]
+
+    def watch(port):
+        monitor = start_monitor(port)
+        try:
+            with Raw(port) as c:
+                for cmd in commands:
+                    c.call(*cmd)
+            return [(db, args) for db, _, args in lines_until(monitor, b'"mon:done"')]
+        finally:
+            monitor.close()
+
+    direct = watch(stack.redis.port)
+    direct = [line for line in direct if line[1] != b'"PING"' or line[0] == 3]  # Corral's pings
+    eq(watch(stack.port), direct, "MONITOR lines through Corral and direct")
+
+
+def test_redis_py_monitor_sees_every_io_thread(stack):
+    client = stack.client()
+    with client.monitor() as m:
+        conns = [stack.client() for _ in range(4)]  # accepted round robin on 2 io threads
+        for i, c in enumerate(conns):
+            c.set("mon:t%d" % i, i)
+        client.get("mon:last")
+        seen = []
+        while True:
+            cmd = m.next_command()
+            seen.append(cmd["command"])
+            if cmd["command"] == "GET mon:last":
+                break
+    for i in range(4):
+        check("SET mon:t%d %d" % (i, i) in seen, "SET mon:t%d missing from %r" % (i, seen))
+    check(not any(s.startswith("PING") or s.startswith("CLIENT") or s.startswith("COMMAND")
+                  for s in seen), "internal traffic: %r" % seen)
+
+
+def test_refused_unless_allowed(kept):
+    stack = kept(lambda: harness.Stack({}, name="monitor-refused").start())
+    with stack.raw() as r:
+        is_err(r.call("MONITOR"),
+               "ERR command 'monitor' is not allowed through this proxy (see client.allow_commands)")
+        eq(r.call("PING"), b"PONG", "the client carries on")
+
+
+def test_monitor_that_does_not_read_is_cut(stack):
+    before = stack.corral.metric("corral_client_output_overflow_total")
+    silent = Raw(stack.port, rcvbuf=4096)
+    try:
+        eq(silent.call("MONITOR"), b"OK", "MONITOR")
+        value = os.urandom(100 * 1024)
+        with stack.raw() as w:
+            def flood():
+                for _ in range(10):
+                    w.call("SET", "mon:big", value)
+                return stack.corral.metric("corral_client_output_overflow_total") > before
+            harness.wait_until(flood, 20.0, what="the silent MONITOR client to be cut")
+            eq(w.call("PING"), b"PONG", "the writer is unaffected")
+    finally:
+        silent.close()
+
+
+def test_monitor_is_never_idle(kept):
+    """Like a subscriber (and Redis's MONITOR), a quiet MONITOR client outlives client.idle_timeout."""
+    stack = kept(lambda: harness.Stack({"client": {"allow_commands": ["MONITOR"],
+                                                   "idle_timeout": "1s"}},
+                                       name="monitor-idle").start())
+    monitor = start_monitor(stack.port)
+    try:
+        time.sleep(2.5)  # under test: quiet for longer than the idle timeout
+        with stack.raw() as c:
+            eq(c.call("GET", "mon:after-quiet"), None, "GET")
+        eq([line[2] for line in lines_until(monitor, b"mon:after-quiet")],
+           [b'"GET" "mon:after-quiet"'], "the feed after the quiet time")
+    finally:
+        monitor.close()
