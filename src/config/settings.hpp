@@ -158,7 +158,7 @@ struct HotKeySettings {
   // Coherent caching of hot keys outside every policy (docs/hot-keys.md#caching).
   bool cache = false;
   double min_rate = 1000;                 // reads per second that make a key hot
-  std::size_t max_keys = 1000;            // hot keys cached at once
+  std::size_t max_keys = 256;             // hot keys cached at once (at most capacity)
   std::uint64_t max_bytes = 64ull << 20;  // their cached replies, key and overhead included
 };
 

@@ -2,6 +2,8 @@
 // coherent.
 #include "stampede/hot_cache.hpp"
 
+#include <algorithm>
+
 #include "cache/cache_key.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/core/hot_keys.hpp"
@@ -9,13 +11,16 @@
 namespace corral::stampede {
 
 namespace {
-// Few shards: the budget is per shard, and a hot reply must fit in one.
-constexpr int kHotShards = 8;
+// The budget is per shard and a reply must fit in one: at most 8 shards, and at least 1 MiB each
+// (a single shard below 2 MiB), so that a small max_bytes still takes replies of any size under it.
+constexpr std::uint64_t kMaxHotShards = 8;
+constexpr std::uint64_t kMinShardBytes = 1024 * 1024;
 
 config::CacheSettings store_settings(const config::HotKeySettings& settings) {
   config::CacheSettings store;
   store.max_memory = settings.max_bytes;
-  store.shards = kHotShards;
+  store.shards = static_cast<int>(
+      std::clamp<std::uint64_t>(settings.max_bytes / kMinShardBytes, 1, kMaxHotShards));
   return store;
 }
 }  // namespace
