@@ -8,7 +8,7 @@
 # Usage: scripts/bench-hotkeys.sh [--duration S] [--rate R] [--min-rate R] [--coherence S]
 #   --duration S    seconds of measured load per mode (default 20, after a warm-up of 2 windows)
 #   --rate R        requests per second offered (default 20000)
-#   --min-rate R    hot_keys.min_rate, reads/s (default 0.5)
+#   --min-rate R    hot_keys.min_rate, reads/s (default 0.2)
 #   --coherence S   seconds of the coherence check (default 20; 0 skips it)
 # Env: CORRAL_BIN (use this binary, skip the build).
 set -euo pipefail
@@ -17,7 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 duration=20
 rate=20000
-min_rate=0.5
+min_rate=0.2
 coherence=20
 keys=100000
 skew=1.1

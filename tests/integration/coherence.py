@@ -442,6 +442,11 @@ def main(argv=None):
             print("tracking links of all %d corrals stalled for %.1fs" % (len(fleet.proxies), held),
                   flush=True)
         report = run.finish()
+        if args.hot_cache:
+            # Proof that the reads were the hot cache's to answer, not passed through.
+            for corral in fleet.corrals:
+                print("%s: %d reads answered from the hot cache"
+                      % (corral.name, corral.metric("corral_hot_cache_hits_total")), flush=True)
     finally:
         fleet.stop()
     print(report.format(), flush=True)
