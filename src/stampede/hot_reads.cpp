@@ -117,6 +117,20 @@ class HotReads::Fill final : public upstream::ReplyTarget {
 };
 
 namespace {
+constexpr std::string_view kFillConnectionName = "corral-hot-fill";
+
+// The end of a fill connection that was up: Redis forgets the keys a closed connection read, so
+// no reply filled through it (on this thread) can be trusted to hear of its next write.
+class FillConnectionWatch final : public upstream::ReplyTarget {
+ public:
+  explicit FillConnectionWatch(HotCache& hot) : hot_(hot) {}
+  void on_reply(std::uint64_t, std::string_view) override {}
+  void on_failure(std::uint64_t, std::string_view) override { hot_.flush(); }
+
+ private:
+  HotCache& hot_;
+};
+
 class ExpiryTarget final : public upstream::ReplyTarget {
  public:
   using Done = std::function<void(std::string_view)>;
@@ -133,7 +147,9 @@ HotReads::HotReads(HotCache& hot, Connect connect, const cache::Clock& clock)
     : hot_(hot), connect_(std::move(connect)), clock_(clock) {}
 
 HotReads::~HotReads() {
-  if (connection_) connection_->close();
+  if (!connection_) return;
+  connection_->set_unsolicited_target(nullptr);  // a shutdown, not a lost connection
+  connection_->close();
 }
 
 bool HotReads::serve(std::string_view key, std::uint64_t tag,
@@ -169,6 +185,11 @@ std::shared_ptr<HotReads::Fill> HotReads::start_fill(std::string_view key) {
     connection_ = connect_();
     redirect_.clear();
     if (!connection_) return nullptr;
+    connection_->set_unsolicited_target(std::make_shared<FillConnectionWatch>(hot_));
+    const std::string_view set_name[] = {"CLIENT", "SETNAME", kFillConnectionName};
+    command_.clear();
+    resp::append_command(command_, set_name);
+    connection_->send(command_, std::make_shared<upstream::DiscardTarget>(), 0);
   }
   if (tracking_ && tracking_->state() == TrackingConfirm::State::refused) redirect_.clear();
   if (redirect_ != link->client_id) {

@@ -125,11 +125,17 @@ def test_the_hot_cache_stays_within_max_bytes(stack):
             assert stack.corral.metric("corral_hot_cache_entries") < len(keys)
 
 
-def kill_tracking_link(redis):
+def kill_connections(redis, name):
     conn = redis.client()
-    ids = [c["id"] for c in conn.client_list() if c.get("name") == "corral-tracking"]
-    assert len(ids) == 1, ids
-    conn.client_kill_filter(_id=ids[0])
+    ids = [c["id"] for c in conn.client_list() if c.get("name") == name]
+    assert ids, "no %s connection" % name
+    for client_id in ids:
+        conn.client_kill_filter(_id=client_id)
+    return len(ids)
+
+
+def kill_tracking_link(redis):
+    assert kill_connections(redis, "corral-tracking") == 1
 
 
 def test_losing_the_tracking_link_flushes_hot_entries(stack):
@@ -152,3 +158,25 @@ def test_losing_the_tracking_link_flushes_hot_entries(stack):
         direct.set("hc:link", "again")
         wait_seen(raw, "hc:link", b"again", "the next write seen through the new link")
         assert burst(raw, [("GET", "hc:link")] * 20) == [b"again"] * 20
+
+
+def test_losing_a_fill_connection_flushes_what_it_tracked(stack):
+    # Redis forgets the keys a closed connection read: their next write would go unannounced.
+    direct = stack.direct()
+    direct.set("hc:fill", "before")
+    with stack.redis.monitor() as monitor, stack.raw() as raw:
+        make_hot(raw, monitor, "hc:fill")
+        flushed = stack.corral.metric("corral_hot_cache_evictions_total", reason="flushed")
+        kill_connections(stack.redis, "corral-hot-fill")
+        harness.wait_until(
+            lambda: stack.corral.metric("corral_hot_cache_evictions_total",
+                                        reason="flushed") > flushed,
+            5, what="the hot entries flushed when the fill connection went")
+        direct.set("hc:fill", "after")
+        wait_seen(raw, "hc:fill", b"after", "the write seen through Corral")
+        assert burst(raw, [("GET", "hc:fill")] * 20) == [b"after"] * 20
+        # Cached again through a new fill connection, and kept coherent by it.
+        make_hot(raw, monitor, "hc:fill")
+        direct.set("hc:fill", "again")
+        wait_seen(raw, "hc:fill", b"again", "the next write seen through the new fill connection")
+        assert burst(raw, [("GET", "hc:fill")] * 20) == [b"again"] * 20
