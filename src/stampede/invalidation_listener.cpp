@@ -296,7 +296,9 @@ awaitable<std::optional<InvalidationListener::Session>> InvalidationListener::op
     std::shared_ptr<const std::vector<std::string>> prefixes) {
   Session session{
       std::make_shared<upstream::Connection>(executor_, session_options(upstream_), nullptr),
-      nullptr, prefixes, {}};
+      nullptr,
+      prefixes,
+      {}};
   session.connection->start();
   auto& connection = *session.connection;
   // Named arrays, not braced temporaries: g++ 12 miscompiles those inside co_await operands.
