@@ -3,7 +3,8 @@
 # gets hot is served from memory (Redis sees its reads stop), never stale once a write's
 # invalidation is delivered, whoever writes it; it leaves when it cools down, when the tracking
 # link is lost, and the hot cache stays within max_bytes. Reads reaching Redis are counted with
-# MONITOR, on each test's own keys.
+# MONITOR, on each test's own keys. Last, the coherence checker (coherence.py) on a fleet of three
+# Corrals whose keys are all hot keys.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_hot_cache.py
 import os
 import sys
@@ -11,6 +12,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import coherence  # noqa: E402
 import harness  # noqa: E402
 
 MIN_RATE = 100
@@ -180,3 +182,24 @@ def test_losing_a_fill_connection_flushes_what_it_tracked(stack):
         direct.set("hc:fill", "again")
         wait_seen(raw, "hc:fill", b"again", "the next write seen through the new fill connection")
         assert burst(raw, [("GET", "hc:fill")] * 20) == [b"again"] * 20
+
+
+def test_coherence_checker_finds_no_wrong_value_and_bounded_staleness():
+    # As test_coherence.py's steady state, with no policy: every checked key is a hot key.
+    fleet = coherence.Fleet(config=coherence.hot_cache_config(), name="coherence-hot").start()
+    try:
+        report = coherence.Run(fleet, duration=5.0).start().finish()
+        hits = [corral.metric("corral_hot_cache_hits_total") for corral in fleet.corrals]
+    finally:
+        fleet.stop()
+    print(report.format(), flush=True)
+    total = report.total()
+    assert not report.errors, report.errors
+    assert total.reads > 1000 and report.writes > 100, (total.reads, report.writes)
+    assert total.wrong == 0 and total.errors == 0, "\n".join(report.wrong_examples)
+    control = report.control()
+    assert control.reads > 100 and control.stale == 0 and control.wrong == 0
+    # Invalidation delivery on a loaded 2-core machine, as for policies (test_coherence.py).
+    assert report.max_staleness() <= 1.0, report.max_staleness()
+    # The reads were the hot cache's to answer, on every Corral.
+    assert all(h > 100 for h in hits), hits
