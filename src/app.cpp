@@ -128,9 +128,11 @@ class App::StatusCollector final : public prometheus::Collectable {
     gauge(out, "corral_tracking_connected",
           "1 while the CLIENT TRACKING connection (invalidations of redis-origin policies) is up.",
           tracking_.connected() ? 1 : 0);
-    gauge(out, "corral_tracking_wanted",
-          "1 when some redis-origin policy has prefixes to track (tracking should be up).",
-          tracking_.wanted() ? 1 : 0);
+    gauge(
+        out, "corral_tracking_wanted",
+        "1 when some redis-origin policy has prefixes to track, or hot_keys.cache is on (tracking "
+        "should be up).",
+        tracking_.wanted() ? 1 : 0);
     prometheus::MetricFamily reconnects;
     reconnects.name = "corral_tracking_reconnects_total";
     reconnects.help = "Tracking connections that ended and were started again.";
