@@ -20,6 +20,7 @@
 #include "slowlog/slow_log.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/cluster_invalidation.hpp"
+#include "stampede/hot_cache.hpp"
 #include "stampede/hot_key_window.hpp"
 #include "stampede/hot_keys_collector.hpp"
 #include "stampede/invalidation_listener.hpp"
@@ -127,9 +128,11 @@ class App::StatusCollector final : public prometheus::Collectable {
     gauge(out, "corral_tracking_connected",
           "1 while the CLIENT TRACKING connection (invalidations of redis-origin policies) is up.",
           tracking_.connected() ? 1 : 0);
-    gauge(out, "corral_tracking_wanted",
-          "1 when some redis-origin policy has prefixes to track (tracking should be up).",
-          tracking_.wanted() ? 1 : 0);
+    gauge(
+        out, "corral_tracking_wanted",
+        "1 when some redis-origin policy has prefixes to track, or hot_keys.cache is on (tracking "
+        "should be up).",
+        tracking_.wanted() ? 1 : 0);
     prometheus::MetricFamily reconnects;
     reconnects.name = "corral_tracking_reconnects_total";
     reconnects.help = "Tracking connections that ended and were started again.";
@@ -182,9 +185,15 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
         static_cast<std::size_t>(server_.threads()),
         stampede::HotKeyOptions{hot.capacity, hot.max_key_bytes,
                                 static_cast<std::uint32_t>(hot.sample)});
-    hot_key_window_ = std::make_shared<stampede::HotKeyWindow>(server_.io(0).get_executor(),
-                                                               *hot_keys_, hot.window);
-    hot_keys_metrics_ = stampede::make_hot_keys_collector(*hot_keys_);
+    std::function<void()> choose_hot;
+    if (auto* hot_cache = cache_->hot()) {
+      choose_hot = [hot_cache, &keys = *hot_keys_, &cache = *cache_] {
+        hot_cache->choose(keys, *cache.policies());
+      };
+    }
+    hot_key_window_ = std::make_shared<stampede::HotKeyWindow>(
+        server_.io(0).get_executor(), *hot_keys_, hot.window, std::move(choose_hot));
+    hot_keys_metrics_ = stampede::make_hot_keys_collector(*hot_keys_, cache_->hot());
     metrics.add_collectable(hot_keys_metrics_);
   }
   for (int i = 0; i < server_.threads(); ++i) {

@@ -271,8 +271,28 @@ const Table<HotKeySettings>& hot_keys_table() {
       integer("capacity", &S::capacity, 8, 100'000),
       integer("max_key_bytes", &S::max_key_bytes, 1, 65'536),
       duration("window", &S::window, Min::positive),
+      boolean("cache", &S::cache),
+      number("min_rate", &S::min_rate, 0.001),
+      integer("max_keys", &S::max_keys, 1, 100'000),
+      size("max_bytes", &S::max_bytes),
   };
   return table;
+}
+
+void check_hot_keys(Reader& r, const YAML::Node& map, const std::string& p, HotKeySettings& s) {
+  if (!s.cache) return;
+  if (!s.detect)
+    r.error(locate(map, "cache"), child(p, "cache"),
+            "needs hot_keys.detect: true (hot keys are "
+            "found by detection)");
+  // The merged report keeps `capacity` keys: more could never be named hot.
+  if (s.max_keys > s.capacity)
+    r.error(has_key(map, "max_keys") ? locate(map, "max_keys") : map, child(p, "max_keys"),
+            "must be <= hot_keys.capacity (" + std::to_string(s.capacity) +
+                "): only that many keys are reported per window");
+  if (s.max_bytes < kMinHotCacheBytes)
+    r.error(locate(map, "max_bytes"), child(p, "max_bytes"),
+            "must be >= " + format_size(kMinHotCacheBytes));
 }
 
 // Defaults that depend on the machine or on other keys, applied after reading.
@@ -306,6 +326,11 @@ LoadResult load(const std::string& text, const std::string& source) {
   // A TLS listener alone replaces the plain one; both run when both are written.
   settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
   finalize(settings);
+  if (settings.hot_keys.cache && settings.upstream.cluster) {
+    const auto hot = locate(root, "hot_keys");
+    r.error(locate(hot, "cache"), "hot_keys.cache",
+            "not supported with upstream.cluster yet: hot keys are cached on a single Redis only");
+  }
   if (!r.ok()) return ConfigErrors{r.messages()};
   return settings;
 }
@@ -335,7 +360,7 @@ const Table<Settings>& settings_table() {
       section("cache", &S::cache, cache_table),
       duration("shutdown_timeout", &S::shutdown_timeout, Min::zero),
       section("slowlog", &S::slowlog, slowlog_table),
-      section("hot_keys", &S::hot_keys, hot_keys_table),
+      section("hot_keys", &S::hot_keys, hot_keys_table, check_hot_keys),
       {"policies",
        [](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
          read_policies(r, n, p, s.policies);

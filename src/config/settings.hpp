@@ -148,6 +148,9 @@ struct SlowlogSettings {
   std::size_t max_len = 128;  // entries kept per io thread
 };
 
+// The smallest hot_keys.max_bytes: the hot cache's shards each need room for a few replies.
+inline constexpr std::uint64_t kMinHotCacheBytes = 64 * 1024;
+
 // Hot-key detection (docs/hot-keys.md): sampled requests counted per key in bounded sketches.
 struct HotKeySettings {
   bool detect = true;
@@ -155,6 +158,11 @@ struct HotKeySettings {
   std::size_t capacity = 256;       // keys tracked per io thread, for reads and for writes
   std::size_t max_key_bytes = 256;  // longer keys are not tracked
   Duration window{5000};            // rates are over the last whole window
+  // Coherent caching of hot keys outside every policy (docs/hot-keys.md#caching).
+  bool cache = false;
+  double min_rate = 1000;                 // reads per second that make a key hot
+  std::size_t max_keys = 256;             // hot keys cached at once (at most capacity)
+  std::uint64_t max_bytes = 64ull << 20;  // their cached replies, key and overhead included
 };
 
 struct Settings {

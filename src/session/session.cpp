@@ -160,6 +160,7 @@ awaitable<void> Session<Stream>::read_plain() {
     while (!ec && !stop_reading_ && !closed_) {
       std::size_t n = 0;
       if (may_have_more) {
+        keep_pending_argv();
         char* space = input_.space();
         const std::size_t room = input_.space_size();
         n = stream_.read_some(asio::buffer(space, room), ec);
@@ -173,6 +174,7 @@ awaitable<void> Session<Stream>::read_plain() {
         input_.commit(n);
       } else {
         reads_without_yield_ = 0;
+        keep_pending_argv();
         input_.release();
         n = co_await stream_.async_read_some(asio::buffer(wake_),
                                              asio::redirect_error(use_awaitable, ec));
@@ -213,6 +215,7 @@ awaitable<void> Session<Stream>::read_tls() {
       co_return;
     }
     while (!stop_reading_ && !closed_) {
+      keep_pending_argv();
       const auto n =
           co_await stream_.async_read_some(asio::buffer(input_.space(), input_.space_size()),
                                            asio::redirect_error(use_awaitable, ec));
@@ -281,7 +284,15 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
   slot.started = read_at_;
   slot.metric_id = classified.metric_id;
   slot.queued_us = std::exchange(queued_us_, 0);
-  if (worker_.slowlog != nullptr) slot.argv.capture(request.argv);
+  if (worker_.slowlog != nullptr) {
+    // An inline request's arguments are unescaped into a scratch string the next one reuses.
+    if (request.raw.empty()) {
+      slot.argv.capture(request.argv);
+    } else {
+      slot.argv.refer(request.argv);
+      ++unkept_argv_;
+    }
+  }
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
     slots_.pop_back();
@@ -289,6 +300,16 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
     after_handle(action, tag);
   }
   return action;
+}
+
+template <class Stream>
+void Session<Stream>::keep_pending_argv() {
+  if (unkept_argv_ == 0) return;
+  // The requests dispatched since the last call are the newest slots (older ones kept already,
+  // or answered and gone).
+  const std::size_t count = std::min(unkept_argv_, slots_.size());
+  for (std::size_t i = slots_.size() - count; i < slots_.size(); ++i) slots_[i].argv.keep();
+  unkept_argv_ = 0;
 }
 
 template <class Stream>

@@ -57,7 +57,8 @@ class Session : public upstream::ReplyTarget,
     std::uint32_t metric_id = 0;
     bool ready = false;
     bool close_after = false;
-    // For the slowlog (slowlog.enabled): what the request was, and how long it was queued.
+    // For the slowlog (slowlog.enabled): what the request was (pointing into input_ until
+    // keep_pending_argv), and how long it was queued.
     std::uint32_t queued_us = 0;
     slowlog::ArgvHead argv;
   };
@@ -86,6 +87,9 @@ class Session : public upstream::ReplyTarget,
   void after_handle(Action action, std::uint64_t tag);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
   void record_slow(const Slot& slot, std::uint64_t tag, std::chrono::nanoseconds latency);
+  // Before input_'s bytes are reused (a read into it, or its release): the slowlog's copy of
+  // each request still waiting for its reply, the only ones that may yet be recorded.
+  void keep_pending_argv();
   void push(std::string_view bytes);
   void reject_protocol(std::string_view error);
   // Reply bytes held for the client: queued, being written (what the socket has not taken yet),
@@ -119,6 +123,7 @@ class Session : public upstream::ReplyTarget,
   std::string scratch_;
 
   std::deque<Slot> slots_;
+  std::size_t unkept_argv_ = 0;   // newest slots whose argv still points into input_
   std::uint64_t first_tag_ = 1;   // tag 0 marks replies that answer no request (pushes)
   std::size_t parked_bytes_ = 0;  // reply bytes waiting in slots for their turn
   std::string output_;            // replies in order, not yet handed to the socket

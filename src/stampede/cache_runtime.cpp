@@ -11,6 +11,7 @@
 
 #include "stampede/cache_collector.hpp"
 #include "stampede/cached_command.hpp"
+#include "stampede/hot_cache.hpp"
 #include "stampede/policy_runtime.hpp"
 
 namespace corral::stampede {
@@ -22,7 +23,11 @@ CacheRuntime::CacheRuntime(const config::Settings& settings, const cache::Clock&
       registry_(std::move(registry)),
       policies_(make_policy_set(settings.policies, nullptr)),
       database_(settings.upstream.database),
-      collector_(std::make_shared<CacheCollector>(*this)) {}
+      collector_(std::make_shared<CacheCollector>(*this)) {
+  if (settings.hot_keys.cache && !settings.upstream.cluster) {
+    hot_ = std::make_unique<HotCache>(settings.hot_keys);
+  }
+}
 
 CacheRuntime::~CacheRuntime() = default;
 
@@ -106,6 +111,7 @@ void CacheRuntime::count_invalidation(std::string_view user_key, InvalidationSou
 
 std::size_t CacheRuntime::invalidate_key(std::string_view user_key, InvalidationSource source) {
   count_invalidation(user_key, source);
+  if (hot_) hot_->invalidate(user_key);
   std::size_t dropped = store_.invalidate(user_key);
   // `feat:U1:v3` changed: readers of `feat:U1` may have cached it (versioned policies).
   const auto reader_key = unversioned_key(user_key);
@@ -120,6 +126,7 @@ std::size_t CacheRuntime::invalidate_key(std::string_view user_key, Invalidation
 std::size_t CacheRuntime::invalidate_key_filled_here(std::string_view user_key,
                                                      InvalidationSource source, bool counts) {
   if (counts) count_invalidation(user_key, source);
+  if (hot_) hot_->invalidate(user_key);
   std::size_t dropped = store_.invalidate_filled_here(user_key);
   const auto reader_key = unversioned_key(user_key);
   if (reader_key.size() != user_key.size()) {

@@ -29,6 +29,7 @@ class Registry;
 
 namespace corral::stampede {
 
+class HotCache;
 class PolicyRuntime;  // breaker, backoff table, origin concurrency, flights of one policy
 
 // An immutable snapshot of the configured policies; replaced whole on reload.
@@ -96,6 +97,9 @@ class CacheRuntime {
   FleetWakeups& fleet_wakeups() { return fleet_wakeups_; }
   // Keys whose tracking link is down or silent: not served from cache until it is back.
   TrackingGaps& tracking_gaps() { return tracking_gaps_; }
+  // Hot-key caching (hot_keys.cache on a single Redis); null when off.
+  HotCache* hot() { return hot_.get(); }
+  const HotCache* hot() const { return hot_.get(); }
   const TrackingGaps& tracking_gaps() const { return tracking_gaps_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).
   void count_invalidation(std::string_view user_key, InvalidationSource source,
@@ -126,6 +130,7 @@ class CacheRuntime {
   std::atomic<bool> sweeper_claimed_{false};
   FleetWakeups fleet_wakeups_;
   TrackingGaps tracking_gaps_;
+  std::unique_ptr<HotCache> hot_;
   std::shared_ptr<prometheus::Collectable> collector_;
 };
 

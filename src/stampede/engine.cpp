@@ -9,6 +9,7 @@
 #include "stampede/core/entry_meta.hpp"
 #include "stampede/core/refresh_timing.hpp"
 #include "stampede/fleet/companion_keys.hpp"
+#include "stampede/hot_cache.hpp"
 #include "stampede/invalidating_target.hpp"
 #include "stampede/versioned/version_key.hpp"
 #include "stampede/waiter.hpp"
@@ -53,7 +54,12 @@ Engine::Engine(const boost::asio::any_io_executor& executor, CacheRuntime& runti
       redis_origin_(std::move(options.redis_origin)),
       make_origin_(std::move(options.make_origin)),
       random_(options.random),
-      sweeper_wanted_(options.sweeper) {}
+      sweeper_wanted_(options.sweeper) {
+  if (runtime_.hot() != nullptr && options.hot_connect) {
+    hot_reads_ = std::make_shared<HotReads>(*runtime_.hot(), std::move(options.hot_connect),
+                                            runtime_.clock());
+  }
+}
 
 void Engine::start() {
   if (!sweeper_wanted_ || !runtime_.claim_sweeper()) return;
@@ -106,20 +112,31 @@ bool Engine::write_pending(std::string_view user_key) const {
 
 void Engine::write_done(const std::string& user_key) {
   const auto found = pending_writes_.find(user_key);
-  if (found != pending_writes_.end() && --found->second == 0) pending_writes_.erase(found);
+  if (found == pending_writes_.end()) {
+    if (hot_reads_) hot_reads_->write_done(user_key);  // a key outside every policy
+    return;
+  }
+  if (--found->second == 0) pending_writes_.erase(found);
+}
+
+bool Engine::serve_hot(std::string_view command, std::span<const std::string_view> argv,
+                       std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+  return hot_reads_ && argv.size() == 2 && command == "get" &&
+         hot_reads_->serve(argv[1], tag, target);
 }
 
 bool Engine::handle_read(std::string_view command, std::span<const std::string_view> argv,
                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
   const PolicySet& set = snapshot();
-  if (set.settings.empty()) return false;
+  if (set.settings.empty()) return serve_hot(command, argv, tag, target);
   const auto cached = find_cached_command(command);
   if (!cached) return false;
   if (*cached == CachedCommand::mget) return handle_mget(argv, tag, target);
   // EXISTS of several keys answers a count over all of them: not one key's reply.
   if (argv.size() < 2 || (*cached == CachedCommand::exists && argv.size() != 2)) return false;
   const auto index = set.match(argv[1]);
-  if (!index || !mask_has(set.command_masks[*index], *cached)) return false;
+  if (!index) return serve_hot(command, argv, tag, target);
+  if (!mask_has(set.command_masks[*index], *cached)) return false;
   build_variant(*cached, argv, variant_);
   const PolicyRef& policy = policy_refs_[*index];
   std::span<const std::string_view> read_argv = argv;
@@ -323,16 +340,28 @@ std::shared_ptr<upstream::ReplyTarget> Engine::wrap_write(
     std::span<const std::string_view> argv, std::span<const std::size_t> key_indices,
     const std::shared_ptr<upstream::ReplyTarget>& target) {
   const PolicySet& set = snapshot();
-  if (set.settings.empty()) return target;
+  if (set.settings.empty() && !hot_reads_) return target;
   std::vector<std::string> keys;
+  std::size_t policy_keys = 0;
   for (const auto i : key_indices) {
     if (i >= argv.size()) continue;
-    if (const auto index = set.match(argv[i])) {
+    const auto index = set.match(argv[i]);
+    if (!index && hot_reads_) {
+      // Any key, hot now or not: one that turns hot while the write is in flight must not be
+      // read on the fill connection, which could overtake the write.
       keys.emplace_back(argv[i]);
+      hot_reads_->write_sent(argv[i]);
+      runtime_.hot()->invalidate(argv[i]);
+      continue;
+    }
+    if (index) {
+      keys.emplace_back(argv[i]);
+      std::swap(keys.back(), keys[policy_keys++]);
       // Writing `feat:U1:v3` changes what `feat:U1` reads while version 3 is current.
       const auto reader_key = unversioned_key(argv[i]);
       if (set.settings[*index].versioned && reader_key.size() != argv[i].size()) {
         keys.emplace_back(reader_key);
+        std::swap(keys.back(), keys[policy_keys++]);
       }
       set.stats[*index]->invalidation(InvalidationSource::write);
     }
@@ -341,9 +370,9 @@ std::shared_ptr<upstream::ReplyTarget> Engine::wrap_write(
   // Dropped now as well as on the reply: from the moment the write leaves, no thread serves the
   // value it overwrites, and reads of these keys on this thread bypass the cache until Redis
   // answers (they travel behind the write on the client's connection).
-  for (const auto& key : keys) {
-    runtime_.store().invalidate(key);
-    ++pending_writes_[key];
+  for (std::size_t k = 0; k < policy_keys; ++k) {
+    runtime_.store().invalidate(keys[k]);
+    ++pending_writes_[keys[k]];
   }
   return std::make_shared<InvalidatingTarget>(weak_from_this(), runtime_, target, std::move(keys));
 }
@@ -379,6 +408,7 @@ void Engine::refresh_shared_copy(std::string_view key) {
 
 void Engine::flush_all() {
   runtime_.store().clear();
+  if (auto* hot = runtime_.hot()) hot->flush();
   runtime_.count_invalidation_all(InvalidationSource::flush);
 }
 

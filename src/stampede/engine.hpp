@@ -33,6 +33,7 @@
 #include "stampede/cache_runtime.hpp"
 #include "stampede/cached_command.hpp"
 #include "stampede/fetch.hpp"
+#include "stampede/hot_reads.hpp"
 #include "stampede/mget_assembly.hpp"
 #include "stampede/policy_ref.hpp"
 #include "stampede/read_through.hpp"
@@ -108,6 +109,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Appends "@v<version>" to `variant_` and points `versioned_argv_` at `<key>:v<version>`.
   void use_version(std::span<const std::string_view> argv, std::uint64_t version);
   bool write_pending(std::string_view user_key) const;
+  // A GET of a key outside every policy: served by the hot-key cache when the key is hot.
+  bool serve_hot(std::string_view command, std::span<const std::string_view> argv,
+                 std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target);
   // The key's tracking link is down or silent: a write may be hiding behind its cached copy.
   bool in_tracking_gap(std::string_view user_key) const;
   void sweep();
@@ -148,6 +152,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     bool hit = false;
   };
   std::vector<MgetPart> mget_parts_;
+  std::shared_ptr<HotReads> hot_reads_;  // null unless hot_keys.cache
 };
 
 }  // namespace corral::stampede

@@ -5,8 +5,8 @@
 namespace corral::stampede {
 
 HotKeyWindow::HotKeyWindow(const boost::asio::any_io_executor& executor, HotKeys& keys,
-                           std::chrono::milliseconds window)
-    : keys_(keys), window_(window), timer_(executor) {}
+                           std::chrono::milliseconds window, std::function<void()> closed)
+    : keys_(keys), window_(window), closed_(std::move(closed)), timer_(executor) {}
 
 void HotKeyWindow::start() {
   running_ = true;
@@ -27,6 +27,7 @@ void HotKeyWindow::arm() {
     const auto now = std::chrono::steady_clock::now();
     self->keys_.roll(now - self->opened_);
     self->opened_ = now;
+    if (self->closed_) self->closed_();
     self->arm();
   });
 }

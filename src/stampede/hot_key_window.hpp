@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -14,8 +15,9 @@ namespace corral::stampede {
 
 class HotKeyWindow : public std::enable_shared_from_this<HotKeyWindow> {
  public:
+  // `closed`, when set, runs after each roll (the hot-key cache chooses its keys there).
   HotKeyWindow(const boost::asio::any_io_executor& executor, HotKeys& keys,
-               std::chrono::milliseconds window);
+               std::chrono::milliseconds window, std::function<void()> closed = {});
 
   void start();
   void stop();
@@ -25,6 +27,7 @@ class HotKeyWindow : public std::enable_shared_from_this<HotKeyWindow> {
 
   HotKeys& keys_;
   std::chrono::milliseconds window_;
+  std::function<void()> closed_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point opened_;
   bool running_ = false;

@@ -1,5 +1,6 @@
-// /metrics families of hot-key detection, of bounded cardinality whatever the keys: sampled
-// requests by kind, and the rates of the top kHotKeyRanks keys by rank (no key label).
+// /metrics families of hot-key detection and caching, of bounded cardinality whatever the keys:
+// sampled requests by kind, the rates of the top kHotKeyRanks keys by rank (no key label), and
+// the hot-key cache's totals.
 #pragma once
 
 #include <cstddef>
@@ -11,11 +12,13 @@ class Collectable;
 
 namespace corral::stampede {
 
+class HotCache;
 class HotKeys;
 
 inline constexpr std::size_t kHotKeyRanks = 5;
 
-// `keys` must outlive the collector.
-std::shared_ptr<prometheus::Collectable> make_hot_keys_collector(const HotKeys& keys);
+// `keys` and `cache` (null when hot_keys.cache is off) must outlive the collector.
+std::shared_ptr<prometheus::Collectable> make_hot_keys_collector(const HotKeys& keys,
+                                                                 const HotCache* cache);
 
 }  // namespace corral::stampede

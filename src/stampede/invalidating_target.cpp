@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "stampede/engine.hpp"
+#include "stampede/hot_cache.hpp"
 
 namespace corral::stampede {
 
@@ -38,7 +39,10 @@ void InvalidatingTarget::done() {
   done_ = true;
   // Before the client sees its write acknowledged: no later read may find the old value, and
   // fills of fetches that raced the write are superseded.
-  for (const auto& key : keys_) runtime_.store().invalidate(key);
+  for (const auto& key : keys_) {
+    runtime_.store().invalidate(key);
+    if (auto* hot = runtime_.hot()) hot->invalidate(key);
+  }
   if (const auto engine = engine_.lock()) {
     for (const auto& key : keys_) {
       engine->write_done(key);

@@ -16,6 +16,7 @@
 
 #include "resp/reply.hpp"
 #include "stampede/cache_runtime.hpp"
+#include "stampede/hot_cache.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
@@ -149,6 +150,7 @@ void InvalidationListener::stop() {
   // A listener retired with its node (failover, reshard) leaves no gap behind: the moved slots'
   // entries were dropped with the move.
   close_gap();
+  if (auto* hot_cache = hot()) hot_cache->link_down();
   if (current_) {
     current_->close();
     if (current_->inbox) current_->inbox->wake();
@@ -168,8 +170,8 @@ awaitable<void> InvalidationListener::run() {
     restart_requested_ = false;
     const auto prefixes =
         std::make_shared<const std::vector<std::string>>(tracked_prefixes(*runtime_.policies()));
-    wanted_.store(!prefixes->empty(), std::memory_order_relaxed);
-    if (prefixes->empty()) {
+    wanted_.store(!prefixes->empty() || hot() != nullptr, std::memory_order_relaxed);
+    if (prefixes->empty() && hot() == nullptr) {
       end_current();
       close_gap();  // no policy left to serve from cache: nothing to keep coherent
       // Nothing to track: wait for a reload to restart us.
@@ -181,6 +183,8 @@ awaitable<void> InvalidationListener::run() {
       if (current_) current_->close();
       current_ = std::move(next);
       if (!seamless) flush(*prefixes);
+      // Hot keys read under the previous session's id report to a connection that is going.
+      if (auto* hot_cache = hot()) hot_cache->link_up(current_->client_id);
       close_gap();
       // Fleet waiters may now rely on pushes (once every primary's listener is live); any that
       // waited meanwhile look again at once.
@@ -216,6 +220,8 @@ void InvalidationListener::end_current() {
   const Session ended = std::move(*current_);
   current_.reset();
   ended.close();
+  // Unlike the policies' copies, hot entries are not kept for stale-if-error: they go now.
+  if (auto* hot_cache = hot()) hot_cache->link_down();
   // The tracked prefixes are flushed when tracking is re-established, not now: if Redis itself
   // went away, the cached copies are what stale-if-error serves meanwhile.
   if (tracking_.exchange(false)) {
@@ -290,7 +296,9 @@ awaitable<std::optional<InvalidationListener::Session>> InvalidationListener::op
     std::shared_ptr<const std::vector<std::string>> prefixes) {
   Session session{
       std::make_shared<upstream::Connection>(executor_, session_options(upstream_), nullptr),
-      nullptr, prefixes};
+      nullptr,
+      prefixes,
+      {}};
   session.connection->start();
   auto& connection = *session.connection;
   // Named arrays, not braced temporaries: g++ 12 miscompiles those inside co_await operands.
@@ -306,15 +314,19 @@ awaitable<std::optional<InvalidationListener::Session>> InvalidationListener::op
   if (!id.ok() || id.reply.front() != ':') co_return failed();
   const std::string own_id = id.reply.substr(1, id.reply.size() - 3);
 
-  std::vector<std::string_view> tracking{"CLIENT", "TRACKING", "on", "REDIRECT", own_id, "BCAST"};
-  for (const auto& prefix : *prefixes) {
-    tracking.push_back("PREFIX");
-    tracking.push_back(prefix);
-  }
-  const auto tracked = co_await upstream::call(connection, tracking);
-  if (!tracked.ok() || tracked.redis_error()) {
-    spdlog::error("CLIENT TRACKING refused: {}", tracked.ok() ? tracked.reply : tracked.error);
-    co_return failed();
+  session.client_id = own_id;
+  // With no policy prefix, the session only receives the hot-key fills' redirected messages.
+  if (!prefixes->empty()) {
+    std::vector<std::string_view> tracking{"CLIENT", "TRACKING", "on", "REDIRECT", own_id, "BCAST"};
+    for (const auto& prefix : *prefixes) {
+      tracking.push_back("PREFIX");
+      tracking.push_back(prefix);
+    }
+    const auto tracked = co_await upstream::call(connection, tracking);
+    if (!tracked.ok() || tracked.redis_error()) {
+      spdlog::error("CLIENT TRACKING refused: {}", tracked.ok() ? tracked.reply : tracked.error);
+      co_return failed();
+    }
   }
   // Set before SUBSCRIBE: a message may follow its confirmation in the same read.
   session.inbox = std::make_shared<Inbox>(
@@ -350,7 +362,10 @@ void InvalidationListener::apply(std::string_view message,
   }
 }
 
+HotCache* InvalidationListener::hot() const { return role_ ? nullptr : runtime_.hot(); }
+
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
+  if (auto* hot_cache = hot()) hot_cache->flush();
   // Purges announced while nobody tracked went unseen: every tagged entry goes.
   if (tracks_tags(prefixes)) runtime_.tags().purge_all();
   if (role_ && role_->scope) {

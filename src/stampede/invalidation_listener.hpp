@@ -26,6 +26,7 @@ class Connection;
 namespace corral::stampede {
 
 class CacheRuntime;
+class HotCache;
 struct PolicySet;
 
 // The prefixes a tracking connection asks Redis to watch for `policies` (redis-origin and shared
@@ -72,6 +73,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
     std::shared_ptr<upstream::Connection> connection;
     std::shared_ptr<Inbox> inbox;
     std::shared_ptr<const std::vector<std::string>> prefixes;
+    std::string client_id;  // hot-key fill connections redirect their tracking here
 
     bool live() const;  // subscribed and not ended
     void close() const;
@@ -90,6 +92,8 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   void close_gap();
   void apply(std::string_view message, const std::vector<std::string>& prefixes);
   void flush(const std::vector<std::string>& prefixes);
+  // The process's hot-key cache, when this listener is its link (a single Redis); else null.
+  HotCache* hot() const;
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings upstream_;

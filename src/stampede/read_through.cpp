@@ -4,7 +4,9 @@
 #include "origin/redis_origin.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy_origins.hpp"
+#include "upstream/connection.hpp"
 #include "upstream/keyed_caller.hpp"
+#include "upstream/pool.hpp"
 
 namespace corral::stampede {
 
@@ -36,16 +38,24 @@ std::shared_ptr<origin::RedisOrigin> redis_origin(const boost::asio::any_io_exec
   if (cluster != nullptr) origin->use_cluster(*cluster, max_redirects);
   return origin;
 }
+// Hot-key fills need a connection of their own: its CLIENT TRACKING (default mode, redirected)
+// cannot share a connection with other clients' commands or with the BCAST tracking link.
+std::function<std::shared_ptr<upstream::Connection>()> hot_connect(CacheRuntime& runtime,
+                                                                   upstream::Pool& pool) {
+  if (runtime.hot() == nullptr) return {};
+  return [&pool, database = runtime.database()] { return pool.dedicated(database); };
+}
 }  // namespace
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          upstream::Pool& pool, upstream::ClusterLinks* cluster, int max_redirects)
-    : ReadThrough(executor, runtime,
-                  ReadThroughOptions{
-                      redis_origin(executor, runtime, pool, cluster, max_redirects), nullptr, true,
-                      policy_origins(executor,
-                                     fleet_caller(executor, runtime, pool, cluster, max_redirects),
-                                     runtime)}) {}
+    : ReadThrough(
+          executor, runtime,
+          ReadThroughOptions{
+              redis_origin(executor, runtime, pool, cluster, max_redirects), nullptr, true,
+              policy_origins(
+                  executor, fleet_caller(executor, runtime, pool, cluster, max_redirects), runtime),
+              hot_connect(runtime, pool)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          ReadThroughOptions options)

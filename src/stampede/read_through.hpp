@@ -18,6 +18,7 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
+class Connection;
 class Pool;
 class ClusterLinks;
 }  // namespace corral::upstream
@@ -39,6 +40,8 @@ struct ReadThroughOptions {
   cache::Random* random = nullptr;               // jitter, XFetch, backoff; null: thread_random()
   bool sweeper = true;  // this thread may run the store's sweeper (one thread per process does)
   OriginFactory make_origin;  // null: every policy reads through `redis_origin` (tests)
+  // Opens the connection hot-key fills are read on (hot_keys.cache); null: no hot caching here.
+  std::function<std::shared_ptr<upstream::Connection>()> hot_connect;
 };
 
 class ReadThrough {

@@ -9,7 +9,8 @@ pass: Corral under valgrind's callgrind, its counts zeroed after start-up and du
 shorter redis-benchmark run, gives the instructions executed per request, which other processes'
 load does not change. Every process started here is stopped on the way out.
 
-    tests/bench/passthrough_cpu.py --corral build/release/src/corral [--runs 3]
+    tests/bench/passthrough_cpu.py --corral build/release/src/corral [--runs 3] [--clients 50]
+                                   [--pipeline 16] [--requests 400000] [--instructions N]
 """
 import argparse
 import os
@@ -107,6 +108,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--requests", type=int, default=400000)
     parser.add_argument("--pipeline", type=int, default=16)
+    parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--instructions", type=int, default=0,
                         help="requests per test of the callgrind pass (0: no such pass)")
     args = parser.parse_args()
@@ -130,9 +132,9 @@ def main():
                 procs.append(corral)
                 wait_port(port)
                 before = cpu_ticks(corral.pid)
-                bench = ["redis-benchmark", "-p", str(port), "-c", "50", "-n",
+                bench = ["redis-benchmark", "-p", str(port), "-c", str(args.clients), "-n",
                          str(args.requests), "-r", "100000", "-P", str(args.pipeline), "-t",
-                         "get,set", "-q"]
+                         "get,set", "--threads", "1", "-q"]
                 subprocess.run(bench, check=True, stdout=subprocess.DEVNULL, timeout=600)
                 used = (cpu_ticks(corral.pid) - before) / tick
                 per_request_us = used / (2 * args.requests) * 1e6
@@ -142,8 +144,8 @@ def main():
                          open("/proc/loadavg").read().split()[0]), file=sys.stderr)
                 corral.terminate()
                 corral.wait(10)
-        print("# passthrough GET+SET, 50 clients, -P %d, %d requests per test, threads: 1"
-              % (args.pipeline, args.requests))
+        print("# passthrough GET+SET, %d clients, -P %d, %d requests per test, threads: 1"
+              % (args.clients, args.pipeline, args.requests))
         print("# command: %s" % " ".join(sys.argv))
         base = statistics.median(results["slowlog off, detect off"])
         for name, values in results.items():

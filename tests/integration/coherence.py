@@ -34,6 +34,14 @@ CONTROL = "redis"  # the reader straight on Redis
 TRACKING_LINK = b"__redis__:invalidate"  # what only Corral's tracking link sends upstream
 
 
+def hot_cache_config():
+    """Corral's config with no policy: the checked keys are cached as hot keys (hot_keys.cache),
+    each kept coherent by tracking exactly that key; the readers make every one of them hot."""
+    return {"threads": 2, "upstream": {"command_timeout": "5s"},
+            "hot_keys": {"sample": 1, "window": "1s", "cache": True, "min_rate": 5,
+                         "capacity": 256, "max_keys": 256}}
+
+
 def fleet_config(tracking_timeout=None):
     """Corral's config: both checked prefixes cached from Redis for an hour, so only invalidation
     (never expiry) can replace a cached value."""
@@ -411,6 +419,8 @@ def main(argv=None):
     parser.add_argument("--stall-tracking", type=float, default=None, metavar="SECONDS",
                         help="each Corral reaches Redis through a fault proxy; every tracking link "
                              "is stalled for SECONDS from a third of the run")
+    parser.add_argument("--hot-cache", action="store_true",
+                        help="no policies: the keys are cached as hot keys (hot_keys.cache)")
     parser.add_argument("--max-staleness", type=float, default=None,
                         help="exit 1 when the max staleness exceeds this many seconds")
     args = parser.parse_args(argv)
@@ -422,7 +432,8 @@ def main(argv=None):
             parser.error("--%s must be at least 1" % name)
     if args.stall_tracking is not None and not 0 < args.stall_tracking < args.duration:
         parser.error("--stall-tracking must be positive and shorter than --duration")
-    fleet = Fleet(size=args.corrals, through_proxy=args.stall_tracking is not None).start()
+    fleet = Fleet(size=args.corrals, through_proxy=args.stall_tracking is not None,
+                  config=hot_cache_config() if args.hot_cache else None).start()
     try:
         run = Run(fleet, args.duration, args.seed, args.keys, args.readers,
                   args.write_rate).start()
@@ -431,6 +442,11 @@ def main(argv=None):
             print("tracking links of all %d corrals stalled for %.1fs" % (len(fleet.proxies), held),
                   flush=True)
         report = run.finish()
+        if args.hot_cache:
+            # Proof that the reads were the hot cache's to answer, not passed through.
+            for corral in fleet.corrals:
+                print("%s: %d reads answered from the hot cache"
+                      % (corral.name, corral.metric("corral_hot_cache_hits_total")), flush=True)
     finally:
         fleet.stop()
     print(report.format(), flush=True)

@@ -79,12 +79,14 @@ class OriginStack:
     """An HTTP origin, then redis-server + corral whose policies (built by `policies(origin)`) may
     name it; everything stops together, the origin too when the stack fails to start."""
 
-    def __init__(self, name, policies):
+    def __init__(self, name, policies, config=None):
+        """`config`: more of Corral's config beside the policies."""
         import harness
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.origin = OriginServer(self.workdir).start()
         try:
-            self.stack = harness.Stack({"policies": policies(self.origin)}, name=name).start()
+            self.stack = harness.Stack(dict(config or {}, policies=policies(self.origin)),
+                                       name=name).start()
         except BaseException:
             self.origin.stop()
             raise

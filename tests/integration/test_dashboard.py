@@ -38,7 +38,8 @@ def _http(origin, prefix, path, **settings):
 
 
 class Fixture(OriginStack):
-    """An HTTP origin, then redis-server + corral with versioned, redis and http policies."""
+    """An HTTP origin, then redis-server + corral with versioned, redis and http policies, and the
+    hot-key cache on (its panel's metrics exist only then)."""
 
     def __init__(self):
         super().__init__("dashboard", lambda origin: [
@@ -48,7 +49,7 @@ class Fixture(OriginStack):
             {"prefix": "plain:", "origin": "redis", "ttl": "60s", "beta": 0},
             _http(origin, "web:", "/web/", grace="30s"),
             _http(origin, "sie:", "/sie/", stale_if_error="60s"),
-        ])
+        ], config={"hot_keys": {"cache": True}})
 
     def metric(self, name, **labels):
         return self.stack.corral.metric(name, **labels)

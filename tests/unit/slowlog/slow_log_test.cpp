@@ -39,6 +39,22 @@ TEST_CASE("long arguments and extra arguments are cut as Redis cuts them", "[slo
   CHECK(out[3] == "... (2 more arguments)");
 }
 
+TEST_CASE("arguments are read in place until kept, then from the copy", "[slowlog]") {
+  std::string buffer = "SETkey:1value";
+  const std::vector<std::string_view> argv{std::string_view(buffer).substr(0, 3),
+                                           std::string_view(buffer).substr(3, 5),
+                                           std::string_view(buffer).substr(8, 5)};
+  ArgvHead head;
+  head.refer(argv);
+  CHECK(head.redis_argv() == std::vector<std::string>{"SET", "key:1", "value"});
+  head.keep();
+  // The session reuses its input buffer once every pending request's head is kept.
+  buffer.replace(0, buffer.size(), buffer.size(), 'x');
+  CHECK(head.redis_argv() == std::vector<std::string>{"SET", "key:1", "value"});
+  head.keep();  // a second call copies nothing again
+  CHECK(head.redis_argv() == std::vector<std::string>{"SET", "key:1", "value"});
+}
+
 TEST_CASE("each thread keeps max_len entries, the oldest go first", "[slowlog]") {
   SlowLog log(2, 3);
   for (int i = 0; i < 5; ++i) log.record(0, entry_for("a" + std::to_string(i)));

@@ -171,8 +171,9 @@ inline config::PolicySettings policy(std::string prefix = "p:") {
 struct Node {
   Node(stampede::CacheRuntime& runtime, cache::Random& random)
       : origin(std::make_shared<ManualOrigin>(io.get_executor())),
-        read_through(io.get_executor(), runtime,
-                     stampede::ReadThroughOptions{origin, &random, /*sweeper=*/false, nullptr}) {}
+        read_through(
+            io.get_executor(), runtime,
+            stampede::ReadThroughOptions{origin, &random, /*sweeper=*/false, nullptr, nullptr}) {}
   asio::io_context io{1};
   std::shared_ptr<ManualOrigin> origin;
   stampede::ReadThrough read_through;
