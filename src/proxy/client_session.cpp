@@ -9,7 +9,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
   state_.id = id;
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
-  record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle);
+  record_ =
+      client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle, peer.post);
 }
 
 ClientSession::~ClientSession() { client_registry().remove(state_.id); }

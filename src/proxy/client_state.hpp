@@ -20,6 +20,8 @@ class ReplyTarget;
 
 namespace corral::proxy {
 
+class TrackingRedirect;
+
 // The state Redis keeps for the client's dedicated connection, driven by the table's StateChange
 // column. `state` is the transaction/tunnel axis; pins are what holds the connection besides it
 // (they outlive transactions and subscriptions).
@@ -97,6 +99,8 @@ struct ClientState {
   // and a transaction's MULTI and keyless commands held until its first key picks the node.
   int cluster_slot = -1;
   std::vector<std::string> held_commands;
+  // CLIENT TRACKING ... REDIRECT: the connection Redis redirects to and the client it stands for.
+  std::shared_ptr<TrackingRedirect> tracking_redirect;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

@@ -33,6 +33,10 @@ struct Peer {
   // Disconnects the client if nothing came from it or was written to it for `idle`, and no reply
   // is pending (client.idle_timeout; a blocked BLPOP is not idle). Callable from any thread.
   std::function<void(std::chrono::milliseconds idle)> close_if_idle;
+  // Runs `deliver` on the session's io thread with the session as the target of bytes that answer
+  // no request (tag 0: a push, a pub/sub message), unless the client has left by then. Callable
+  // from any thread: how another client's tracking invalidations reach this one.
+  std::function<void(std::function<void(upstream::ReplyTarget& out)> deliver)> post;
 };
 
 // What the handler learned of a request before handling it. The session keeps the metric id (for

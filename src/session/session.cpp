@@ -84,6 +84,12 @@ void Session<Stream>::start() {
       if (auto session = weak.lock()) session->close_if_idle(idle);
     });
   };
+  peer.post = [weak, executor = stream_.get_executor()](
+                  std::function<void(upstream::ReplyTarget&)> deliver) {
+    asio::post(executor, [weak, deliver = std::move(deliver)] {
+      if (auto session = weak.lock(); session && !session->closed_) deliver(*session);
+    });
+  };
   handler_ = worker_.handler->open_session(peer);
   authenticated_ = handler_->authenticated();
   worker_.stats.client_connected();
