@@ -16,7 +16,11 @@ namespace corral::proxy {
 
 namespace {
 constexpr std::uint64_t kIdTag = 1;
+constexpr std::uint64_t kNameTag = 2;
 constexpr std::string_view kClientIdCommand = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
+// The sink's name in the upstream's CLIENT LIST, for operators.
+constexpr std::string_view kSetNameCommand =
+    "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$15\r\ncorral-redirect\r\n";
 // What Redis sends a RESP3 redirect target, and a RESP2 one in pub/sub mode, before the keys
 // (an array of keys, or a null when the whole database was flushed).
 constexpr std::string_view kInvalidatePush = ">2\r\n$10\r\ninvalidate\r\n";
@@ -128,7 +132,10 @@ std::shared_ptr<TrackingRedirect> TrackingRedirect::open(upstream::Links& links,
     return redirect;
   }
   redirect->sink_->set_unsolicited_target(redirect);
-  if (!redirect->sink_->send(kClientIdCommand, redirect, kIdTag)) redirect->lose_sink();
+  if (!redirect->sink_->send(kSetNameCommand, redirect, kNameTag) ||
+      !redirect->sink_->send(kClientIdCommand, redirect, kIdTag)) {
+    redirect->lose_sink();
+  }
   return redirect;
 }
 
@@ -158,7 +165,7 @@ void TrackingRedirect::on_reply(std::uint64_t tag, std::string_view reply) {
     deliver(reply);
     return;
   }
-  if (phase_ != Phase::opening) return;
+  if (tag == kNameTag || phase_ != Phase::opening) return;
   sink_id_ = parse_client_id_reply(reply);
   if (sink_id_ > 0) {
     phase_ = Phase::ready;

@@ -10,6 +10,7 @@ import redis
 
 import harness
 from harness import HOST, Raw, eq
+from resp_client import Err
 from resp_client import Push
 
 CHANNEL = b"__redis__:invalidate"
@@ -189,3 +190,17 @@ def test_redis_py_near_cache(stack):
     finally:
         invalidations.disconnect()
         data.close()
+
+
+@pytest.mark.corral_only
+def test_losing_the_sink_ends_the_trackers_tracking_state(stack):
+    """Corral's connection that Redis redirects to is gone: the tracker must not keep caching as
+    if invalidations still came, so it is told its connection state was lost."""
+    target, target_id = subscribed_target(stack)
+    with target, tracker_for(stack, target_id) as tracker:
+        d = stack.direct()
+        sinks = [c for c in d.client_list() if c.get("name") == "corral-redirect"]
+        eq(len(sinks), 1, "one sink, named in the upstream's CLIENT LIST")
+        d.execute_command("CLIENT", "KILL", "ID", sinks[0]["id"])
+        harness.wait_until(lambda: isinstance(tracker.call("GET", "k"), Err), 5.0,
+                           what="the tracker told its state is lost")

@@ -179,3 +179,19 @@ TEST_CASE("rename_redirect rewrites RESP2 TRACKINGINFO", "[tracking]") {
   CHECK(rename_redirect(":0\r\n", 9, 4, false) == ":0\r\n");  // GETREDIR of another redirect
   CHECK(rename_redirect("-ERR x\r\n", 9, 4, true) == "-ERR x\r\n");
 }
+
+TEST_CASE("On a Redis Cluster REDIRECT is refused with a clear error", "[tracking]") {
+  Proxy proxy;
+  Posted tracker(proxy);
+  ClientState state;
+  state.id = tracker.handler->client_id();
+  const std::vector<std::string_view> argv{"CLIENT", "TRACKING", "ON", "REDIRECT", tracker.id()};
+  std::string reply;
+  const auto plan = plan_tracking(state, proxy.links, true, argv, tracker.slots, reply);
+  CHECK(plan.step == TrackingStep::answered);
+  CHECK(reply.starts_with("-ERR Corral does not support CLIENT TRACKING REDIRECT on a Redis"));
+  CHECK(proxy.links.dedicated.empty());
+  const std::vector<std::string_view> plain{"CLIENT", "TRACKING", "ON"};
+  CHECK(plan_tracking(state, proxy.links, true, plain, tracker.slots, reply).step ==
+        TrackingStep::forward);
+}
