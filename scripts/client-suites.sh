@@ -5,7 +5,8 @@
 # Usage: scripts/client-suites.sh [--only redis-py|ioredis]
 # Env: CORRAL_BIN (default build/release/src/corral, built when missing), SUITES_DIR (where the
 #      suites are fetched and results written; /tmp/corral-client-suites), REDIS_PY_GIT, IOREDIS_GIT
-#      (a repository URL or a local bare git dir; GitHub by default). The fetched suites stay in
+#      (a repository URL or a local bare git dir; GitHub by default), REDIS_PY_TESTS (pytest's
+#      arguments selecting tests, default `tests`). The fetched suites stay in
 #      SUITES_DIR for the next run (delete it to fetch again).
 #
 # Third-party code is fetched into SUITES_DIR at run time, never into this tree. Both suites expect
@@ -13,7 +14,10 @@
 # of its own (unshare -n, as root) where that port is free: redis-server listens there for the
 # direct run; for the Corral run Corral listens there, with redis-server behind it on 6380.
 # redis-py's cluster tests need a cluster and skip themselves; its module tests (RedisJSON & co.,
-# not installed) fail alike both ways.
+# not installed) fail alike both ways. A test that leaves the Redis behind Corral demanding a
+# password (it set one through Corral, and AUTH is Corral's) would fail every later test: through
+# Corral the password is removed after such a test (scripts/lib/upstream_reset_plugin.py, as an
+# admin user that only that Redis has) and the test is named at the end of the output.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -24,6 +28,7 @@ REDIS_PY_GIT=${REDIS_PY_GIT:-https://github.com/redis/redis-py.git}
 IOREDIS_GIT=${IOREDIS_GIT:-https://github.com/redis/ioredis.git}
 SUITES_DIR=${SUITES_DIR:-/tmp/corral-client-suites}
 PYTHON=/usr/bin/python3  # Debian's, with the packages install_packages adds below
+ADMIN_PASSWORD=client-suites-admin
 
 # The corral configuration of the Corral run: a plain proxy (no cache policy) that lets the
 # suites' admin tests run.
@@ -48,12 +53,14 @@ wait_for_port() {  # wait_for_port PORT WHAT
   done
 }
 
-start_redis() {  # start_redis PORT DIR
-  mkdir -p "$2"
-  redis-server --port "$1" --bind 127.0.0.1 --save "" --appendonly no --dir "$2" \
-    --enable-debug-command yes --enable-module-command yes --logfile "$2/redis.log" &
+start_redis() {  # start_redis PORT DIR [ARGS...]
+  local port=$1 dir=$2
+  shift 2
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
+    --enable-debug-command yes --enable-module-command yes --logfile "$dir/redis.log" "$@" &
   pids+=($!)
-  wait_for_port "$1" redis-server
+  wait_for_port "$port" redis-server
 }
 
 start_corral() {  # start_corral DIR
@@ -79,12 +86,16 @@ run_target() {
   if [ "$target" = direct ]; then
     start_redis 6379 "$dir/redis"
   else
-    start_redis 6380 "$dir/redis"
+    # An admin user of the harness's own, for upstream_reset_plugin.py.
+    start_redis 6380 "$dir/redis" --user admin on ">$ADMIN_PASSWORD" "~*" "&*" "+@all"
     start_corral "$dir"
   fi
+  local plugin=()
+  [ "$target" = direct ] || plugin=(-p upstream_reset_plugin)
   echo "== $suite against $target" >&2
   if [ "$suite" = redis-py ]; then
-    (cd "$SUITES_DIR/redis-py" && PYTHONPATH=. timeout 1800 "$PYTHON" -m pytest tests \
+    (cd "$SUITES_DIR/redis-py" && PYTHONPATH=".:$CORRAL_ROOT/scripts/lib" \
+      SUITES_ADMIN_PASSWORD=$ADMIN_PASSWORD timeout 1800 "$PYTHON" -m pytest ${REDIS_PY_TESTS:-tests} "${plugin[@]}" \
       -p no:cacheprovider -q --timeout=60 \
       --redis-url=redis://127.0.0.1:6379/9 --junitxml="$SUITES_DIR/results/redis-py-$target.xml" \
       >"$dir/output.txt" 2>&1) || true
