@@ -145,6 +145,11 @@ void TrackingRedirect::redirect_to(std::uint64_t target_id,
     end();
     return;
   }
+  if (phase_ == Phase::failed) {
+    // The sink died while Redis was enabling tracking towards it: as when it dies later.
+    if (auto link = tracker_link_.lock()) link->close();
+    return;
+  }
   target_id_ = target_id;
   broken_ = false;  // Redis clears it too when tracking is enabled again
   tracker_ = tracker;

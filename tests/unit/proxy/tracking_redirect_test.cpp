@@ -195,3 +195,15 @@ TEST_CASE("On a Redis Cluster REDIRECT is refused with a clear error", "[trackin
   CHECK(plan_tracking(state, proxy.links, true, plain, tracker.slots, reply).step ==
         TrackingStep::forward);
 }
+
+TEST_CASE("A sink lost before Redis confirmed the redirect ends the tracker's state",
+          "[tracking]") {
+  Proxy proxy;
+  Posted target(proxy);
+  Posted tracker(proxy);
+  REQUIRE(tracker.send({"CLIENT", "TRACKING", "ON", "REDIRECT", target.id()}) == Action::done);
+  sink(proxy).unsolicited->on_failure(0, "ERR upstream connection lost");
+  CHECK(tracker_link(proxy).closes == 0);
+  tracker_link(proxy).answer("+OK\r\n");
+  CHECK(tracker_link(proxy).closes == 1);
+}
