@@ -13,13 +13,15 @@ std::int64_t ClientRegistry::now_ms() {
 
 std::shared_ptr<ClientRecord> ClientRegistry::add(
     std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
-    std::function<void(std::chrono::milliseconds)> close_if_idle) {
+    std::function<void(std::chrono::milliseconds)> close_if_idle,
+    std::function<void(std::function<void(upstream::ReplyTarget&)>)> post) {
   auto record = std::make_shared<ClientRecord>();
   record->id = id;
   record->addr = std::move(addr);
   record->laddr = std::move(laddr);
   record->close = std::move(close);
   record->close_if_idle = std::move(close_if_idle);
+  record->post = std::move(post);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   clients_[id] = Entry{record, {}, {}};
@@ -29,6 +31,12 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
 void ClientRegistry::remove(std::uint64_t id) {
   std::lock_guard lock(mutex_);
   clients_.erase(id);
+}
+
+std::shared_ptr<ClientRecord> ClientRegistry::find(std::uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = clients_.find(id);
+  return it == clients_.end() ? nullptr : it->second.record;
 }
 
 void ClientRegistry::set_name(std::uint64_t id, std::string_view name) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "proxy/command_table.hpp"
+#include "upstream/reply_target.hpp"
 
 namespace corral::proxy {
 
@@ -25,7 +26,8 @@ struct ClientRecord {
   std::string addr;
   std::string laddr;
   std::function<void()> close;  // disconnects the client; callable from any thread
-  std::function<void(std::chrono::milliseconds)> close_if_idle;  // see session::Peer
+  std::function<void(std::chrono::milliseconds)> close_if_idle;           // see session::Peer
+  std::function<void(std::function<void(upstream::ReplyTarget&)>)> post;  // see session::Peer
   std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
   std::atomic<std::int64_t> last_active_ms{0};  // steady clock, milliseconds
   std::atomic<int> database{0};
@@ -58,10 +60,13 @@ struct ClientFilter {
 
 class ClientRegistry {
  public:
-  std::shared_ptr<ClientRecord> add(std::uint64_t id, std::string addr, std::string laddr,
-                                    std::function<void()> close,
-                                    std::function<void(std::chrono::milliseconds)> close_if_idle);
+  std::shared_ptr<ClientRecord> add(
+      std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
+      std::function<void(std::chrono::milliseconds)> close_if_idle,
+      std::function<void(std::function<void(upstream::ReplyTarget&)>)> post = {});
   void remove(std::uint64_t id);
+  // The record of client `id`, or null once it has left (or never was).
+  std::shared_ptr<ClientRecord> find(std::uint64_t id) const;
   void set_name(std::uint64_t id, std::string_view name);
 
   // CLIENT LIST lines ("id=... resp=2\n") of the matching clients, in id order.

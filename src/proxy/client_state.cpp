@@ -5,6 +5,7 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/client_registry.hpp"
+#include "proxy/tracking_redirect.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
@@ -91,6 +92,7 @@ void release_dedicated(ClientState& client) {
     client_registry().clear_upstream_client(client.id);
   }
   client.dedicated.reset();
+  end_tracking_redirect(client);
   client.mode.reset();
   client.queued_write_keys.clear();
   client.subscribe_replies_due = 0;

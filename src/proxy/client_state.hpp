@@ -21,6 +21,8 @@ class ReplyTarget;
 
 namespace corral::proxy {
 
+class TrackingRedirect;
+
 // The state Redis keeps for the client's dedicated connection, driven by the table's StateChange
 // column. `state` is the transaction/tunnel axis; pins are what holds the connection besides it
 // (they outlive transactions and subscriptions).
@@ -103,6 +105,8 @@ struct ClientState {
   std::function<void(std::string)> push;
   std::string addr;
   bool monitoring = false;
+  // CLIENT TRACKING ... REDIRECT: the connection Redis redirects to and the client it stands for.
+  std::shared_ptr<TrackingRedirect> tracking_redirect;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

@@ -20,6 +20,7 @@
 #include "proxy/out_of_band.hpp"
 #include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
+#include "proxy/tracking_redirect.hpp"
 #include "proxy/version_commands.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/read_through.hpp"
@@ -175,6 +176,8 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
                                 (row.change == StateChange::select && client.dedicated);
     const Action action = row.route == Route::local && !redis_must_see
                               ? answer_locally(client, request, row, tag, target, awaiting)
+                          : row.change == StateChange::tracking
+                              ? forward_tracking(client, request, row, tag, target, awaiting)
                               : forward(client, request, row, tag, target, awaiting);
     // Shown once it runs (a request asked to wait comes back), with the database it left.
     if (monitor_feed().active() && action != Action::wait_then_retry &&
@@ -250,9 +253,32 @@ std::string_view Dispatcher::wire_bytes(const Request& request) {
   return scratch_;
 }
 
+Action Dispatcher::forward_tracking(ClientState& client, const Request& request,
+                                    const CommandSpec& row, std::uint64_t tag,
+                                    const std::shared_ptr<upstream::ReplyTarget>& target,
+                                    std::size_t awaiting) {
+  const TrackingPlan plan =
+      plan_tracking(client, links_, cluster_ != nullptr, request.argv, target, scratch_);
+  if (plan.step == TrackingStep::wait) return Action::wait_then_retry;
+  if (plan.step == TrackingStep::answered) {
+    client.mode.refused_in_multi();
+    target->on_reply(tag, scratch_);
+    return Action::done;
+  }
+  const std::vector<std::string_view> argv(plan.argv.begin(), plan.argv.end());
+  const Request rewritten{argv, {}};
+  const Action action = forward(client, plan.argv.empty() ? request : rewritten, row, tag, target,
+                                awaiting, plan.reply_to);
+  if (client.tracking_redirect && client.dedicated) {
+    client.tracking_redirect->bind_tracker_link(client.dedicated);
+  }
+  return action;
+}
+
 Action Dispatcher::forward(ClientState& client, const Request& request, const CommandSpec& row,
                            std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
-                           std::size_t awaiting) {
+                           std::size_t awaiting,
+                           const std::shared_ptr<upstream::ReplyTarget>& answer) {
   // A countdown per request; a key is looked at only when it reaches zero.
   if (hot_sampler_ && hot_sampler_->due()) sample_hot_key(row, request.argv);
   if (client.dedicated && client.dedicated->state() == upstream::Link::State::closed) {
@@ -343,8 +369,12 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       return Action::done;
     }
   }
-  const auto& reply_to = cacheable ? invalidating_target(client, row, request, target) : target;
-  if (!send(client, row, request, path, tag, reply_to, target)) {
+  const auto& reply_to = answer      ? answer
+                         : cacheable ? invalidating_target(client, row, request, target)
+                                     : target;
+  const auto& named =
+      client.tracking_redirect ? redirect_naming_target(client, row, reply_to) : reply_to;
+  if (!send(client, row, request, path, tag, named, target)) {
     target->on_failure(tag, upstream::kErrUnavailable);
   }
   return Action::done;

@@ -112,9 +112,15 @@ class Dispatcher : public session::Handler {
   // with pushes.
   static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv,
                        bool pushes_confirm);
+  // `answer`, when set, receives Redis's reply instead of `target` (which still gets pushes).
   Action forward(ClientState& client, const Request& request, const CommandSpec& row,
                  std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
-                 std::size_t awaiting);
+                 std::size_t awaiting,
+                 const std::shared_ptr<upstream::ReplyTarget>& answer = nullptr);
+  // CLIENT TRACKING: a REDIRECT names Corral's id, Redis must see its own (tracking_redirect.hpp).
+  Action forward_tracking(ClientState& client, const Request& request, const CommandSpec& row,
+                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                          std::size_t awaiting);
   Action abort_transaction(ClientState& client, std::uint64_t tag,
                            const std::shared_ptr<upstream::ReplyTarget>& target);
   Action answer_lost_transaction(ClientState& client, const CommandSpec& row, std::uint64_t tag,

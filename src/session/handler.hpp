@@ -33,9 +33,11 @@ struct Peer {
   // Disconnects the client if nothing came from it or was written to it for `idle`, and no reply
   // is pending (client.idle_timeout; a blocked BLPOP is not idle). Callable from any thread.
   std::function<void(std::chrono::milliseconds idle)> close_if_idle;
-  // Sends `bytes` to the client as a push (no request's reply: MONITOR lines). Callable from any
-  // thread; past client.max_output_buffer it disconnects the client, as pushes do.
-  std::function<void(std::string bytes)> push;
+  // Runs `deliver` on the session's io thread with the session as the target of bytes that answer
+  // no request (tag 0: a push, a pub/sub message, a MONITOR line; past client.max_output_buffer
+  // such bytes disconnect the client), unless the client has left by then. Callable from any
+  // thread: how MONITOR lines and another client's tracking invalidations reach this one.
+  std::function<void(std::function<void(upstream::ReplyTarget& out)> deliver)> post;
 };
 
 // What the handler learned of a request before handling it. The session keeps the metric id (for

@@ -82,9 +82,10 @@ void Session<Stream>::start() {
       if (auto session = weak.lock()) session->close_if_idle(idle);
     });
   };
-  peer.push = [weak, executor = stream_.get_executor()](std::string bytes) {
-    asio::post(executor, [weak, bytes = std::move(bytes)] {
-      if (auto session = weak.lock()) session->on_reply(0, bytes);
+  peer.post = [weak, executor = stream_.get_executor()](
+                  std::function<void(upstream::ReplyTarget&)> deliver) {
+    asio::post(executor, [weak, deliver = std::move(deliver)] {
+      if (auto session = weak.lock(); session && !session->closed_) deliver(*session);
     });
   };
   handler_ = worker_.handler->open_session(peer);

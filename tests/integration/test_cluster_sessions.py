@@ -321,3 +321,15 @@ def test_hiredis_pipeline_and_mget_over_all_slots(stack):
         is_err(h.call("MSETNX", keys[0], "1", keys[-1], "2"), "CROSSSLOT", "MSETNX across slots")
     finally:
         h.close()
+
+
+def test_tracking_redirect_is_refused_with_a_clear_error(stack):
+    """A client's dedicated connection serves one node and its keys live on all of them: REDIRECT
+    is refused rather than half-delivered; RESP3 tracking without it is still forwarded."""
+    with stack.raw() as target, stack.raw() as tracker:
+        target_id = target.call("CLIENT", "ID")
+        reply = tracker.call("CLIENT", "TRACKING", "ON", "REDIRECT", target_id)
+        is_err(reply, "ERR Corral does not support CLIENT TRACKING REDIRECT on a Redis Cluster",
+               "refused on a cluster")
+        eq(tracker.call("CLIENT", "TRACKING", "OFF", "REDIRECT", target_id), b"OK",
+           "OFF names the id and is forwarded without it")

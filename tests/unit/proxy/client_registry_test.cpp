@@ -18,8 +18,10 @@ namespace {
 // A client opened with an address and a close that only counts, as a session would give them.
 struct Peered {
   Peered(Proxy& proxy, std::string addr) : slots(std::make_shared<Replies>()) {
-    session::Peer peer{std::move(addr), "127.0.0.1:6380", [this] { ++closes; },
-                       [this](std::chrono::milliseconds) { ++idle_asks; }, [](std::string) {}};
+    session::Peer peer{
+        std::move(addr), "127.0.0.1:6380", [this] { ++closes; },
+        [this](std::chrono::milliseconds) { ++idle_asks; },
+        [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); }};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {

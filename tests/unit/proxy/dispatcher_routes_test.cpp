@@ -149,10 +149,17 @@ TEST_CASE("MONITOR is answered by Corral: +OK, then its clients' accepted comman
   settings.client.allow_commands = {"monitor"};
   Proxy proxy(settings);
   std::vector<std::string> lines;
+  // What the session does with a posted push: hands it to its reply path with tag 0.
+  struct LineSink final : upstream::ReplyTarget {
+    std::vector<std::string>& lines;
+    explicit LineSink(std::vector<std::string>& out) : lines(out) {}
+    void on_reply(std::uint64_t, std::string_view reply) override { lines.emplace_back(reply); }
+    void on_failure(std::uint64_t, std::string_view) override {}
+  } sink(lines);
   Client watcher(proxy);
   watcher.handler = proxy.dispatcher.open_session(
       session::Peer{"10.0.0.1:4000", "127.0.0.1:6380", [] {}, [](std::chrono::milliseconds) {},
-                    [&](std::string line) { lines.push_back(std::move(line)); }});
+                    [&](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(sink); }});
   CHECK(watcher.send({"MONITOR"}, 1) == Action::drain_then_retry);  // +OK before any line
   CHECK(watcher.send({"MONITOR"}) == Action::done);
   CHECK(watcher.reply() == "+OK\r\n");
