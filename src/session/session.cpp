@@ -3,6 +3,7 @@
 #include "session/session.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
@@ -32,7 +33,6 @@ using boost::system::error_code;
 namespace {
 // Buffers grown by one large reply are given back once they are this big and empty.
 constexpr std::size_t kRetainedBuffer = 256 * 1024;
-constexpr int kReadsPerYield = 8;
 // How often a held request is offered again: short next to any pause an operator sets.
 constexpr std::chrono::milliseconds kHeldRetry{5};
 // Before AUTH, Redis 6.2's limits (CVE-2021-32675): a client that does not know the password
@@ -116,8 +116,10 @@ void Session<Stream>::drain() {
 template <class Stream>
 awaitable<void> Session<Stream>::discard_input() {
   error_code ec;
+  std::array<char, 1024> discarded;
   while (!ec && !closed_) {
-    co_await stream_.async_read_some(asio::buffer(wake_), asio::redirect_error(use_awaitable, ec));
+    co_await stream_.async_read_some(asio::buffer(discarded),
+                                     asio::redirect_error(use_awaitable, ec));
   }
 }
 
@@ -139,56 +141,44 @@ awaitable<void> Session<Stream>::read_loop() {
   finish_loop();
 }
 
-// Once no bytes are there, the input buffer goes back to the thread's cache and the session waits
-// for readability holding no buffer: an idle client costs its socket and this frame, not 16 KB.
-//
-// The wait is a read into the session's small wake_ array rather than a readiness wait: Asio
-// starts a read with one attempt at once (the EAGAIN read a drained socket needs anyway) and then
-// waits on the edge-triggered registration it already has, whereas a readiness wait re-arms
-// epoll with an epoll_ctl every time. A pipelined batch that fits in wake_ (most do) then takes
-// one read, and a read that returns less than its room means the socket is drained, so the next
-// wait starts without another attempt.
+// Plain TCP reads through upstream::ReadyRead: the bytes land in the input buffer, taken from
+// the thread's cache only when the socket is readable and given back once every request in it
+// was handled, and a read that finds less than the buffer's room waits for the next edge rather
+// than trying again (the EAGAIN read a drained socket would otherwise cost). A read that filled
+// the room reads again at once, through the event loop, so one flooding client does not starve
+// the thread's others.
 template <class Stream>
 awaitable<void> Session<Stream>::read_plain() {
   if constexpr (std::is_same_v<Stream, PlainStream>) {
     error_code ec;
-    stream_.non_blocking(true, ec);
-    bool may_have_more = false;
-    while (!ec && !stop_reading_ && !closed_) {
-      std::size_t n = 0;
-      if (may_have_more) {
-        char* space = input_.space();
-        const std::size_t room = input_.space_size();
-        n = stream_.read_some(asio::buffer(space, room), ec);
-        if (ec == asio::error::would_block || ec == asio::error::try_again) {
-          ec = {};
-          may_have_more = false;
-          continue;
-        }
-        if (ec || closed_) break;
-        may_have_more = n == room;
-        input_.commit(n);
-      } else {
-        reads_without_yield_ = 0;
-        input_.release();
-        n = co_await stream_.async_read_some(asio::buffer(wake_),
-                                             asio::redirect_error(use_awaitable, ec));
-        if (ec || closed_) break;
-        std::memcpy(input_.space(), wake_.data(), n);
-        input_.commit(n);
-        may_have_more = n == wake_.size();
-      }
+    while (!stop_reading_ && !closed_) {
+      const auto n = co_await reader_.async_read(stream_, asio::redirect_error(use_awaitable, ec));
+      if (ec || closed_) break;
+      input_.commit(n);
+      unverified_drain_ = reader_.last_read_drained();
       read_at_ = std::chrono::steady_clock::now();
       co_await process_input();
-      // Reads that found bytes at once did not go through the event loop: after a few in a row,
-      // let the thread's other clients run (one flooding client must not starve them).
-      if (may_have_more && ++reads_without_yield_ == kReadsPerYield) {
-        reads_without_yield_ = 0;
-        co_await asio::post(stream_.get_executor(), use_awaitable);
-      }
+      input_.release();
     }
   }
   co_return;
+}
+
+// Called by the worker's periodic sweep: the one case ReadyRead's guess misses is a client whose
+// last bytes and hang-up came in one wake-up; it is found here, once per guess.
+template <class Stream>
+void Session<Stream>::check_hangup() {
+  if constexpr (std::is_same_v<Stream, PlainStream>) {
+    if (!unverified_drain_ || closed_ || stop_reading_) return;
+    unverified_drain_ = false;
+    if (!upstream::peer_hung_up(stream_)) return;
+    // A wait on the socket's (empty) error queue makes the reactor re-arm epoll for it, which
+    // reports the socket readable again: the pending read then runs and meets the end of the
+    // stream. (A read wait would only queue behind the pending read; a cancel would also end a
+    // write still carrying replies the half-closed client waits for.) The wait itself ends
+    // when the socket closes.
+    stream_.async_wait(PlainStream::wait_error, [](const error_code&) {});
+  }
 }
 
 template <class Stream>

@@ -3,7 +3,6 @@
 // stream, so plain TCP pays nothing for TLS: PlainSession and TlsSession below.
 #pragma once
 
-#include <array>
 #include <utility>
 
 #include <chrono>
@@ -26,6 +25,7 @@
 #include "slowlog/argv_head.hpp"
 #include "slowlog/phases.hpp"
 #include "upstream/async_event.hpp"
+#include "upstream/ready_read.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::session {
@@ -43,6 +43,7 @@ class Session : public upstream::ReplyTarget,
   void start();
   // Stops reading; the requests already read are answered, then the connection closes.
   void drain() override;
+  void check_hangup() override;
 
   void on_reply(std::uint64_t tag, std::string_view reply) override;
   void on_failure(std::uint64_t tag, std::string_view error) override;
@@ -61,8 +62,18 @@ class Session : public upstream::ReplyTarget,
     slowlog::ArgvHead argv;
   };
 
+  // The input buffer's room, taken only once bytes are there: an idle client holds no buffer.
+  struct InputSpace final : upstream::ReadSpace {
+    explicit InputSpace(InputBuffer& buffer) : input(buffer) {}
+    boost::asio::mutable_buffer read_space() override {
+      return {input.space(), input.space_size()};
+    }
+    void nothing_read() override { input.release(); }
+    InputBuffer& input;
+  };
+
   boost::asio::awaitable<void> read_loop();
-  // Plain TCP: reads without waiting while bytes are there, holds no buffer while idle.
+  // Plain TCP: one recv per wake-up (upstream::ReadyRead), no buffer held while idle.
   boost::asio::awaitable<void> read_plain();
   // TLS: the handshake (bounded by tls.handshake_timeout), then reads through the stream, whose
   // engine may hold decrypted bytes the socket no longer shows as readable.
@@ -98,9 +109,8 @@ class Session : public upstream::ReplyTarget,
   resp::RequestLimits limits_;
 
   InputBuffer input_;
-  // Where a plain read waits for the next requests (see read_plain): small, so an idle client
-  // stays cheap, and large enough for a typical pipelined batch.
-  std::array<char, 1024> wake_;
+  InputSpace input_space_{input_};
+  upstream::ReadyRead reader_{input_space_};
   std::vector<std::string_view> argv_;
   std::string scratch_;
 
@@ -122,8 +132,8 @@ class Session : public upstream::ReplyTarget,
   bool reader_done_ = false;
   bool closed_ = false;
   int loops_running_ = 0;
-  int reads_without_yield_ = 0;  // plain reads that found bytes at once since the last yield
-  std::uint32_t queued_us_ = 0;  // how long the request being handed over waited (dispatch())
+  bool unverified_drain_ = false;  // the last read was taken as draining the socket
+  std::uint32_t queued_us_ = 0;    // how long the request being handed over waited (dispatch())
   // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the
   // slots rather than in each one.
   std::vector<std::pair<std::uint64_t, slowlog::Phases>> noted_phases_;
