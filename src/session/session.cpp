@@ -43,10 +43,7 @@ constexpr std::size_t kMaxRequestBeforeAuth = 10 * (16 * 1024 + 32);
 
 template <class Stream>
 Session<Stream>::Session(Stream stream, Worker& worker)
-    : stream_(std::move(stream)),
-      worker_(worker),
-      output_ready_(stream_.get_executor()),
-      slots_drained_(stream_.get_executor()) {
+    : stream_(std::move(stream)), worker_(worker), output_ready_(stream_.get_executor()) {
   const auto& client = worker_.settings.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
@@ -74,13 +71,15 @@ void Session<Stream>::start() {
   if (const auto remote = socket().remote_endpoint(ec); !ec) peer.addr = endpoint_text(remote);
   if (const auto local = socket().local_endpoint(ec); !ec) peer.laddr = endpoint_text(local);
   std::weak_ptr<Session> weak = this->shared_from_this();
-  peer.close = [weak, executor = stream_.get_executor()] {
-    asio::post(executor, [weak] {
+  // The worker rather than an executor copy: every client keeps these two, and a smaller capture
+  // makes a smaller allocation.
+  peer.close = [weak, &worker = worker_] {
+    asio::post(worker.io, [weak] {
       if (auto session = weak.lock()) session->abort();
     });
   };
-  peer.close_if_idle = [weak, executor = stream_.get_executor()](std::chrono::milliseconds idle) {
-    asio::post(executor, [weak, idle] {
+  peer.close_if_idle = [weak, &worker = worker_](std::chrono::milliseconds idle) {
+    asio::post(worker.io, [weak, idle] {
       if (auto session = weak.lock()) session->close_if_idle(idle);
     });
   };
@@ -123,32 +122,16 @@ awaitable<void> Session<Stream>::discard_input() {
   }
 }
 
-template <class Stream>
-awaitable<void> Session<Stream>::read_loop() {
-  auto self = this->shared_from_this();
-  if constexpr (std::is_same_v<Stream, PlainStream>) {
-    co_await read_plain();
-  } else {
-    co_await read_tls();
-  }
-  // The client closed or reset its side: nothing more will come, and a blocked command or a
-  // subscription would hold this session (and its upstream connection) until it ends, which for
-  // BLPOP k 0 is never. Redis lets such a client go at once.
-  if (!stop_reading_ && !closed_) handler_->drain();
-  if (draining_) co_await discard_input();
-  reader_done_ = true;
-  output_ready_.notify();
-  finish_loop();
-}
-
 // Plain TCP reads through upstream::ReadyRead: the bytes land in the input buffer, taken from
 // the thread's cache only when the socket is readable and given back once every request in it
 // was handled, and a read that finds less than the buffer's room waits for the next edge rather
 // than trying again (the EAGAIN read a drained socket would otherwise cost). A read that filled
 // the room reads again at once, through the event loop, so one flooding client does not starve
-// the thread's others.
+// the thread's others. The loop is here rather than in a coroutine of its own: every idle client
+// holds its read loop's frames.
 template <class Stream>
-awaitable<void> Session<Stream>::read_plain() {
+awaitable<void> Session<Stream>::read_loop() {
+  auto self = this->shared_from_this();
   if constexpr (std::is_same_v<Stream, PlainStream>) {
     error_code ec;
     while (!stop_reading_ && !closed_) {
@@ -160,8 +143,17 @@ awaitable<void> Session<Stream>::read_plain() {
       co_await process_input();
       input_.release();
     }
+  } else {
+    co_await read_tls();
   }
-  co_return;
+  // The client closed or reset its side: nothing more will come, and a blocked command or a
+  // subscription would hold this session (and its upstream connection) until it ends, which for
+  // BLPOP k 0 is never. Redis lets such a client go at once.
+  if (!stop_reading_ && !closed_) handler_->drain();
+  if (draining_) co_await discard_input();
+  reader_done_ = true;
+  output_ready_.notify();
+  finish_loop();
 }
 
 // Called by the worker's periodic sweep: the one case ReadyRead's guess misses is a client whose
@@ -246,6 +238,13 @@ awaitable<void> Session<Stream>::process_input() {
 }
 
 template <class Stream>
+upstream::AsyncEvent& Session<Stream>::slots_drained() {
+  if (!slots_drained_)
+    slots_drained_ = std::make_unique<upstream::AsyncEvent>(stream_.get_executor());
+  return *slots_drained_;
+}
+
+template <class Stream>
 bool Session<Stream>::dispatch_now(const resp::Request& request,
                                    const std::shared_ptr<upstream::ReplyTarget>& target) {
   if (handler_->tunneling() || slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
@@ -294,7 +293,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
   while (slots_.size() >= worker_.settings.client.max_pipeline && !closed_) {
     waiting_for_slots_ = true;
     waited = true;
-    co_await slots_drained_.wait();
+    co_await slots_drained().wait();
   }
   const auto classified = handler_->classify(request);
   for (;; waited = true) {
@@ -317,7 +316,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     if (action == Action::drain_then_retry) {
       while (!slots_.empty() && !closed_) {
         waiting_for_slots_ = true;
-        co_await slots_drained_.wait();
+        co_await slots_drained().wait();
       }
       continue;
     }
@@ -437,7 +436,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
   if (close_after) close_after_flush_ = true;
   if (waiting_for_slots_) {
     waiting_for_slots_ = false;
-    slots_drained_.notify();
+    if (slots_drained_) slots_drained_->notify();
   }
   output_ready_.notify();
   check_output_limit();
@@ -483,7 +482,7 @@ void Session<Stream>::abort() {
   error_code ignored;
   socket().close(ignored);
   output_ready_.notify();
-  slots_drained_.notify();
+  if (slots_drained_) slots_drained_->notify();
 }
 
 template <class Stream>

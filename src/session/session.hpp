@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +21,7 @@
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
+#include "session/slot_queue.hpp"
 #include "slowlog/argv_head.hpp"
 #include "slowlog/phases.hpp"
 #include "upstream/async_event.hpp"
@@ -72,15 +72,15 @@ class Session : public upstream::ReplyTarget,
     InputBuffer& input;
   };
 
-  boost::asio::awaitable<void> read_loop();
   // Plain TCP: one recv per wake-up (upstream::ReadyRead), no buffer held while idle.
-  boost::asio::awaitable<void> read_plain();
+  boost::asio::awaitable<void> read_loop();
   // TLS: the handshake (bounded by tls.handshake_timeout), then reads through the stream, whose
   // engine may hold decrypted bytes the socket no longer shows as readable.
   boost::asio::awaitable<void> read_tls();
   auto& socket() { return stream_.lowest_layer(); }
   boost::asio::awaitable<void> write_loop();
   boost::asio::awaitable<void> discard_input();
+  upstream::AsyncEvent& slots_drained();
   boost::asio::awaitable<void> linger();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
@@ -114,7 +114,7 @@ class Session : public upstream::ReplyTarget,
   std::vector<std::string_view> argv_;
   std::string scratch_;
 
-  std::deque<Slot> slots_;
+  SlotQueue<Slot> slots_;
   std::uint64_t first_tag_ = 1;   // tag 0 marks replies that answer no request (pushes)
   std::size_t parked_bytes_ = 0;  // reply bytes waiting in slots for their turn
   std::string output_;            // replies in order, not yet handed to the socket
@@ -123,7 +123,9 @@ class Session : public upstream::ReplyTarget,
   std::chrono::steady_clock::time_point written_at_;  // when the last reply batch was written
 
   upstream::AsyncEvent output_ready_;
-  upstream::AsyncEvent slots_drained_;
+  // Made by the first request that waits for room in the pipeline (rare): an idle client
+  // holds no timer for it.
+  std::unique_ptr<upstream::AsyncEvent> slots_drained_;
   bool waiting_for_slots_ = false;
   bool authenticated_ = true;  // false until the handler says the client passed AUTH
   bool stop_reading_ = false;

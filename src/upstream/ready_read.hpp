@@ -61,7 +61,7 @@ class ReadyRead final : public boost::asio::detail::reactor_op {
 
  private:
   // The completion handler, stored in place (a coroutine's is its executor and a pointer).
-  static constexpr std::size_t kHandlerRoom = 96;
+  static constexpr std::size_t kHandlerRoom = 80;
 
   template <class Handler>
   void start(boost::asio::ip::tcp::socket& socket, Handler handler) {
