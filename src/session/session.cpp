@@ -43,7 +43,7 @@ constexpr std::size_t kMaxRequestBeforeAuth = 10 * (16 * 1024 + 32);
 
 template <class Stream>
 Session<Stream>::Session(Stream stream, Worker& worker)
-    : stream_(std::move(stream)), worker_(worker), output_ready_(stream_.get_executor()) {
+    : stream_(std::move(stream)), worker_(worker) {
   const auto& client = worker_.settings.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
@@ -89,13 +89,15 @@ void Session<Stream>::start() {
   worker_.info.connected_clients.fetch_add(1, std::memory_order_relaxed);
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
   read_at_ = std::chrono::steady_clock::now();  // a client that never sends is idle from here
+  if constexpr (std::is_same_v<Stream, PlainStream>) {
+    error_code ignored;
+    stream_.non_blocking(true, ignored);  // write_some sends without blocking
+  }
   loops_running_ = 2;
   worker_.sessions.insert(this);
   auto self = this->shared_from_this();
   asio::co_spawn(
       stream_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
-  asio::co_spawn(
-      stream_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
   // Accepted just before the listener closed: it gets its last replies like the others.
   if (worker_.draining) drain();
 }
@@ -106,7 +108,7 @@ void Session<Stream>::drain() {
   stop_reading_ = true;
   draining_ = true;
   handler_->drain();
-  output_ready_.notify();
+  want_write();
 }
 
 // Requests that arrive while draining are read and dropped until the client closes: closing a
@@ -140,7 +142,7 @@ awaitable<void> Session<Stream>::read_loop() {
       input_.commit(n);
       unverified_drain_ = reader_.last_read_drained();
       read_at_ = std::chrono::steady_clock::now();
-      co_await process_input();
+      if (!process_ready_input()) co_await process_input();
       input_.release();
     }
   } else {
@@ -152,7 +154,11 @@ awaitable<void> Session<Stream>::read_loop() {
   if (!stop_reading_ && !closed_) handler_->drain();
   if (draining_) co_await discard_input();
   reader_done_ = true;
-  output_ready_.notify();
+  if (linger_) {
+    finish_writes();  // the client's FIN came during the linger
+  } else {
+    want_write();
+  }
   finish_loop();
 }
 
@@ -198,17 +204,44 @@ awaitable<void> Session<Stream>::read_tls() {
       if (ec || closed_) break;
       input_.commit(n);
       read_at_ = std::chrono::steady_clock::now();
-      co_await process_input();
+      if (!process_ready_input()) co_await process_input();
     }
   }
   co_return;
 }
 
+// Dispatches the complete requests in the input without a coroutine frame (a frame is an
+// allocation per read): it stops, leaving the request unconsumed, at the first one that is
+// partial, bad, or that dispatch_now cannot take, for process_input.
+template <class Stream>
+bool Session<Stream>::process_ready_input() {
+  const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
+  while (!stop_reading_ && !closed_ && !input_.empty()) {
+    const std::string_view pending = input_.pending();
+    const auto parsed =
+        resp::parse_request(pending, authenticated_ ? limits_ : kBeforeAuth, argv_, scratch_);
+    if (parsed.status != resp::ParseStatus::ok) return false;
+    if (!argv_.empty()) {
+      const std::string_view raw = pending.substr(0, parsed.consumed);
+      if (!dispatch_now(resp::Request{argv_, parsed.inline_form ? std::string_view() : raw},
+                        target)) {
+        return false;
+      }
+    }
+    input_.consume(parsed.consumed);
+    if (!authenticated_) authenticated_ = handler_->authenticated();
+  }
+  return true;
+}
+
+// Where process_ready_input stopped: the front request is partial, bad, or must wait (full
+// pipeline, tunnel, a retry); once it is handled the rest goes through process_ready_input again.
 template <class Stream>
 awaitable<void> Session<Stream>::process_input() {
   // One reference for the whole batch: handlers keep it for replies that complete later.
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
-  while (!stop_reading_ && !closed_ && !input_.empty()) {
+  do {
+    if (stop_reading_ || closed_ || input_.empty()) co_return;
     const std::string_view pending = input_.pending();
     const auto parsed =
         resp::parse_request(pending, authenticated_ ? limits_ : kBeforeAuth, argv_, scratch_);
@@ -219,11 +252,11 @@ awaitable<void> Session<Stream>::process_input() {
       if (pending.size() > max_request) {
         reject_protocol("Protocol error: request larger than client.max_request");
       }
-      break;
+      co_return;
     }
     if (parsed.status != resp::ParseStatus::ok) {
       reject_protocol(parsed.error);
-      break;
+      co_return;
     }
     if (!argv_.empty()) {
       const std::string_view raw = pending.substr(0, parsed.consumed);
@@ -234,7 +267,7 @@ awaitable<void> Session<Stream>::process_input() {
     }
     input_.consume(parsed.consumed);
     if (!authenticated_) authenticated_ = handler_->authenticated();
-  }
+  } while (!process_ready_input());
 }
 
 template <class Stream>
@@ -285,7 +318,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
       push(last_reply);
       stop_reading_ = true;
       close_after_flush_ = true;
-      output_ready_.notify();
+      want_write();
     }
     co_return;
   }
@@ -332,7 +365,7 @@ void Session<Stream>::after_handle(Action action, std::uint64_t tag) {
     slots_[tag - first_tag_].close_after = true;
   } else {
     close_after_flush_ = true;
-    output_ready_.notify();
+    want_write();
   }
 }
 
@@ -438,14 +471,14 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     waiting_for_slots_ = false;
     if (slots_drained_) slots_drained_->notify();
   }
-  output_ready_.notify();
+  want_write();
   check_output_limit();
 }
 
 template <class Stream>
 void Session<Stream>::push(std::string_view bytes) {
   output_.append(bytes);
-  output_ready_.notify();
+  want_write();
   check_output_limit();
 }
 
@@ -481,7 +514,7 @@ void Session<Stream>::abort() {
   stop_reading_ = true;
   error_code ignored;
   socket().close(ignored);
-  output_ready_.notify();
+  want_write();
   if (slots_drained_) slots_drained_->notify();
 }
 
@@ -495,46 +528,96 @@ void Session<Stream>::close_if_idle(std::chrono::milliseconds idle) {
   abort();
 }
 
+// Schedules one write for this turn of the event loop, so the replies completed in the turn
+// leave together; a session with nothing to send holds no coroutine, timer or buffer for it.
 template <class Stream>
-awaitable<void> Session<Stream>::write_loop() {
-  auto self = this->shared_from_this();
-  while (!closed_) {
-    if (output_.empty()) {
-      if (close_after_flush_ || ((reader_done_ || draining_) && slots_.empty())) break;
-      co_await output_ready_.wait();
-      continue;
-    }
-    writing_.swap(output_);
-    error_code ec;
-    co_await asio::async_write(stream_, asio::buffer(writing_),
-                               asio::redirect_error(use_awaitable, ec));
-    if (ec) break;
-    // Only client.idle_timeout reads it: no clock read per write batch without one.
-    if (worker_.settings.client.idle_timeout.count() > 0) {
-      written_at_ = std::chrono::steady_clock::now();
-    }
-    writing_.clear();
-    if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
+void Session<Stream>::want_write() {
+  if (writing_now_ || write_posted_ || writes_ended_) return;
+  write_posted_ = true;
+  // Posted to the io_context itself: through the type-erased executor a post costs two mallocs.
+  asio::post(worker_.io, [self = this->shared_from_this()] { self->write_some(); });
+}
+
+template <class Stream>
+void Session<Stream>::write_some() {
+  write_posted_ = false;
+  if (writing_now_ || writes_ended_) return;
+  if (closed_) {
+    end_writes();
+    return;
   }
+  if (output_.empty()) {
+    if (close_after_flush_ || ((reader_done_ || draining_) && slots_.empty())) end_writes();
+    return;
+  }
+  writing_.swap(output_);
+  std::size_t sent = 0;
+  if constexpr (std::is_same_v<Stream, PlainStream>) {
+    // Most batches fit in the socket's buffer: one send, with no asynchronous operation (and
+    // its allocations) unless the socket pushes back.
+    error_code ec;
+    sent = stream_.write_some(asio::buffer(writing_), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+      end_writes();
+      return;
+    }
+    if (sent == writing_.size()) {
+      written();
+      write_some();  // the end, if that was the last reply
+      return;
+    }
+  }
+  writing_now_ = true;
+  asio::async_write(stream_, asio::buffer(writing_.data() + sent, writing_.size() - sent),
+                    [self = this->shared_from_this()](const error_code& ec, std::size_t) {
+                      self->writing_now_ = false;
+                      if (ec) {
+                        self->end_writes();
+                        return;
+                      }
+                      self->written();
+                      self->write_some();  // what completed during the write, or the end
+                    });
+}
+
+template <class Stream>
+void Session<Stream>::written() {
+  // Only client.idle_timeout reads it: no clock read per write batch without one.
+  if (worker_.settings.client.idle_timeout.count() > 0) {
+    written_at_ = std::chrono::steady_clock::now();
+  }
+  writing_.clear();
+  if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
+}
+
+// After the last reply (or a failed write): our FIN; when draining, the last reply and our FIN
+// are out, so wait a little for the client's FIN (read by discard_input), so that the close
+// sends no reset over replies still in flight.
+template <class Stream>
+void Session<Stream>::end_writes() {
+  writes_ended_ = true;
   if (!closed_) {
     error_code ignored;
     socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   }
-  if (draining_ && !closed_) co_await linger();
-  abort();
-  finish_loop();
+  if (draining_ && !closed_ && !reader_done_) {
+    constexpr auto kLinger = std::chrono::milliseconds(500);
+    linger_ = std::make_unique<asio::steady_timer>(stream_.get_executor(), kLinger);
+    linger_->async_wait([self = this->shared_from_this()](const error_code& ec) {
+      if (!ec) self->finish_writes();
+    });
+    return;
+  }
+  finish_writes();
 }
 
-// The last reply and our FIN are out: wait a little for the client's FIN (read by
-// discard_input), so that the close sends no reset over replies still in flight.
 template <class Stream>
-awaitable<void> Session<Stream>::linger() {
-  constexpr auto kLinger = std::chrono::milliseconds(500);
-  asio::steady_timer deadline(stream_.get_executor(), kLinger);
-  deadline.async_wait([this](const error_code& ec) {
-    if (!ec) abort();
-  });
-  while (!reader_done_ && !closed_) co_await output_ready_.wait();
+void Session<Stream>::finish_writes() {
+  if (writes_finished_) return;
+  writes_finished_ = true;
+  if (linger_) linger_->cancel();
+  abort();
+  finish_loop();
 }
 
 template <class Stream>

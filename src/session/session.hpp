@@ -15,6 +15,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
@@ -78,12 +79,18 @@ class Session : public upstream::ReplyTarget,
   // engine may hold decrypted bytes the socket no longer shows as readable.
   boost::asio::awaitable<void> read_tls();
   auto& socket() { return stream_.lowest_layer(); }
-  boost::asio::awaitable<void> write_loop();
+  void want_write();
+  void write_some();
+  void written();  // a batch is out
+  void end_writes();
+  void finish_writes();
   boost::asio::awaitable<void> discard_input();
   upstream::AsyncEvent& slots_drained();
-  boost::asio::awaitable<void> linger();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
+  // The common case of process_input, with no coroutine frame: true when every complete request
+  // was dispatched; false when one needs process_input (back-pressure, a partial or bad one).
+  bool process_ready_input();
   // The common case without a coroutine frame: false when the request must wait (tunnel,
   // full pipeline, a handler that asks for a retry), for dispatch() to handle it.
   bool dispatch_now(const resp::Request& request,
@@ -122,7 +129,6 @@ class Session : public upstream::ReplyTarget,
   std::chrono::steady_clock::time_point read_at_;     // when the requests being parsed arrived
   std::chrono::steady_clock::time_point written_at_;  // when the last reply batch was written
 
-  upstream::AsyncEvent output_ready_;
   // Made by the first request that waits for room in the pipeline (rare): an idle client
   // holds no timer for it.
   std::unique_ptr<upstream::AsyncEvent> slots_drained_;
@@ -133,7 +139,12 @@ class Session : public upstream::ReplyTarget,
   bool close_after_flush_ = false;
   bool reader_done_ = false;
   bool closed_ = false;
-  int loops_running_ = 0;
+  int loops_running_ = 0;      // the reader and the writer, each until it finished
+  bool writing_now_ = false;   // an async_write of writing_ is in flight
+  bool write_posted_ = false;  // write_some is queued for this turn
+  bool writes_ended_ = false;  // the last reply went (or a write failed): FIN, then the end
+  bool writes_finished_ = false;
+  std::unique_ptr<boost::asio::steady_timer> linger_;  // draining: waiting for the client's FIN
   bool unverified_drain_ = false;  // the last read was taken as draining the socket
   std::uint32_t queued_us_ = 0;    // how long the request being handed over waited (dispatch())
   // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the

@@ -13,7 +13,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include "metrics/metrics.hpp"
@@ -420,9 +422,16 @@ bool Connection::deliver_replies(std::uint64_t generation) {
 void Connection::start_flush() {
   flushing_ = true;
   // Posted, so every command queued in this turn of the event loop leaves in the same write.
-  asio::post(executor_, [self = shared_from_this(), generation = generation_] {
+  auto flush = [self = shared_from_this(), generation = generation_] {
     self->write_batch(generation);
-  });
+  };
+  // Through the type-erased executor a post costs two mallocs; the io_context's own executor
+  // takes the handler's memory from its per-thread cache.
+  if (const auto* io = executor_.target<asio::io_context::executor_type>()) {
+    asio::post(*io, std::move(flush));
+  } else {
+    asio::post(executor_, std::move(flush));
+  }
 }
 
 void Connection::write_batch(std::uint64_t generation) {
