@@ -249,7 +249,7 @@ void Server::run() {
 }
 
 // ReadyRead's one blind spot (a client whose last bytes and hang-up arrived in one wake-up): each
-// session whose last read was taken as draining the socket is checked once, within a second.
+// session whose last read was taken as draining the socket, and quiet since, is checked once.
 static awaitable<void> hangup_sweep(Worker& worker) {
   constexpr auto kEvery = std::chrono::seconds(1);
   asio::steady_timer timer(worker.io);

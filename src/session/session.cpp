@@ -141,6 +141,7 @@ awaitable<void> Session<Stream>::read_loop() {
       if (ec || closed_) break;
       input_.commit(n);
       unverified_drain_ = reader_.last_read_drained();
+      quiet_sweeps_ = 0;
       read_at_ = std::chrono::steady_clock::now();
       if (!process_ready_input()) co_await process_input();
       input_.release();
@@ -168,6 +169,9 @@ template <class Stream>
 void Session<Stream>::check_hangup() {
   if constexpr (std::is_same_v<Stream, PlainStream>) {
     if (!unverified_drain_ || closed_ || stop_reading_) return;
+    // Only a client quiet for a whole sweep interval is checked: one that keeps sending is
+    // heard from anyway, and a check per request would cost what ReadyRead saves.
+    if (++quiet_sweeps_ < 2) return;
     unverified_drain_ = false;
     if (!upstream::peer_hung_up(stream_)) return;
     // A wait on the socket's (empty) error queue makes the reactor re-arm epoll for it, which

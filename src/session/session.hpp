@@ -146,6 +146,7 @@ class Session : public upstream::ReplyTarget,
   bool writes_finished_ = false;
   std::unique_ptr<boost::asio::steady_timer> linger_;  // draining: waiting for the client's FIN
   bool unverified_drain_ = false;  // the last read was taken as draining the socket
+  std::uint8_t quiet_sweeps_ = 0;  // hang-up sweeps since that read
   std::uint32_t queued_us_ = 0;    // how long the request being handed over waited (dispatch())
   // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the
   // slots rather than in each one.
