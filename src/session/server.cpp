@@ -249,9 +249,10 @@ void Server::run() {
 }
 
 // ReadyRead's one blind spot (a client whose last bytes and hang-up arrived in one wake-up): each
-// session whose last read was taken as draining the socket, and quiet since, is checked once.
+// session whose last read was taken as draining the socket, and quiet for a whole interval since,
+// is checked once.
 static awaitable<void> hangup_sweep(Worker& worker) {
-  constexpr auto kEvery = std::chrono::seconds(1);
+  constexpr auto kEvery = std::chrono::milliseconds(500);
   asio::steady_timer timer(worker.io);
   for (;;) {
     timer.expires_after(kEvery);

@@ -104,7 +104,8 @@ bool peer_hung_up(asio::ip::tcp::socket& socket) {
   if (!socket.is_open()) return false;
   char byte = 0;
   const auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0;
+  // 0: the peer's FIN; an error other than "nothing yet": a reset (ECONNRESET) or a dead link.
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 }  // namespace corral::upstream

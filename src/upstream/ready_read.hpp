@@ -97,8 +97,8 @@ class ReadyRead final : public boost::asio::detail::reactor_op {
   void (*destroy_)(unsigned char*) = nullptr;
 };
 
-// True when the peer closed its side and every byte before that was read: one recv(MSG_PEEK),
-// for the rare check that backs up ReadyRead's guess.
+// True when the peer closed its side (or reset the connection) and every byte before that was
+// read: one recv(MSG_PEEK), for the rare check that backs up ReadyRead's guess.
 bool peer_hung_up(boost::asio::ip::tcp::socket& socket);
 
 }  // namespace corral::upstream

@@ -402,7 +402,7 @@ def test_last_request_and_hang_up_in_one_segment(stack):
     """A client that sends its last request and shuts its side down in one TCP segment (data and
     FIN together: one wake-up for Corral, whose read takes the socket as drained) gets its reply,
     and then Corral sees the hang-up and closes, as Redis does (found by the io thread's hang-up
-    sweep within about two seconds, since no further readiness edge comes)."""
+    sweep within about a second, since no further readiness edge comes)."""
     with stack.raw() as a:
         # Corked, the request waits in the kernel and the FIN of shutdown() rides on its segment.
         a.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)

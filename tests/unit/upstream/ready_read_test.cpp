@@ -167,3 +167,13 @@ TEST_CASE("ReadyRead ends with eof when the peer closes while it waits") {
   pair.io.run();
   CHECK(ec == asio::error::eof);
 }
+
+TEST_CASE("peer_hung_up finds a reset that came with the last bytes") {
+  SocketPair pair;
+  asio::write(pair.writer, asio::buffer(std::string("last words")));
+  pair.writer.set_option(asio::socket_base::linger(true, 0));
+  pair.writer.close();  // with linger 0: a reset
+  char bytes[32];
+  CHECK(pair.reader.read_some(asio::buffer(bytes)) == 10);
+  CHECK(corral::upstream::peer_hung_up(pair.reader));
+}
