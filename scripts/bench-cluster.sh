@@ -2,11 +2,14 @@
 # Cluster benchmark: redis-benchmark GET/SET (50 clients, pipeline 1 and 16, random keys over all
 # slots) against Corral on a 3-primary Redis Cluster, straight to the nodes (`redis-benchmark
 # --cluster`, a cluster-aware client with no hop) and predixy if PREDIXY_BIN is set, in one run;
-# then the stampede benchmark with its hot key on the cluster.
+# then the stampede benchmark with its hot key on the cluster. For every target, the CPU time per
+# request of the process(es) serving it (/proc/PID/stat; "direct": the three primaries) and, in one
+# more run with perf attached, their system calls per request (perf stat -e 'syscalls:sys_enter_*').
 # Usage: scripts/bench-cluster.sh [--out FILE] [--no-stampede]   (FILE: also write the report there)
-# Env: CORRAL_BIN (skip the build), PREDIXY_BIN, CORRAL_THREADS (auto), BENCH_RUNS (3),
+# Env: CORRAL_BIN (skip the build), PREDIXY_BIN, BASELINE_BIN (another corral build, measured as "baseline"), CORRAL_THREADS (1; predixy gets as many), BENCH_RUNS (3),
 #      BENCH_REQUESTS (2000000 at pipeline 16), BENCH_REQUESTS_P1 (200000), BENCH_CLIENTS (50),
-#      BENCH_KEYSPACE (100000), BENCH_CLUSTER_REPLICAS (0: all cores to the primaries),
+#      BENCH_KEYSPACE (100000), BENCH_VALUE_SIZE (100), BENCH_SYSCALL_RUNS (1: perf runs per cell),
+#      BENCH_CLUSTER_REPLICAS (0: all cores to the primaries),
 #      STAMPEDE_LOAD_BIN, STAMPEDE_CLIENTS (1000), STAMPEDE_DURATION (12), STAMPEDE_TTL_MS (2000),
 #      STAMPEDE_FETCH_MS (200), STAMPEDE_FLEET_SIZE (3)
 #
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$out_file" ] || out_file=$(realpath -m "$out_file")
 
-threads=${CORRAL_THREADS:-auto}
+threads=${CORRAL_THREADS:-1}
 runs=${BENCH_RUNS:-3}
 # redis-benchmark --cluster reports its rate in coarse steps on short runs (200,000 requests at
 # pipeline 16 came out as 793k, 395k, 263k or 195k rps): long runs keep the ratio honest.
@@ -46,6 +49,8 @@ requests_p16=${BENCH_REQUESTS:-2000000}
 requests_p1=${BENCH_REQUESTS_P1:-200000}
 clients=${BENCH_CLIENTS:-50}
 keyspace=${BENCH_KEYSPACE:-100000}
+value_size=${BENCH_VALUE_SIZE:-100}
+syscall_runs=${BENCH_SYSCALL_RUNS:-1}
 replicas=${BENCH_CLUSTER_REPLICAS:-0}
 st_clients=${STAMPEDE_CLIENTS:-1000}
 st_duration=${STAMPEDE_DURATION:-12}
@@ -53,7 +58,7 @@ st_ttl_ms=${STAMPEDE_TTL_MS:-2000}
 st_fetch_ms=${STAMPEDE_FETCH_MS:-200}
 st_fleet=${STAMPEDE_FLEET_SIZE:-3}
 host=127.0.0.1
-for n in "$runs" "$requests_p16" "$requests_p1" "$clients" "$keyspace" "$replicas" "$st_clients" \
+for n in "$value_size" "$syscall_runs" "$runs" "$requests_p16" "$requests_p1" "$clients" "$keyspace" "$replicas" "$st_clients" \
   "$st_duration" "$st_ttl_ms" "$st_fetch_ms" "$st_fleet"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "not a whole number in the BENCH_/STAMPEDE_ settings: $n" >&2; exit 2; }
 done
@@ -79,6 +84,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 # shellcheck source=scripts/lib/processes.sh
 source "$CORRAL_ROOT/scripts/lib/processes.sh"
 track_processes corral-bench-cluster
+# shellcheck source=scripts/lib/proc_cost.sh
+source "$CORRAL_ROOT/scripts/lib/proc_cost.sh"
 cluster_dir=$workdir/cluster
 stop_everything() {
   local status=$?
@@ -93,7 +100,7 @@ read -r -a nodes <<<"$(CLUSTER_OWNER_PID=$$ "$CORRAL_ROOT/scripts/cluster.sh" st
   --primaries 3 --replicas "$replicas")"
 seed=${nodes[0]}
 
-declare -A port_of=() skipped=() commands_used=()
+declare -A port_of=() pid_of=() skipped=() commands_used=()
 
 # wait_port PORT PID LOG NAME: until PING answers there.
 wait_port() {
@@ -112,12 +119,12 @@ seeds_yaml() {
   echo "[$out]"
 }
 
-# start_corral NAME [POLICY_YAML]: a Corral on the cluster; sets started_port (or fails, the reason in
-# skipped[NAME]). Not called in $(...): its pid must reach `pids` for the cleanup.
+# start_corral NAME [POLICY_YAML] [BINARY]: a Corral on the cluster; sets started_port (or fails, the
+# reason in skipped[NAME]). Not called in $(...): its pid must reach `pids` for the cleanup.
 started_port=""
 started_pid=""
 start_corral() {
-  local name=$1 policy=${2:-} port metrics check
+  local name=$1 policy=${2:-} bin=${3:-$corral_bin} port metrics check
   port=$(free_port)
   metrics=$(free_port)
   {
@@ -128,11 +135,11 @@ start_corral() {
     echo "upstream: { cluster: $(seeds_yaml) }"
     [ -z "$policy" ] || printf 'policies:\n%s\n' "$policy"
   } >"$workdir/$name.yml"
-  if ! check=$("$corral_bin" --check-config "$workdir/$name.yml" 2>&1); then
+  if ! check=$("$bin" --check-config "$workdir/$name.yml" 2>&1); then
     skipped[$name]="--check-config: $(echo "$check" | tail -n +2 | head -2 | tr '\n' ' ')"
     return 1
   fi
-  "$corral_bin" -c "$workdir/$name.yml" >"$workdir/$name.log" 2>&1 &
+  "$bin" -c "$workdir/$name.yml" >"$workdir/$name.log" 2>&1 &
   pids+=("$!")
   started_pid=$!
   wait_port "$port" "$started_pid" "$workdir/$name.log" "$name" || return 1
@@ -145,7 +152,7 @@ start_predixy() {
   {
     echo "Name CorralBench"
     echo "Bind $host:$port"
-    echo "WorkerThreads $(nproc)"
+    echo "WorkerThreads $([ "$threads" = auto ] && nproc || echo "$threads")"
     echo "ClientTimeout 300"
     echo "LogVerbSample 0"
     echo "LogDebugSample 0"
@@ -165,7 +172,8 @@ start_predixy() {
   } >"$workdir/predixy.conf"
   "$predixy_bin" "$workdir/predixy.conf" >"$workdir/predixy.log" 2>&1 &
   pids+=("$!")
-  wait_port "$port" "$!" "$workdir/predixy.log" predixy || return 1
+  started_pid=$!
+  wait_port "$port" "$started_pid" "$workdir/predixy.log" predixy || return 1
   started_port=$port
 }
 
@@ -188,9 +196,20 @@ valid() {
 
 targets="direct"
 port_of[direct]=$seed
-if start_corral corral; then port_of[corral]=$started_port; targets+=" corral"; fi
+# Direct requests cost the primaries, each the process listed in its INFO.
+for p in "${nodes[@]}"; do
+  if [ "$(redis-cli -h "$host" -p "$p" ROLE | head -1)" = master ]; then
+    pid_of[direct]+="${pid_of[direct]:+,}$(redis-cli -h "$host" -p "$p" INFO server | awk -F: '/^process_id:/ {print $2+0}')"
+  fi
+done
+if start_corral corral; then port_of[corral]=$started_port; pid_of[corral]=$started_pid; targets+=" corral"; fi
+if [ -n "${BASELINE_BIN:-}" ] && start_corral baseline "" "$(realpath "$BASELINE_BIN")"; then
+  port_of[baseline]=$started_port
+  pid_of[baseline]=$started_pid
+  targets+=" baseline"
+fi
 if [ -n "$predixy_bin" ]; then
-  if start_predixy; then port_of[predixy]=$started_port; targets+=" predixy"; fi
+  if start_predixy; then port_of[predixy]=$started_port; pid_of[predixy]=$started_pid; targets+=" predixy"; fi
 else
   skipped[predixy]="PREDIXY_BIN not set"
 fi
@@ -203,24 +222,31 @@ targets=$checked
 
 echo "== filling $keyspace keys over all slots" >&2
 redis-benchmark --cluster -h "$host" -p "$seed" -c "$clients" -n $((keyspace * 2)) -r "$keyspace" \
-  -P 16 -t set -q >/dev/null 2>&1
+  -P 16 -d "$value_size" -t set -q >/dev/null 2>&1
 
 failures=0
-# measure TARGET TEST PIPELINE: one redis-benchmark run; appends "rps p50 p99" to its results file.
+# measure TARGET TEST PIPELINE [syscalls]: one redis-benchmark run; appends "rps p50 p99" to its results
+# file and the CPU us per request to its cost file; with `syscalls`, a run under perf that records
+# only the syscalls per request (sys file).
 measure() {
-  local target=$1 test=$2 pipeline=$3 n=$requests_p1
+  local target=$1 test=$2 pipeline=$3 syscalls=${4:-} n=$requests_p1 pid=${pid_of[$1]:-}
   [ "$pipeline" -eq 1 ] || n=$requests_p16
   # redis-benchmark retries a refused connection forever: a target that stops answering must fail.
   local cmd=(timeout 300 redis-benchmark -h "$host" -p "${port_of[$target]}" -c "$clients" -n "$n"
-    -r "$keyspace" -P "$pipeline" -t "$test" --csv)
+    -r "$keyspace" -P "$pipeline" -d "$value_size" -t "$test" --csv)
   [ "$target" != direct ] || cmd+=(--cluster)
   commands_used["$target"]="${cmd[*]}"
-  local status=0 bench_pid
+  local status=0 bench_pid cost="n/a n/a n/a"
+  [ -z "$pid" ] || cost_begin "$pid" "$syscalls"
   "${cmd[@]}" >"$workdir/out.csv" 2>"$workdir/out.err" &
   bench_pid=$!
   pids+=("$bench_pid")
   wait "$bench_pid" || status=$?
   forget_pid "$bench_pid"
+  if [ -n "$pid" ]; then
+    cost_end "$pid" "$n"
+    cost=$cost_result
+  fi
   local line
   line=$(awk -F'"' -v t="${test^^}" '$2 == t { print $4, $10, $14 }' "$workdir/out.csv" | tail -1)
   if [ "$status" -ne 0 ] || [ -z "$line" ]; then
@@ -228,8 +254,14 @@ measure() {
     failures=$((failures + 1))
     return 0
   fi
+  if [ -n "$syscalls" ]; then
+    echo "${cost#* }" >>"$workdir/sys.$target.$test.$pipeline"
+    echo "   $target $test P$pipeline: syscalls/request, most frequent = ${cost#* }" >&2
+    return 0
+  fi
   echo "$line" >>"$workdir/res.$target.$test.$pipeline"
-  echo "   $target $test P$pipeline: rps p50 p99 = $line   (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  echo "${cost%% *}" >>"$workdir/cost.$target.$test.$pipeline"
+  echo "   $target $test P$pipeline: rps p50 p99 = $line, CPU us/request ${cost%% *}   (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 }
 
 median() {
@@ -246,6 +278,11 @@ for test in get set; do
     for run in $(seq "$runs"); do
       echo "== $test P$pipeline run $run/$runs" >&2
       for target in $targets; do measure "$target" "$test" "$pipeline"; done
+    done
+    cost_perf_available || continue
+    for run in $(seq "$syscall_runs"); do
+      echo "== $test P$pipeline syscalls run $run/$syscall_runs (perf attached)" >&2
+      for target in $targets; do measure "$target" "$test" "$pipeline" syscalls; done
     done
   done
 done
@@ -371,6 +408,16 @@ report() {
         "$(rps_fmt "${p[0]}") | $(ratio "${p[0]}" "${d[0]}") | ${d[1]} | ${c[1]} | ${p[1]} | ${d[2]} | ${c[2]} | ${p[2]} |"
     done
   done
+  echo
+  local peer=predixy
+  [ -n "${port_of[predixy]:-}" ] || peer=direct
+  echo "## What each request costs the process(es) serving it (medians; ratios to $peer)"
+  echo
+  echo "CPU: utime+stime over the run / requests, the median of $runs runs (perf off); direct: the"
+  echo "three primaries together. Syscalls: perf stat -e 'syscalls:sys_enter_*' -p PID(s) over"
+  echo "$syscall_runs more run(s) (perf on: slower)."
+  echo
+  cost_table "" "$peer" "$targets" "get set"
   echo
   if [ "$stampede" -eq 1 ]; then
     echo "## Stampede: $st_clients clients on one hot key, TTL ${st_ttl_ms} ms, fetch ${st_fetch_ms} ms, ${st_duration} s"

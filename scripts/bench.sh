@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Passthrough benchmark: redis-benchmark GET/SET against redis-server, twemproxy and Corral side by side,
-# plus an "I/O only" row (Corral's session layer answering from memory: what the I/O layer alone costs)
-# and the memory an idle client connection costs.
+# Passthrough benchmark: redis-benchmark GET/SET against redis-server, twemproxy, Corral and predixy
+# (PREDIXY_BIN) side by side, plus an "I/O only" row (Corral's session layer answering from memory: what
+# the I/O layer alone costs) and the memory an idle client connection costs. For every target, the CPU
+# time its process spent per request (/proc/PID/stat) and, in one more run with perf attached, its
+# system calls per request (perf stat -e 'syscalls:sys_enter_*', when perf works).
 # Usage: scripts/bench.sh [--out FILE | FILE]   (FILE: also write the markdown report there)
-# Env: CORRAL_BIN (use this binary, skip the build), CORRAL_THREADS (auto), BENCH_RUNS (3),
+# Env: CORRAL_BIN (use this binary, skip the build), CORRAL_THREADS (1; predixy gets as many), BENCH_RUNS (3),
 #      BENCH_REQUESTS (200000 at pipeline 16), BENCH_REQUESTS_P1 (BENCH_REQUESTS/2), BENCH_CLIENTS (50),
-#      BENCH_KEYSPACE (100000), BENCH_CACHE=1 (also the "cache hits" section),
+#      BENCH_KEYSPACE (100000), BENCH_VALUE_SIZE (100), BENCH_CACHE=1 (also the "cache hits" section),
+#      PREDIXY_BIN (a predixy binary: measured as "predixy" in front of the same redis-server),
+#      BENCH_TARGETS (the passthrough targets, default all: redis twemproxy corral predixy io_only
+#      corral_tls io_only_tls redis_tls corral_resp3 redis_resp3), BENCH_SYSCALL_RUNS (1: perf runs per cell),
 #      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure),
 #      BASELINE_BIN (another corral binary, e.g. an older build: measured in the same run as "baseline")
 #
@@ -31,12 +36,14 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$out_file" ] || out_file=$(realpath -m "$out_file")
 
-threads=${CORRAL_THREADS:-auto}
+threads=${CORRAL_THREADS:-1}
 runs=${BENCH_RUNS:-3}
 requests_p16=${BENCH_REQUESTS:-200000}
 requests_p1=${BENCH_REQUESTS_P1:-$((requests_p16 / 2))}
 clients=${BENCH_CLIENTS:-50}
 keyspace=${BENCH_KEYSPACE:-100000}
+value_size=${BENCH_VALUE_SIZE:-100}
+syscall_runs=${BENCH_SYSCALL_RUNS:-1}
 cache_section=${BENCH_CACHE:-0}
 idle_clients=${BENCH_IDLE_CLIENTS:-10000}
 host=127.0.0.1
@@ -51,6 +58,11 @@ else
   corral_bin=$CORRAL_ROOT/build/release/src/corral
 fi
 [ -x "$corral_bin" ] || { echo "no corral binary at $corral_bin" >&2; exit 1; }
+predixy_bin=""
+if [ -n "${PREDIXY_BIN:-}" ]; then
+  predixy_bin=$(realpath "$PREDIXY_BIN")
+  [ -x "$predixy_bin" ] || { echo "PREDIXY_BIN=$PREDIXY_BIN is not an executable" >&2; exit 2; }
+fi
 io_only_bin=${IO_ONLY_BIN:-$CORRAL_ROOT/build/release/tests/bench/io_only_server}
 [ -n "${IO_ONLY_BIN:-}" ] || (cd "$CORRAL_ROOT" && cmake --build --preset release --target io_only_server >&2)
 
@@ -58,6 +70,8 @@ io_only_bin=${IO_ONLY_BIN:-$CORRAL_ROOT/build/release/tests/bench/io_only_server
 # shellcheck source=scripts/lib/processes.sh
 source "$CORRAL_ROOT/scripts/lib/processes.sh"
 track_processes corral-bench
+# shellcheck source=scripts/lib/proc_cost.sh
+source "$CORRAL_ROOT/scripts/lib/proc_cost.sh"
 
 # wait_ready PORT PID NAME: until a GET through PORT answers (the same probe works for all three).
 wait_ready() {
@@ -108,6 +122,39 @@ EOF
   wait_ready "$twem_port" "$twem_pid" nutcracker
 }
 
+# predixy in front of the same redis-server, with as many worker threads as Corral.
+start_predixy() {
+  predixy_port=$(free_port)
+  local workers=$threads
+  [ "$workers" != auto ] || workers=$(nproc)
+  cat >"$workdir/predixy.conf" <<EOF
+Name CorralBench
+Bind $host:$predixy_port
+WorkerThreads $workers
+ClientTimeout 300
+LogVerbSample 0
+LogDebugSample 0
+LogInfoSample 0
+Authority {
+  Auth {
+    Mode write
+  }
+}
+StandaloneServerPool {
+  RefreshMethod fixed
+  Hash crc16
+  Distribution modula
+  Group shard001 {
+    + $host:$redis_port
+  }
+}
+EOF
+  "$predixy_bin" "$workdir/predixy.conf" >"$workdir/predixy.log" 2>&1 &
+  predixy_pid=$!
+  pids+=("$predixy_pid")
+  wait_ready "$predixy_port" "$predixy_pid" predixy
+}
+
 # start_corral NAME [extra YAML lines] [binary]: sets corral_port and corral_pid.
 start_corral() {
   local name=$1 extra=${2:-} bin=${3:-$corral_bin}
@@ -136,10 +183,12 @@ stop_pid() {
   forget_pid "$1"
 }
 
-# Every key the benchmark can touch exists before the first GET (redis-benchmark's key:%012d, 3 bytes).
+# Every key the benchmark can touch exists before the first GET (redis-benchmark's key:%012d, with a
+# value as long as redis-benchmark -d writes).
 populate() {
-  awk -v n="$keyspace" 'BEGIN { for (i = 0; i < n; i++) {
-      k = sprintf("key:%012d", i); printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$3\r\nxxx\r\n", length(k), k } }' |
+  awk -v n="$keyspace" -v size="$value_size" 'BEGIN { v = sprintf("%*s", size, ""); gsub(/ /, "x", v)
+    for (i = 0; i < n; i++) {
+      k = sprintf("key:%012d", i); printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(k), k, size, v } }' |
     redis-cli -h "$host" -p "$redis_port" --pipe >"$workdir/populate.log" 2>&1 ||
     { cat "$workdir/populate.log" >&2; exit 1; }
   grep -q "errors: 0, replies: $keyspace" "$workdir/populate.log" ||
@@ -147,7 +196,7 @@ populate() {
 }
 
 # A target answering errors fast would look fast to redis-benchmark, which counts any reply: check it.
-# (redis-benchmark's SET writes random 3-byte values, hence the length test on the benchmark key.)
+# (redis-benchmark's SET writes -d bytes, hence the length test on the benchmark key.)
 check_target() {
   local name=$1 port=$2 got
   got=$(redis-cli -h "$host" -p "$port" SET corral:bench:check v1 2>&1)
@@ -155,7 +204,8 @@ check_target() {
   got=$(redis-cli -h "$host" -p "$port" GET corral:bench:check 2>&1)
   [ "$got" = "v1" ] || { echo "$name: GET corral:bench:check gave '$got', not 'v1'" >&2; exit 1; }
   got=$(redis-cli -h "$host" -p "$port" GET key:000000000001 2>&1)
-  [ ${#got} -eq 3 ] || { echo "$name: GET key:000000000001 gave '$got', not a 3-byte value" >&2; exit 1; }
+  [ ${#got} -eq "$value_size" ] ||
+    { echo "$name: GET key:000000000001 gave '$got', not a $value_size-byte value" >&2; exit 1; }
 }
 
 redis_commands() { redis-cli -h "$host" -p "$redis_port" INFO stats | awk -F: '/^total_commands_processed:/ {print $2+0}'; }
@@ -191,18 +241,21 @@ start_io_only() {
 
 # --- measuring ------------------------------------------------------------------------------------
 declare -A port_of=()
+declare -A pid_of=()  # the process whose CPU time and syscalls a target's requests cost
 declare -A commands_used=()
 failures=0
 max_load=0
 
-# measure LABEL TARGET TEST PIPELINE: one redis-benchmark run; appends "rps p50 p99" to its results file.
+# measure LABEL TARGET TEST PIPELINE [syscalls]: one redis-benchmark run; appends "rps p50 p99" to its
+# results file and the process's CPU us per request to its cost file; with `syscalls`, a run under
+# perf that records only the syscalls per request (sys file).
 measure() {
-  local label=$1 target=$2 test=$3 pipeline=$4
-  local port=${port_of[$target]} n=$requests_p1
+  local label=$1 target=$2 test=$3 pipeline=$4 syscalls=${5:-}
+  local port=${port_of[$target]} n=$requests_p1 pid=${pid_of[$target]:-}
   [ "$pipeline" -eq 1 ] || n=$requests_p16
   # redis-benchmark retries a refused connection forever: a target that stops answering must fail.
   local cmd=(timeout 300 redis-benchmark -h "$host" -p "$port" -c "$clients" -n "$n" -r "$keyspace"
-    -P "$pipeline" -t "$test" --csv)
+    -P "$pipeline" -d "$value_size" -t "$test" --csv)
   case "$target" in
     *_tls) cmd+=(--tls --cacert "$workdir/ca.pem") ;;
     *_resp3) cmd+=(-3) ;;
@@ -212,6 +265,7 @@ measure() {
   load=$(cut -d' ' -f1 /proc/loadavg)
   max_load=$(awk -v a="$load" -v b="$max_load" 'BEGIN { print (a > b) ? a : b }')
   before=$(redis_commands)
+  [ -z "$pid" ] || cost_begin "$pid" "$syscalls"
   # In the background and waited for, so a TERM to this script reaches the trap without delay.
   "${cmd[@]}" >"$workdir/out.csv" 2>"$workdir/out.err" &
   bench_pid=$!
@@ -219,9 +273,19 @@ measure() {
   local status=0
   wait "$bench_pid" || status=$?
   forget_pid "$bench_pid"
+  local cost="n/a n/a n/a"
+  if [ -n "$pid" ]; then
+    cost_end "$pid" "$n"
+    cost=$cost_result
+  fi
   if [ "$status" -ne 0 ]; then
     echo "   $target $test P$pipeline: redis-benchmark failed: $(tail -3 "$workdir/out.err")" >&2
     failures=$((failures + 1))
+    return 0
+  fi
+  if [ -n "$syscalls" ]; then
+    echo "${cost#* }" >>"$workdir/sys.$label.$target.$test.$pipeline"
+    echo "   $target $test P$pipeline: syscalls/request, most frequent = ${cost#* }" >&2
     return 0
   fi
   after=$(redis_commands)
@@ -237,7 +301,8 @@ measure() {
     echo "   WARNING: $target $test P$pipeline: redis saw $((after - before)) commands for $n requests" >&2
   fi
   echo "$line" >>"$workdir/res.$label.$target.$test.$pipeline"
-  echo "   $target $test P$pipeline: rps p50 p99 = $line   (load $load)" >&2
+  echo "${cost%% *}" >>"$workdir/cost.$label.$target.$test.$pipeline"
+  echo "   $target $test P$pipeline: rps p50 p99 = $line, CPU us/request ${cost%% *}   (load $load)" >&2
 }
 
 # median LABEL TARGET TEST PIPELINE -> "rps p50 p99" of the run with the median rps, or "n/a n/a n/a".
@@ -260,6 +325,11 @@ run_matrix() {
       for run in $(seq "$runs"); do
         echo "== $label $test P$pipeline run $run/$runs" >&2
         for target in $targets; do measure "$label" "$target" "$test" "$pipeline"; done
+      done
+      cost_perf_available || continue
+      for run in $(seq "$syscall_runs"); do
+        echo "== $label $test P$pipeline syscalls run $run/$syscall_runs (perf attached)" >&2
+        for target in $targets; do measure "$label" "$target" "$test" "$pipeline" syscalls; done
       done
     done
   done
@@ -322,11 +392,20 @@ make_certs
 start_redis
 populate
 start_twemproxy
-pass_targets="redis twemproxy corral io_only corral_tls io_only_tls redis_tls corral_resp3 redis_resp3"
+pass_targets=${BENCH_TARGETS:-redis twemproxy corral predixy io_only corral_tls io_only_tls redis_tls corral_resp3 redis_resp3}
+if [ -n "$predixy_bin" ]; then
+  start_predixy
+  port_of[predixy]=$predixy_port
+  pid_of[predixy]=$predixy_pid
+  check_target predixy "$predixy_port"
+else
+  pass_targets=$(echo "$pass_targets" | sed 's/\bpredixy\b//')
+fi
 if [ -n "${BASELINE_BIN:-}" ]; then
   start_corral baseline "" "$(realpath "$BASELINE_BIN")"
   baseline_pid=$corral_pid
   port_of[baseline]=$corral_port
+  pid_of[baseline]=$baseline_pid
   check_target baseline "$corral_port"
   pass_targets="$pass_targets baseline"
 fi
@@ -338,6 +417,9 @@ port_of+=([redis]=$redis_port [twemproxy]=$twem_port [corral]=$corral_port [io_o
   [corral_tls]=$corral_tls_port [io_only_tls]=$io_tls_port [redis_tls]=$redis_tls_port
   [corral_resp3]=$corral_port
   [redis_resp3]=$redis_port)
+pid_of+=([redis]=$redis_pid [twemproxy]=$twem_pid [corral]=$corral_pid [io_only]=$io_pid
+  [corral_tls]=$corral_pid [io_only_tls]=$io_pid [redis_tls]=$redis_pid [corral_resp3]=$corral_pid
+  [redis_resp3]=$redis_pid)
 for target in redis twemproxy corral; do check_target "$target" "${port_of[$target]}"; done
 load_start=$(cat /proc/loadavg)
 
@@ -361,6 +443,7 @@ if [ "$cache_section" = 1 ]; then
   stop_pid "$corral_pid"
   start_corral corral-cache 'policies: [{prefix: "key:", origin: redis, ttl: 60s}]'
   port_of[corral_cache]=$corral_port
+  pid_of[corral_cache]=$corral_pid
   check_target corral-cache "$corral_port"
   # Warm the cache: 3x the keyspace in random GETs leaves ~5% of keys cold (e^-3).
   echo "== warming corral-cache" >&2
@@ -373,6 +456,7 @@ if [ "$cache_section" = 1 ]; then
     start_corral baseline-cache 'policies: [{prefix: "key:", origin: redis, ttl: 60s}]' \
       "$(realpath "$BASELINE_BIN")"
     port_of[baseline_cache]=$corral_port
+    pid_of[baseline_cache]=$corral_pid
     redis-benchmark -h "$host" -p "$corral_port" -c "$clients" -n $((keyspace * 3)) -r "$keyspace" \
       -P 16 -t get -q >/dev/null 2>&1 || true
     cache_targets="$cache_targets baseline_cache"
@@ -401,6 +485,16 @@ report() {
   echo
   echo "## Passthrough"
   table pass corral corral "get set"
+  echo
+  local peer=predixy
+  [ -n "$predixy_bin" ] || peer=twemproxy
+  echo "## What each request costs the process serving it (medians; ratios to $peer)"
+  echo
+  echo "CPU: utime+stime of the process over the run / requests, the median of $runs runs (perf off)."
+  echo "Syscalls: perf stat -e 'syscalls:sys_enter_*' -p PID over $syscall_runs more run(s) (perf on: slower)."
+  echo "redis is redis-server itself (the cost of the request with no proxy)."
+  echo
+  cost_table pass. "$peer" "$(echo "$pass_targets" | tr ' ' '\n' | grep -E '^(redis|twemproxy|predixy|corral|baseline)$' | tr '\n' ' ')" "get set"
   echo
   echo "## I/O only (the session layer answering from memory, no upstream: tests/bench/io_only_server)"
   table pass io_only io-only "get set"
@@ -435,6 +529,8 @@ report() {
     echo
     echo "## Cache hits (policy key: ttl 60s; GET only)"
     table cache corral_cache corral "get"
+    echo
+    cost_table cache. redis "redis corral_cache" get
     local c16 r16
     c16=$(median cache corral_cache get 16 | cut -d' ' -f1)
     r16=$(median cache redis get 16 | cut -d' ' -f1)

@@ -248,6 +248,22 @@ void Server::run() {
   serve();
 }
 
+// ReadyRead's one blind spot (a client whose last bytes and hang-up arrived in one wake-up): each
+// session whose last read was taken as draining the socket, and quiet for a whole interval since,
+// is checked once.
+static awaitable<void> hangup_sweep(Worker& worker) {
+  constexpr auto kEvery = std::chrono::milliseconds(500);
+  asio::steady_timer timer(worker.io);
+  for (;;) {
+    timer.expires_after(kEvery);
+    error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return;
+    // check_hangup ends no session itself, so the set does not change under the loop.
+    for (auto* session : worker.sessions) session->check_hangup();
+  }
+}
+
 void Server::serve() {
   asio::signal_set reload_signal(admin_->io, SIGHUP);
   wait_for_reload(reload_signal);
@@ -272,6 +288,7 @@ void Server::serve() {
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     assert(w->handler != nullptr);
+    asio::co_spawn(w->io, hangup_sweep(*w), asio::detached);
     w->thread = std::thread([w] { w->io.run(); });
   }
   if (settings_.listen_plain) {

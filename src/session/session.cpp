@@ -1,8 +1,9 @@
-// Client session: a read coroutine that frames and dispatches requests, a write coroutine that
-// sends replies in request order, and the bounds that keep one client from hurting others.
+// Client session: a read coroutine that frames and dispatches requests, and the bounds that keep
+// one client from hurting others. The output side (reply order, writes) is in session_output.cpp.
 #include "session/session.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
@@ -30,21 +31,13 @@ using asio::use_awaitable;
 using boost::system::error_code;
 
 namespace {
-// Buffers grown by one large reply are given back once they are this big and empty.
-constexpr std::size_t kRetainedBuffer = 256 * 1024;
-constexpr int kReadsPerYield = 8;
 // How often a held request is offered again: short next to any pause an operator sets.
 constexpr std::chrono::milliseconds kHeldRetry{5};
 }  // namespace
 
 template <class Stream>
 Session<Stream>::Session(Stream stream, Worker& worker)
-    : stream_(std::move(stream)),
-      worker_(worker),
-      output_ready_(stream_.get_executor()),
-      slots_drained_(stream_.get_executor()),
-      output_room_(stream_.get_executor()),
-      slow_reader_clock_(stream_.get_executor()) {
+    : stream_(std::move(stream)), worker_(worker) {
   const auto& client = worker_.settings.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
@@ -72,19 +65,20 @@ void Session<Stream>::start() {
   if (const auto remote = socket().remote_endpoint(ec); !ec) peer.addr = endpoint_text(remote);
   if (const auto local = socket().local_endpoint(ec); !ec) peer.laddr = endpoint_text(local);
   std::weak_ptr<Session> weak = this->shared_from_this();
-  peer.close = [weak, executor = stream_.get_executor()] {
-    asio::post(executor, [weak] {
+  // The worker rather than an executor copy: every client keeps these two, and a smaller capture
+  // makes a smaller allocation.
+  peer.close = [weak, &worker = worker_] {
+    asio::post(worker.io, [weak] {
       if (auto session = weak.lock()) session->abort();
     });
   };
-  peer.close_if_idle = [weak, executor = stream_.get_executor()](std::chrono::milliseconds idle) {
-    asio::post(executor, [weak, idle] {
+  peer.close_if_idle = [weak, &worker = worker_](std::chrono::milliseconds idle) {
+    asio::post(worker.io, [weak, idle] {
       if (auto session = weak.lock()) session->close_if_idle(idle);
     });
   };
-  peer.post = [weak, executor = stream_.get_executor()](
-                  std::function<void(upstream::ReplyTarget&)> deliver) {
-    asio::post(executor, [weak, deliver = std::move(deliver)] {
+  peer.post = [weak, &worker = worker_](std::function<void(upstream::ReplyTarget&)> deliver) {
+    asio::post(worker.io, [weak, deliver = std::move(deliver)] {
       if (auto session = weak.lock(); session && !session->closed_) deliver(*session);
     });
   };
@@ -94,13 +88,15 @@ void Session<Stream>::start() {
   worker_.info.connected_clients.fetch_add(1, std::memory_order_relaxed);
   worker_.info.total_connections.fetch_add(1, std::memory_order_relaxed);
   read_at_ = std::chrono::steady_clock::now();  // a client that never sends is idle from here
+  if constexpr (std::is_same_v<Stream, PlainStream>) {
+    error_code ignored;
+    stream_.non_blocking(true, ignored);  // write_some sends without blocking
+  }
   loops_running_ = 2;
   worker_.sessions.insert(this);
   auto self = this->shared_from_this();
   asio::co_spawn(
       stream_.get_executor(), [self] { return self->read_loop(); }, asio::detached);
-  asio::co_spawn(
-      stream_.get_executor(), [self] { return self->write_loop(); }, asio::detached);
   // Accepted just before the listener closed: it gets its last replies like the others.
   if (worker_.draining) drain();
 }
@@ -111,7 +107,7 @@ void Session<Stream>::drain() {
   stop_reading_ = true;
   draining_ = true;
   handler_->drain();
-  output_ready_.notify();
+  want_write();
 }
 
 // Requests that arrive while draining are read and dropped until the client closes: closing a
@@ -120,16 +116,37 @@ void Session<Stream>::drain() {
 template <class Stream>
 awaitable<void> Session<Stream>::discard_input() {
   error_code ec;
+  std::array<char, 1024> discarded;
   while (!ec && !closed_) {
-    co_await stream_.async_read_some(asio::buffer(wake_), asio::redirect_error(use_awaitable, ec));
+    co_await stream_.async_read_some(asio::buffer(discarded),
+                                     asio::redirect_error(use_awaitable, ec));
   }
 }
 
+// Plain TCP reads through upstream::ReadyRead: the bytes land in the input buffer, taken from
+// the thread's cache only when the socket is readable and given back once every request in it
+// was handled, and a read that finds less than the buffer's room waits for the next edge rather
+// than trying again (the EAGAIN read a drained socket would otherwise cost). A read that filled
+// the room reads again at once, through the event loop, so one flooding client does not starve
+// the thread's others. The loop is here rather than in a coroutine of its own: every idle client
+// holds its read loop's frames.
 template <class Stream>
 awaitable<void> Session<Stream>::read_loop() {
   auto self = this->shared_from_this();
   if constexpr (std::is_same_v<Stream, PlainStream>) {
-    co_await read_plain();
+    error_code ec;
+    while (!stop_reading_ && !closed_) {
+      keep_pending_argv();
+      const auto n = co_await reader_.async_read(stream_, asio::redirect_error(use_awaitable, ec));
+      if (ec || closed_) break;
+      input_.commit(n);
+      unverified_drain_ = reader_.last_read_drained();
+      quiet_sweeps_ = 0;
+      read_at_ = std::chrono::steady_clock::now();
+      if (!process_ready_input()) co_await process_input();
+      keep_pending_argv();
+      input_.release();
+    }
   } else {
     co_await read_tls();
   }
@@ -139,62 +156,32 @@ awaitable<void> Session<Stream>::read_loop() {
   if (!stop_reading_ && !closed_) handler_->drain();
   if (draining_) co_await discard_input();
   reader_done_ = true;
-  output_ready_.notify();
+  if (linger_) {
+    finish_writes();  // the client's FIN came during the linger
+  } else {
+    want_write();
+  }
   finish_loop();
 }
 
-// Once no bytes are there, the input buffer goes back to the thread's cache and the session waits
-// for readability holding no buffer: an idle client costs its socket and this frame, not 16 KB.
-//
-// The wait is a read into the session's small wake_ array rather than a readiness wait: Asio
-// starts a read with one attempt at once (the EAGAIN read a drained socket needs anyway) and then
-// waits on the edge-triggered registration it already has, whereas a readiness wait re-arms
-// epoll with an epoll_ctl every time. A pipelined batch that fits in wake_ (most do) then takes
-// one read, and a read that returns less than its room means the socket is drained, so the next
-// wait starts without another attempt.
+// Called by the worker's periodic sweep: the one case ReadyRead's guess misses is a client whose
+// last bytes and hang-up came in one wake-up; it is found here, once per guess.
 template <class Stream>
-awaitable<void> Session<Stream>::read_plain() {
+void Session<Stream>::check_hangup() {
   if constexpr (std::is_same_v<Stream, PlainStream>) {
-    error_code ec;
-    stream_.non_blocking(true, ec);
-    bool may_have_more = false;
-    while (!ec && !stop_reading_ && !closed_) {
-      std::size_t n = 0;
-      if (may_have_more) {
-        keep_pending_argv();
-        char* space = input_.space();
-        const std::size_t room = input_.space_size();
-        n = stream_.read_some(asio::buffer(space, room), ec);
-        if (ec == asio::error::would_block || ec == asio::error::try_again) {
-          ec = {};
-          may_have_more = false;
-          continue;
-        }
-        if (ec || closed_) break;
-        may_have_more = n == room;
-        input_.commit(n);
-      } else {
-        reads_without_yield_ = 0;
-        keep_pending_argv();
-        input_.release();
-        n = co_await stream_.async_read_some(asio::buffer(wake_),
-                                             asio::redirect_error(use_awaitable, ec));
-        if (ec || closed_) break;
-        std::memcpy(input_.space(), wake_.data(), n);
-        input_.commit(n);
-        may_have_more = n == wake_.size();
-      }
-      read_at_ = std::chrono::steady_clock::now();
-      co_await process_input();
-      // Reads that found bytes at once did not go through the event loop: after a few in a row,
-      // let the thread's other clients run (one flooding client must not starve them).
-      if (may_have_more && ++reads_without_yield_ == kReadsPerYield) {
-        reads_without_yield_ = 0;
-        co_await asio::post(stream_.get_executor(), use_awaitable);
-      }
-    }
+    if (!unverified_drain_ || closed_ || stop_reading_) return;
+    // Only a client quiet for a whole sweep interval is checked: one that keeps sending is
+    // heard from anyway, and a check per request would cost what ReadyRead saves.
+    if (++quiet_sweeps_ < 2) return;
+    unverified_drain_ = false;
+    if (!upstream::peer_hung_up(stream_)) return;
+    // A wait on the socket's (empty) error queue makes the reactor re-arm epoll for it, which
+    // reports the socket readable again: the pending read then runs and meets the end of the
+    // stream. (A read wait would only queue behind the pending read; a cancel would also end a
+    // write still carrying replies the half-closed client waits for.) The wait itself ends
+    // when the socket closes.
+    stream_.async_wait(PlainStream::wait_error, [](const error_code&) {});
   }
-  co_return;
 }
 
 template <class Stream>
@@ -223,21 +210,48 @@ awaitable<void> Session<Stream>::read_tls() {
       if (ec || closed_) break;
       input_.commit(n);
       read_at_ = std::chrono::steady_clock::now();
-      co_await process_input();
+      if (!process_ready_input()) co_await process_input();
     }
   }
   co_return;
 }
 
+// Dispatches the complete requests in the input without a coroutine frame (a frame is an
+// allocation per read): it stops, leaving the request unconsumed, at the first one that is
+// partial, bad, or that dispatch_now cannot take, for process_input.
+template <class Stream>
+bool Session<Stream>::process_ready_input() {
+  const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
+  while (!stop_reading_ && !closed_ && !input_.empty()) {
+    if (over_output_limit()) return false;  // process_input waits for room
+    const std::string_view pending = input_.pending();
+    const auto parsed = resp::parse_request(
+        pending, authenticated_ ? limits_ : resp::kBeforeAuthLimits, argv_, scratch_);
+    if (parsed.status != resp::ParseStatus::ok) return false;
+    if (!argv_.empty()) {
+      const std::string_view raw = pending.substr(0, parsed.consumed);
+      if (!dispatch_now(resp::Request{argv_, parsed.inline_form ? std::string_view() : raw},
+                        target)) {
+        return false;
+      }
+    }
+    input_.consume(parsed.consumed);
+    if (!authenticated_) authenticated_ = handler_->authenticated();
+  }
+  return true;
+}
+
+// Where process_ready_input stopped: the front request is partial, bad, or must wait (full
+// pipeline, tunnel, a retry); once it is handled the rest goes through process_ready_input again.
 template <class Stream>
 awaitable<void> Session<Stream>::process_input() {
   // One reference for the whole batch: handlers keep it for replies that complete later.
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
-  while (!stop_reading_ && !closed_ && !input_.empty()) {
+  do {
     // Back-pressure: a client behind on its replies sends no more work until it catches up (or
     // the slow-reader clock cuts it); its requests wait in the socket, not in Corral.
-    while (over_output_limit() && !closed_) co_await output_room_.wait();
-    if (closed_) break;
+    while (over_output_limit() && !closed_) co_await output_room().wait();
+    if (stop_reading_ || closed_ || input_.empty()) co_return;
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(
         pending, authenticated_ ? limits_ : resp::kBeforeAuthLimits, argv_, scratch_);
@@ -248,11 +262,11 @@ awaitable<void> Session<Stream>::process_input() {
       if (pending.size() > max_request) {
         reject_protocol("Protocol error: request larger than client.max_request");
       }
-      break;
+      co_return;
     }
     if (parsed.status != resp::ParseStatus::ok) {
       reject_protocol(parsed.error);
-      break;
+      co_return;
     }
     if (!argv_.empty()) {
       const std::string_view raw = pending.substr(0, parsed.consumed);
@@ -263,7 +277,20 @@ awaitable<void> Session<Stream>::process_input() {
     }
     input_.consume(parsed.consumed);
     if (!authenticated_) authenticated_ = handler_->authenticated();
-  }
+  } while (!process_ready_input());
+}
+
+template <class Stream>
+upstream::AsyncEvent& Session<Stream>::output_room() {
+  if (!output_room_) output_room_ = std::make_unique<upstream::AsyncEvent>(stream_.get_executor());
+  return *output_room_;
+}
+
+template <class Stream>
+upstream::AsyncEvent& Session<Stream>::slots_drained() {
+  if (!slots_drained_)
+    slots_drained_ = std::make_unique<upstream::AsyncEvent>(stream_.get_executor());
+  return *slots_drained_;
 }
 
 template <class Stream>
@@ -325,7 +352,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
       push(last_reply);
       stop_reading_ = true;
       close_after_flush_ = true;
-      output_ready_.notify();
+      want_write();
     }
     co_return;
   }
@@ -333,7 +360,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
   while (slots_.size() >= worker_.settings.client.max_pipeline && !closed_) {
     waiting_for_slots_ = true;
     waited = true;
-    co_await slots_drained_.wait();
+    co_await slots_drained().wait();
   }
   const auto classified = handler_->classify(request);
   for (;; waited = true) {
@@ -356,7 +383,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     if (action == Action::drain_then_retry) {
       while (!slots_.empty() && !closed_) {
         waiting_for_slots_ = true;
-        co_await slots_drained_.wait();
+        co_await slots_drained().wait();
       }
       continue;
     }
@@ -372,7 +399,7 @@ void Session<Stream>::after_handle(Action action, std::uint64_t tag) {
     slots_[tag - first_tag_].close_after = true;
   } else {
     close_after_flush_ = true;
-    output_ready_.notify();
+    want_write();
   }
 }
 
@@ -437,59 +464,6 @@ void Session<Stream>::record_slow(const Slot& slot, std::uint64_t tag,
 }
 
 template <class Stream>
-void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
-                               metrics::CommandResult result) {
-  const std::size_t index = tag - first_tag_;
-  if (tag < first_tag_ || index >= slots_.size()) {
-    spdlog::error("client {}: reply for unknown request {} dropped", handler_->client_id(), tag);
-    return;
-  }
-  Slot& slot = slots_[index];
-  const auto latency = std::chrono::steady_clock::now() - slot.started;
-  worker_.stats.command(slot.metric_id, result, latency);
-  if (worker_.slowlog != nullptr && latency >= worker_.settings.slowlog.threshold) {
-    record_slow(slot, tag, latency);
-  }
-  if (!noted_phases_.empty()) {
-    std::erase_if(noted_phases_, [tag](const auto& pair) { return pair.first == tag; });
-  }
-  if (index != 0) {
-    slot.reply.assign(reply);
-    slot.ready = true;
-    parked_bytes_ += reply.size();
-    check_output_limit(false);
-    return;
-  }
-  // The common case: the oldest request completes, so its reply goes straight to the output.
-  output_.append(reply);
-  bool close_after = slot.close_after;
-  slots_.pop_front();
-  ++first_tag_;
-  while (!close_after && !slots_.empty() && slots_.front().ready) {
-    auto& next = slots_.front();
-    output_.append(next.reply);
-    parked_bytes_ -= next.reply.size();
-    close_after = next.close_after;
-    slots_.pop_front();
-    ++first_tag_;
-  }
-  if (close_after) close_after_flush_ = true;
-  if (waiting_for_slots_) {
-    waiting_for_slots_ = false;
-    slots_drained_.notify();
-  }
-  output_ready_.notify();
-  check_output_limit(false);
-}
-
-template <class Stream>
-void Session<Stream>::push(std::string_view bytes) {
-  output_.append(bytes);
-  output_ready_.notify();
-  check_output_limit(true);
-}
-
-template <class Stream>
 void Session<Stream>::reject_protocol(std::string_view error) {
   worker_.stats.protocol_error();
   spdlog::debug("client {}: {}", handler_->client_id(), error);
@@ -511,10 +485,10 @@ void Session<Stream>::abort() {
   stop_reading_ = true;
   error_code ignored;
   socket().close(ignored);
-  slow_reader_clock_.cancel();
-  output_ready_.notify();
-  slots_drained_.notify();
-  output_room_.notify();
+  if (slow_reader_clock_) slow_reader_clock_->cancel();
+  want_write();
+  if (slots_drained_) slots_drained_->notify();
+  if (output_room_) output_room_->notify();
 }
 
 template <class Stream>
@@ -525,56 +499,6 @@ void Session<Stream>::close_if_idle(std::chrono::milliseconds idle) {
   spdlog::debug("client {}: idle for more than client.idle_timeout; disconnecting",
                 handler_->client_id());
   abort();
-}
-
-template <class Stream>
-awaitable<void> Session<Stream>::write_loop() {
-  auto self = this->shared_from_this();
-  while (!closed_) {
-    if (output_.empty()) {
-      if (close_after_flush_ || ((reader_done_ || draining_) && slots_.empty())) break;
-      co_await output_ready_.wait();
-      continue;
-    }
-    writing_.swap(output_);
-    note_output_taken();  // a new batch: the client took all of the last one
-    error_code ec;
-    // Piece by piece, so that a client reading a large batch is seen to make progress.
-    for (written_ = 0; written_ < writing_.size() && !ec;) {
-      written_ += co_await stream_.async_write_some(
-          asio::buffer(writing_.data() + written_, writing_.size() - written_),
-          asio::redirect_error(use_awaitable, ec));
-      note_output_taken();
-    }
-    if (ec) break;
-    // Only client.idle_timeout reads it: no clock read per write batch without one.
-    if (worker_.settings.client.idle_timeout.count() > 0) {
-      written_at_ = std::chrono::steady_clock::now();
-    }
-    writing_.clear();
-    written_ = 0;
-    if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
-    note_output_taken();
-  }
-  if (!closed_) {
-    error_code ignored;
-    socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-  }
-  if (draining_ && !closed_) co_await linger();
-  abort();
-  finish_loop();
-}
-
-// The last reply and our FIN are out: wait a little for the client's FIN (read by
-// discard_input), so that the close sends no reset over replies still in flight.
-template <class Stream>
-awaitable<void> Session<Stream>::linger() {
-  constexpr auto kLinger = std::chrono::milliseconds(500);
-  asio::steady_timer deadline(stream_.get_executor(), kLinger);
-  deadline.async_wait([this](const error_code& ec) {
-    if (!ec) abort();
-  });
-  while (!reader_done_ && !closed_) co_await output_ready_.wait();
 }
 
 template <class Stream>

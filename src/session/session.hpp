@@ -3,12 +3,10 @@
 // stream, so plain TCP pays nothing for TLS: PlainSession and TlsSession below.
 #pragma once
 
-#include <array>
 #include <utility>
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,9 +22,11 @@
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
+#include "session/slot_queue.hpp"
 #include "slowlog/argv_head.hpp"
 #include "slowlog/phases.hpp"
 #include "upstream/async_event.hpp"
+#include "upstream/ready_read.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::session {
@@ -44,6 +44,7 @@ class Session : public upstream::ReplyTarget,
   void start();
   // Stops reading; the requests already read are answered, then the connection closes.
   void drain() override;
+  void check_hangup() override;
 
   void on_reply(std::uint64_t tag, std::string_view reply) override;
   void on_failure(std::uint64_t tag, std::string_view error) override;
@@ -63,18 +64,36 @@ class Session : public upstream::ReplyTarget,
     slowlog::ArgvHead argv;
   };
 
+  // The input buffer's room, taken only once bytes are there: an idle client holds no buffer.
+  struct InputSpace final : upstream::ReadSpace {
+    explicit InputSpace(InputBuffer& buffer) : input(buffer) {}
+    boost::asio::mutable_buffer read_space() override {
+      return {input.space(), input.space_size()};
+    }
+    void nothing_read() override { input.release(); }
+    InputBuffer& input;
+  };
+
+  // Plain TCP: one recv per wake-up (upstream::ReadyRead), no buffer held while idle.
   boost::asio::awaitable<void> read_loop();
-  // Plain TCP: reads without waiting while bytes are there, holds no buffer while idle.
-  boost::asio::awaitable<void> read_plain();
   // TLS: the handshake (bounded by tls.handshake_timeout), then reads through the stream, whose
   // engine may hold decrypted bytes the socket no longer shows as readable.
   boost::asio::awaitable<void> read_tls();
   auto& socket() { return stream_.lowest_layer(); }
-  boost::asio::awaitable<void> write_loop();
+  void want_write();
+  void write_some();
+  void write_rest();
+  void written();  // a batch is out
+  void end_writes();
+  void finish_writes();
   boost::asio::awaitable<void> discard_input();
-  boost::asio::awaitable<void> linger();
+  upstream::AsyncEvent& slots_drained();
+  upstream::AsyncEvent& output_room();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
+  // The common case of process_input, with no coroutine frame: true when every complete request
+  // was dispatched; false when one needs process_input (back-pressure, a partial or bad one).
+  bool process_ready_input();
   // The common case without a coroutine frame: false when the request must wait (tunnel,
   // full pipeline, a handler that asks for a retry), for dispatch() to handle it.
   bool dispatch_now(const resp::Request& request,
@@ -98,13 +117,13 @@ class Session : public upstream::ReplyTarget,
     return output_.size() + (writing_.size() - written_) + parked_bytes_;
   }
   bool over_output_limit() const;
-  // Past client.max_output_buffer: pushes cut the client (nothing to hold back), replies make
-  // process_input stop reading requests and start the slow-reader clock.
+  // Past client.max_output_buffer (session_backpressure.cpp): pushes cut the client (nothing to
+  // hold back), replies make process_input stop reading requests and start the slow-reader clock.
   void check_output_limit(bool from_push);
   void start_slow_reader_clock();
   void wait_slow_reader_clock();
   void on_slow_reader_clock();
-  // The write loop took bytes off the output: wakes process_input once under the limit.
+  // The writer took bytes off the output: wakes process_input once under the limit.
   void note_output_taken();
   void abort();
   void close_if_idle(std::chrono::milliseconds idle);
@@ -116,13 +135,12 @@ class Session : public upstream::ReplyTarget,
   resp::RequestLimits limits_;
 
   InputBuffer input_;
-  // Where a plain read waits for the next requests (see read_plain): small, so an idle client
-  // stays cheap, and large enough for a typical pipelined batch.
-  std::array<char, 1024> wake_;
+  InputSpace input_space_{input_};
+  upstream::ReadyRead reader_{input_space_};
   std::vector<std::string_view> argv_;
   std::string scratch_;
 
-  std::deque<Slot> slots_;
+  SlotQueue<Slot> slots_;
   std::size_t unkept_argv_ = 0;   // newest slots whose argv still points into input_
   std::uint64_t first_tag_ = 1;   // tag 0 marks replies that answer no request (pushes)
   std::size_t parked_bytes_ = 0;  // reply bytes waiting in slots for their turn
@@ -131,10 +149,12 @@ class Session : public upstream::ReplyTarget,
   std::chrono::steady_clock::time_point read_at_;     // when the requests being parsed arrived
   std::chrono::steady_clock::time_point written_at_;  // when the last reply batch was written
 
-  upstream::AsyncEvent output_ready_;
-  upstream::AsyncEvent slots_drained_;
-  upstream::AsyncEvent output_room_;  // buffered() fell to the limit (process_input waits)
-  boost::asio::steady_timer slow_reader_clock_;
+  // Made by the first request that waits for room in the pipeline (rare): an idle client
+  // holds no timer for it.
+  std::unique_ptr<upstream::AsyncEvent> slots_drained_;
+  // Back-pressure, made when a client first goes over client.max_output_buffer (rare).
+  std::unique_ptr<upstream::AsyncEvent> output_room_;  // buffered() fell to the limit
+  std::unique_ptr<boost::asio::steady_timer> slow_reader_clock_;
   std::chrono::steady_clock::time_point taken_at_;  // the client last took bytes (clock running)
   std::size_t written_ = 0;                         // bytes of writing_ the socket took
   bool slow_reader_clock_running_ = false;
@@ -145,9 +165,15 @@ class Session : public upstream::ReplyTarget,
   bool close_after_flush_ = false;
   bool reader_done_ = false;
   bool closed_ = false;
-  int loops_running_ = 0;
-  int reads_without_yield_ = 0;  // plain reads that found bytes at once since the last yield
-  std::uint32_t queued_us_ = 0;  // how long the request being handed over waited (dispatch())
+  int loops_running_ = 0;      // the reader and the writer, each until it finished
+  bool writing_now_ = false;   // an async_write of writing_ is in flight
+  bool write_posted_ = false;  // write_some is queued for this turn
+  bool writes_ended_ = false;  // the last reply went (or a write failed): FIN, then the end
+  bool writes_finished_ = false;
+  std::unique_ptr<boost::asio::steady_timer> linger_;  // draining: waiting for the client's FIN
+  bool unverified_drain_ = false;  // the last read was taken as draining the socket
+  std::uint8_t quiet_sweeps_ = 0;  // hang-up sweeps since that read
+  std::uint32_t queued_us_ = 0;    // how long the request being handed over waited (dispatch())
   // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the
   // slots rather than in each one.
   std::vector<std::pair<std::uint64_t, slowlog::Phases>> noted_phases_;

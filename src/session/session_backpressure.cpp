@@ -2,6 +2,9 @@
 // requests (process_input waits), and a client that then takes none of its replies for
 // client.slow_reader_timeout is disconnected. Pushes cannot be held back: past the limit they cut.
 #include <chrono>
+#include <memory>
+
+#include <boost/asio/steady_timer.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -39,13 +42,16 @@ void Session<Stream>::start_slow_reader_clock() {
   if (slow_reader_clock_running_) return;
   slow_reader_clock_running_ = true;
   taken_at_ = std::chrono::steady_clock::now();
+  if (!slow_reader_clock_) {
+    slow_reader_clock_ = std::make_unique<boost::asio::steady_timer>(stream_.get_executor());
+  }
   wait_slow_reader_clock();
 }
 
 template <class Stream>
 void Session<Stream>::wait_slow_reader_clock() {
-  slow_reader_clock_.expires_at(taken_at_ + worker_.settings.client.slow_reader_timeout);
-  slow_reader_clock_.async_wait([weak = this->weak_from_this()](const error_code& ec) {
+  slow_reader_clock_->expires_at(taken_at_ + worker_.settings.client.slow_reader_timeout);
+  slow_reader_clock_->async_wait([weak = this->weak_from_this()](const error_code& ec) {
     if (ec) return;
     if (auto self = weak.lock()) self->on_slow_reader_clock();
   });
@@ -77,7 +83,7 @@ template <class Stream>
 void Session<Stream>::note_output_taken() {
   if (!slow_reader_clock_running_) return;
   taken_at_ = std::chrono::steady_clock::now();
-  if (!over_output_limit()) output_room_.notify();
+  if (!over_output_limit() && output_room_) output_room_->notify();
 }
 
 // session.cpp instantiates the rest of Session.

@@ -13,7 +13,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include "metrics/metrics.hpp"
@@ -157,9 +159,7 @@ awaitable<void> Connection::run() {
     if (stats_) stats_->upstream_connected();
     const auto generation = generation_;
     asio::co_spawn(executor_, read_loop(generation), asio::detached);
-    if (options_.command_timeout.count() > 0) {
-      asio::co_spawn(executor_, watch_timeouts(generation), asio::detached);
-    }
+    asio::co_spawn(executor_, watch_timeouts(generation), asio::detached);
     if (!write_buffer_.empty() && !flushing_) start_flush();
     co_await broken_.wait();
     set_state(State::connecting);
@@ -367,9 +367,15 @@ awaitable<void> Connection::read_loop(std::uint64_t generation) {
   while (generation == generation_) {
     ensure_read_space();
     error_code ec;
-    const auto n = co_await async_read(
-        asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
-        asio::redirect_error(use_awaitable, ec));
+    std::size_t n = 0;
+    if (tls_) {
+      n = co_await async_read(
+          asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
+          asio::redirect_error(use_awaitable, ec));
+    } else {
+      n = co_await reader_.async_read(socket_, asio::redirect_error(use_awaitable, ec));
+      unverified_drain_ = reader_.last_read_drained();
+    }
     if (generation != generation_) break;
     if (ec) {
       spdlog::debug("upstream read ended: {}", ec.message());
@@ -416,9 +422,16 @@ bool Connection::deliver_replies(std::uint64_t generation) {
 void Connection::start_flush() {
   flushing_ = true;
   // Posted, so every command queued in this turn of the event loop leaves in the same write.
-  asio::post(executor_, [self = shared_from_this(), generation = generation_] {
+  auto flush = [self = shared_from_this(), generation = generation_] {
     self->write_batch(generation);
-  });
+  };
+  // Through the type-erased executor a post costs two mallocs; the io_context's own executor
+  // takes the handler's memory from its per-thread cache.
+  if (const auto* io = executor_.target<asio::io_context::executor_type>()) {
+    asio::post(*io, std::move(flush));
+  } else {
+    asio::post(executor_, std::move(flush));
+  }
 }
 
 void Connection::write_batch(std::uint64_t generation) {
@@ -441,15 +454,26 @@ awaitable<void> Connection::watch_timeouts(std::uint64_t generation) {
   auto self = shared_from_this();
   // A command times out after kTicks ticks, i.e. between command_timeout and 1.25x of it.
   constexpr std::uint64_t kTicks = 4;
+  // Without a command timeout the ticks only look for a hang-up, once a second.
+  const bool timeouts = options_.command_timeout.count() > 0;
   const auto tick =
-      std::max(options_.command_timeout / static_cast<int>(kTicks), config::Duration(5));
+      timeouts ? std::max(options_.command_timeout / static_cast<int>(kTicks), config::Duration(5))
+               : config::Duration(1000);
   asio::steady_timer timer(executor_);
   while (generation == generation_) {
     timer.expires_after(tick);
     error_code ec;
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
     ++tick_;
-    if (generation != generation_ || in_flight_.empty()) continue;
+    if (generation != generation_) continue;
+    // A reply and the server's hang-up that came in one wake-up raise no further edge for
+    // ReadyRead: found here, once per read that took the socket as drained.
+    if (std::exchange(unverified_drain_, false) && peer_hung_up(socket_)) {
+      spdlog::debug("upstream read ended: the server closed the connection");
+      break_connection();
+      break;
+    }
+    if (!timeouts || in_flight_.empty()) continue;
     const auto& oldest = in_flight_.front();
     if (oldest.exempt_from_timeout || tick_ - oldest.sent_tick <= kTicks) continue;
     spdlog::warn("upstream {}:{} did not answer within {} ms; resetting the connection",

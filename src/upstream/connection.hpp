@@ -24,6 +24,7 @@
 #include "config/settings.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/link.hpp"
+#include "upstream/ready_read.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::metrics {
@@ -108,6 +109,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   boost::asio::awaitable<bool> handshake();
   // Each connected socket is one generation; loops of an older generation stop by themselves.
   boost::asio::awaitable<void> read_loop(std::uint64_t generation);
+  // Times commands out (command_timeout) and checks for a hang-up ReadyRead could not see.
   boost::asio::awaitable<void> watch_timeouts(std::uint64_t generation);
   // Frames and delivers every complete reply in the read buffer; false on a protocol violation.
   bool deliver_replies(std::uint64_t generation);
@@ -154,6 +156,18 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   std::vector<char> read_buffer_;
   std::size_t read_begin_ = 0;
   std::size_t read_end_ = 0;
+  // Plain sockets read through ReadyRead (one recv per wake-up) into read_buffer_'s free room.
+  struct ReadRoom final : ReadSpace {
+    explicit ReadRoom(Connection& owner) : connection(owner) {}
+    boost::asio::mutable_buffer read_space() override {
+      auto& c = connection;
+      return {c.read_buffer_.data() + c.read_end_, c.read_buffer_.size() - c.read_end_};
+    }
+    Connection& connection;
+  };
+  ReadRoom read_room_{*this};
+  ReadyRead reader_{read_room_};
+  bool unverified_drain_ = false;  // the last plain read was taken as draining the socket
   std::string refusal_;
 };
 

@@ -6,6 +6,7 @@
 #      TARGET=redis /usr/bin/python3 test_passthrough.py   (against redis-server directly)
 import os
 import random
+import socket
 import threading
 
 import pytest
@@ -395,6 +396,19 @@ def test_ping_echo_quit(stack):
         a.send(b"*1\r\n$4\r\nQUIT\r\n*1\r\n$4\r\nPING\r\n")
         rest = a.read_until_closed(5)
         eq(rest, b"+OK\r\n", "QUIT answers +OK, then nothing more, then closes")
+
+
+def test_last_request_and_hang_up_in_one_segment(stack):
+    """A client that sends its last request and shuts its side down in one TCP segment (data and
+    FIN together: one wake-up for Corral, whose read takes the socket as drained) gets its reply,
+    and then Corral sees the hang-up and closes, as Redis does (found by the io thread's hang-up
+    sweep within about a second, since no further readiness edge comes)."""
+    with stack.raw() as a:
+        # Corked, the request waits in the kernel and the FIN of shutdown() rides on its segment.
+        a.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        a.send(b"*2\r\n$4\r\nECHO\r\n$4\r\nlast\r\n")
+        a.sock.shutdown(socket.SHUT_WR)
+        eq(a.read_until_closed(5), b"$4\r\nlast\r\n", "the reply, then the connection closes")
 
 
 @pytest.mark.corral_only
