@@ -25,12 +25,12 @@
 #include "stampede/invalidation_listener.hpp"
 #include "stampede/read_through.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
-#include "upstream/cluster_collector.hpp"
-#include "upstream/cluster_pool.hpp"
-#include "upstream/cluster_ready_probe.hpp"
+#include "upstream/cluster/cluster_collector.hpp"
+#include "upstream/cluster/cluster_pool.hpp"
+#include "upstream/cluster/cluster_ready_probe.hpp"
 #include "upstream/keyed_caller.hpp"
-#include "upstream/pool.hpp"
-#include "upstream/ready_probe.hpp"
+#include "upstream/single/pool.hpp"
+#include "upstream/single/ready_probe.hpp"
 
 namespace corral {
 

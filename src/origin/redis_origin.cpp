@@ -9,10 +9,10 @@
 #include <boost/asio/post.hpp>
 
 #include "resp/encoder.hpp"
-#include "upstream/cluster_split.hpp"
+#include "upstream/cluster/cluster_split.hpp"
 #include "upstream/errors.hpp"
-#include "upstream/key_slot.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/single/pool.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::origin {

@@ -13,8 +13,8 @@
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
-#include "upstream/cluster_links.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_links.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy {
 

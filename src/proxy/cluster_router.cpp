@@ -8,10 +8,10 @@
 #include "proxy/cluster_scan.hpp"
 #include "proxy/node_bound_link.hpp"
 #include "resp/encoder.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_merge.hpp"
-#include "upstream/cluster_split.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_merge.hpp"
+#include "upstream/cluster/cluster_split.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy {
 

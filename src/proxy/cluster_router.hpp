@@ -14,9 +14,9 @@
 #include "proxy/client_state.hpp"
 #include "proxy/cluster_routes.hpp"
 #include "proxy/command_table.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_fast_path.hpp"
-#include "upstream/cluster_links.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_fast_path.hpp"
+#include "upstream/cluster/cluster_links.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::proxy {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "upstream/cluster_merge.hpp"
+#include "upstream/cluster/cluster_merge.hpp"
 
 namespace corral::proxy {
 

@@ -6,7 +6,7 @@
 
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy {
 

@@ -16,7 +16,7 @@
 #include "proxy/learned_commands.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/single/pool.hpp"
 
 namespace corral::proxy {
 

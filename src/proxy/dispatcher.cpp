@@ -24,7 +24,7 @@
 #include "stampede/read_through.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/single/pool.hpp"
 
 namespace corral::proxy {
 

@@ -17,7 +17,7 @@
 #include "proxy/cluster_router.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
-#include "upstream/redirect.hpp"
+#include "upstream/cluster/redirect.hpp"
 
 namespace corral::proxy {
 

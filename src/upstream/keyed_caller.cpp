@@ -7,10 +7,10 @@
 #include <boost/asio/post.hpp>
 
 #include "config/values.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_links.hpp"
-#include "upstream/key_slot.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_links.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/single/pool.hpp"
 
 namespace corral::upstream {
 

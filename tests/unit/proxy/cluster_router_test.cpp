@@ -6,9 +6,9 @@
 #include "proxy/cluster_scan.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_fast_path.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_fast_path.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy::test {
 

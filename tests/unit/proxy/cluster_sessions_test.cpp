@@ -6,8 +6,8 @@
 #include "proxy/node_bound_link.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy::test {
 

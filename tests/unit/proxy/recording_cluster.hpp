@@ -11,8 +11,8 @@
 
 #include "proxy/cluster_router.hpp"
 #include "recording_upstream.hpp"
-#include "upstream/cluster_links.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_links.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy::test {
 

@@ -12,7 +12,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "config/settings.hpp"
-#include "upstream/cluster_links.hpp"
+#include "upstream/cluster/cluster_links.hpp"
 #include "upstream/connection.hpp"
 
 namespace corral::upstream {

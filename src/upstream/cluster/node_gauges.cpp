@@ -1,6 +1,6 @@
 // The per-node table: one lock, taken when a connection is opened or a metric is read, never per
 // command.
-#include "upstream/node_gauges.hpp"
+#include "upstream/cluster/node_gauges.hpp"
 
 #include "config/values.hpp"
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_links.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_links.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "config/settings.hpp"
-#include "upstream/cluster_links.hpp"
+#include "upstream/cluster/cluster_links.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {

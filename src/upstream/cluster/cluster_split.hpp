@@ -7,8 +7,8 @@
 #include <span>
 #include <string_view>
 
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_merge.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_merge.hpp"
 
 namespace corral::upstream {
 

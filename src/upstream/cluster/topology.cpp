@@ -1,6 +1,6 @@
 // The topology refresh: a coroutine per refresh round that tries the known nodes (primaries
 // first), then the seeds, each on a short-lived connection, and publishes the first usable map.
-#include "upstream/topology.hpp"
+#include "upstream/cluster/topology.hpp"
 
 #include <algorithm>
 #include <string>

@@ -1,12 +1,12 @@
 // Parsing of CLUSTER SHARDS and CLUSTER SLOTS replies into a SlotMap. Both are decoded into a
 // resp::Reply tree: they are small, rare, and read off the data plane.
-#include "upstream/slot_map.hpp"
+#include "upstream/cluster/slot_map.hpp"
 
 #include <algorithm>
 #include <charconv>
 
 #include "resp/reply.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::upstream {
 

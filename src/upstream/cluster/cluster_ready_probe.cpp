@@ -2,7 +2,7 @@
 // round the slots whose owner does not answer, named by range.
 #include <utility>
 
-#include "upstream/cluster_ready_probe.hpp"
+#include "upstream/cluster/cluster_ready_probe.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,10 +10,10 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "config/values.hpp"
-#include "upstream/key_slot.hpp"
-#include "upstream/ready_probe.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/single/ready_probe.hpp"
 #include "upstream/reply_target.hpp"
-#include "upstream/slot_map.hpp"
+#include "upstream/cluster/slot_map.hpp"
 
 namespace corral::upstream {
 

@@ -1,9 +1,9 @@
 // CRC16 by a 256-entry table built at compile time, as Redis's crc16.c does with a literal one.
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 #include <array>
 
-#include "upstream/hash_tag.hpp"
+#include "upstream/cluster/hash_tag.hpp"
 
 namespace corral::upstream {
 

@@ -19,8 +19,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
-#include "upstream/node_gauges.hpp"
-#include "upstream/slot_map.hpp"
+#include "upstream/cluster/node_gauges.hpp"
+#include "upstream/cluster/slot_map.hpp"
 
 namespace corral::upstream {
 

@@ -1,12 +1,12 @@
 // Redirect handling of one cluster command. Redirect replies are recognised by their first word,
 // as Redis Cluster clients do ("-MOVED 3999 127.0.0.1:6381").
-#include "upstream/cluster_command.hpp"
+#include "upstream/cluster/cluster_command.hpp"
 
 #include <algorithm>
 
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
-#include "upstream/redirect.hpp"
+#include "upstream/cluster/redirect.hpp"
 
 namespace corral::upstream {
 

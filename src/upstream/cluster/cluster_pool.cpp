@@ -1,6 +1,6 @@
 // Cluster connections of one io thread: the routing copy follows the topology's version, and a
 // node that left the map has its connections closed.
-#include "upstream/cluster_pool.hpp"
+#include "upstream/cluster/cluster_pool.hpp"
 
 #include <algorithm>
 

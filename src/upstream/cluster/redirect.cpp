@@ -1,11 +1,11 @@
 // "-MOVED 3999 127.0.0.1:6381\r\n": the slot, then the node's address (its last colon splits the
 // port off, so an IPv6 host keeps its own).
-#include "upstream/redirect.hpp"
+#include "upstream/cluster/redirect.hpp"
 
 #include <charconv>
 
-#include "upstream/cluster_links.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_links.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::upstream {
 

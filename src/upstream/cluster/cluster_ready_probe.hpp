@@ -15,7 +15,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "upstream/cluster_links.hpp"
+#include "upstream/cluster/cluster_links.hpp"
 
 namespace corral::upstream {
 

@@ -1,12 +1,12 @@
 // Grouping keys by slot in the order each slot first appears, so parts go out in request order.
-#include "upstream/cluster_split.hpp"
+#include "upstream/cluster/cluster_split.hpp"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "resp/encoder.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::upstream {
 

@@ -1,5 +1,5 @@
 // The cluster collector: counters live as atomics in the topology; this only formats them.
-#include "upstream/cluster_collector.hpp"
+#include "upstream/cluster/cluster_collector.hpp"
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 
 #include "config/values.hpp"
 #include "metrics/metric_families.hpp"
-#include "upstream/topology.hpp"
+#include "upstream/cluster/topology.hpp"
 
 namespace corral::upstream {
 

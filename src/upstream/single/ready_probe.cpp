@@ -1,7 +1,7 @@
 // The readiness probe's loop: one PING in flight at a time on the thread's shared connection.
 #include <utility>
 
-#include "upstream/ready_probe.hpp"
+#include "upstream/single/ready_probe.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

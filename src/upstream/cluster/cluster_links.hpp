@@ -9,8 +9,8 @@
 #include <string>
 
 #include "upstream/link.hpp"
-#include "upstream/slot_map.hpp"
-#include "upstream/topology.hpp"
+#include "upstream/cluster/slot_map.hpp"
+#include "upstream/cluster/topology.hpp"
 
 namespace corral::upstream {
 

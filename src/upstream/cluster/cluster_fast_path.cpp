@@ -1,6 +1,6 @@
 // The direct send of keyed cluster commands and the hand-over of the rare one that needs
 // redirect handling.
-#include "upstream/cluster_fast_path.hpp"
+#include "upstream/cluster/cluster_fast_path.hpp"
 
 #include <utility>
 

@@ -1,6 +1,6 @@
 // Merging of split and fanned-out replies. The parts' bytes are only split into elements
 // (resp::array_elements), never decoded, so RESP3 values pass through as they came.
-#include "upstream/cluster_merge.hpp"
+#include "upstream/cluster/cluster_merge.hpp"
 
 #include <charconv>
 

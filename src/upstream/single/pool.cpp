@@ -1,5 +1,5 @@
 // Shared and dedicated upstream connections of one io thread.
-#include "upstream/pool.hpp"
+#include "upstream/single/pool.hpp"
 
 #include <algorithm>
 #include <cassert>
