@@ -4,7 +4,7 @@
 #include "origin/redis_origin.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy_origins.hpp"
-#include "upstream/keyed_caller.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::stampede {
 
@@ -19,33 +19,18 @@ namespace {
 // a lock the lost first try took only makes this fetch wait for it to expire.
 constexpr int kFleetFailoverRetries = 80;
 
-std::shared_ptr<upstream::KeyedCaller> fleet_caller(const boost::asio::any_io_executor& executor,
-                                                    CacheRuntime& runtime, upstream::Pool& pool,
-                                                    upstream::ClusterLinks* cluster,
-                                                    int max_redirects) {
-  return upstream::make_keyed_caller(executor, pool, cluster,
-                                     {runtime.database(), max_redirects, kFleetFailoverRetries});
-}
-
-std::shared_ptr<origin::RedisOrigin> redis_origin(const boost::asio::any_io_executor& executor,
-                                                  CacheRuntime& runtime, upstream::Pool& pool,
-                                                  upstream::ClusterLinks* cluster,
-                                                  int max_redirects) {
-  auto origin =
-      std::make_shared<origin::RedisOrigin>(executor, pool, runtime.database(), runtime.clock());
-  if (cluster != nullptr) origin->use_cluster(*cluster, max_redirects);
-  return origin;
-}
 }  // namespace
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
-                         upstream::Pool& pool, upstream::ClusterLinks* cluster, int max_redirects)
-    : ReadThrough(executor, runtime,
-                  ReadThroughOptions{
-                      redis_origin(executor, runtime, pool, cluster, max_redirects), nullptr, true,
-                      policy_origins(executor,
-                                     fleet_caller(executor, runtime, pool, cluster, max_redirects),
-                                     runtime)}) {}
+                         upstream::Upstream& upstream)
+    : ReadThrough(
+          executor, runtime,
+          ReadThroughOptions{
+              std::make_shared<origin::RedisOrigin>(upstream, runtime.database(), runtime.clock()),
+              nullptr, true,
+              policy_origins(executor,
+                             upstream.keyed_caller({runtime.database(), 5, kFleetFailoverRetries}),
+                             runtime)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          ReadThroughOptions options)

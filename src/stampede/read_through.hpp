@@ -18,8 +18,7 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
-class Pool;
-class ClusterLinks;
+class Upstream;
 }  // namespace corral::upstream
 namespace corral::origin {
 class Origin;
@@ -43,12 +42,10 @@ struct ReadThroughOptions {
 
 class ReadThrough {
  public:
-  // Production: policies with `origin: redis` read through `pool`'s shared connection of the
-  // configured database. Must be destroyed on (or after stopping) the executor's thread.
-  // `cluster` (Redis Cluster upstreams): redis-origin fetches go by slot through it instead.
+  // Production: policies with `origin: redis` read through `upstream` (the configured database),
+  // as do fleet policies' scripts. Must be destroyed on (or after stopping) the executor's thread.
   ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
-              upstream::Pool& pool, upstream::ClusterLinks* cluster = nullptr,
-              int max_redirects = 5);
+              upstream::Upstream& upstream);
   // With origins of the caller's choice (tests drive fetches by hand through this seam).
   ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
               ReadThroughOptions options);

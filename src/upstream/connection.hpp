@@ -87,6 +87,8 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool send_untracked(std::string_view command) override;
 
   State state() const override { return state_; }
+  // Counts the sockets connected so far: a new value means a reconnect.
+  std::uint64_t generation() const { return generation_; }
   // The io thread the connection lives on: awaitable calls on it run there.
   const boost::asio::any_io_executor& executor() const { return executor_; }
   std::size_t in_flight() const override { return in_flight_.size(); }

@@ -6,6 +6,7 @@
 
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
 
 namespace corral::upstream {
 
@@ -47,7 +48,32 @@ void ClusterMergeTarget::on_failure(std::uint64_t part, std::string_view error) 
   if (--remaining_ == 0) finish();
 }
 
+namespace {
+// Each primary answers for itself: one killed script is the command's success.
+std::optional<std::string> killed_anywhere(const std::vector<std::string>& replies,
+                                           const std::vector<bool>& failed) {
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (!failed[i] && replies[i] == kOk) return replies[i];
+  }
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (!failed[i] && classify_error_reply(replies[i]) != ErrorKind::notbusy) return std::nullopt;
+  }
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (failed[i]) return std::nullopt;
+  }
+  return replies.empty() ? std::nullopt : std::optional(replies.front());
+}
+}  // namespace
+
 void ClusterMergeTarget::finish() {
+  if (merge_ == ClusterMerge::killed_anywhere) {
+    if (auto reply = killed_anywhere(replies_, failed_)) return client_->on_reply(tag_, *reply);
+    // Not killed and not all NOTBUSY: an error reply first, then a failure.
+    for (std::size_t i = 0; i < replies_.size(); ++i) {
+      if (!failed_[i] && classify_error_reply(replies_[i]) != ErrorKind::notbusy)
+        return client_->on_reply(tag_, replies_[i]);
+    }
+  }
   for (std::size_t i = 0; i < replies_.size(); ++i) {
     if (failed_[i]) return client_->on_failure(tag_, replies_[i]);
     if (!replies_[i].empty() && (replies_[i].front() == '-' || replies_[i].front() == '!'))
@@ -64,6 +90,7 @@ std::optional<std::string> ClusterMergeTarget::merge(
     const std::vector<std::vector<std::size_t>>& positions, std::string& error) {
   std::string out;
   switch (merge) {
+    case ClusterMerge::killed_anywhere:  // decided in finish(): it needs the failures too
     case ClusterMerge::none:
       return replies.empty() ? std::nullopt : std::optional(replies.front());
     case ClusterMerge::sum: {

@@ -21,6 +21,9 @@ enum class ClusterMerge : std::uint8_t {
   all_ok,               // MSET FLUSHALL SCRIPT FLUSH: +OK when every part said OK
   concat,               // KEYS: arrays joined
   agree,                // SCRIPT LOAD/EXISTS, FUNCTION LOAD: every primary must answer alike
+  // SCRIPT KILL, FUNCTION KILL: +OK when some primary killed one; NOTBUSY only when every
+  // primary said so; else the first other error (UNKILLABLE ...), or the first failure.
+  killed_anywhere,
 };
 
 // Contract: each part p in [0, parts) reports once through on_reply/on_failure(p); the client's

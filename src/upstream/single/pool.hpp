@@ -44,6 +44,7 @@ class Pool final : public Links {
   std::shared_ptr<Link> dedicated_link(int database, int protocol) override {
     return dedicated(database, protocol);
   }
+  std::uint64_t server_epoch() override { return shared(settings_.database).generation(); }
 
  private:
   ConnectionOptions options_for(int database, bool reconnect, int protocol) const;

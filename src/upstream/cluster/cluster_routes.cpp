@@ -1,12 +1,12 @@
 // The cluster routing table: every command whose cluster route is not the default.
-#include "proxy/cluster_routes.hpp"
+#include "upstream/cluster/cluster_routes.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 namespace {
 
 using enum ClusterRoute;
-using enum upstream::ClusterMerge;
+using enum ClusterMerge;
 
 constexpr ClusterRouteRow kClusterRoutes[] = {
     {"mget", split_by_slot, values_in_key_order},
@@ -24,6 +24,9 @@ constexpr ClusterRouteRow kClusterRoutes[] = {
     {"script|exists", all_primaries, agree},
     {"function|load", all_primaries, agree},
     {"function|flush", all_primaries, all_ok},
+    // Out of band: the busy script runs on one primary, which only the replies tell.
+    {"script|kill", all_primaries, killed_anywhere},
+    {"function|kill", all_primaries, killed_anywhere},
     {"randomkey", random_primary},
     {"scan", scan},
 };
@@ -37,4 +40,4 @@ const ClusterRouteRow* find_cluster_route(std::string_view row_name) {
   return nullptr;
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

@@ -1,6 +1,6 @@
 // Cluster SCAN cursors: bits 0-9 the primary's index, 10-25 the fingerprint, 26-63 the node's
 // cursor (a Redis cursor is a reversed bucket index, far below 2^38 for any real table).
-#include "proxy/cluster_scan.hpp"
+#include "upstream/cluster/cluster_scan.hpp"
 
 #include <charconv>
 
@@ -8,7 +8,7 @@
 #include "resp/encoder.hpp"
 #include "upstream/cluster/key_slot.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 namespace {
 constexpr unsigned kNodeBits = 10;
@@ -71,4 +71,4 @@ void ClusterScanTarget::on_reply(std::uint64_t tag, std::string_view reply) {
   client_->on_reply(tag, out);
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

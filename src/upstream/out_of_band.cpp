@@ -1,18 +1,16 @@
 // A one-command connection: the reply target owns the link until the reply arrives, then
 // closes it, so nothing outlives the command.
-#include "proxy/out_of_band.hpp"
+#include "upstream/out_of_band.hpp"
 
 #include <utility>
 
-#include "proxy/resp3.hpp"
-
-namespace corral::proxy {
+namespace corral::upstream {
 namespace {
 
-class OneShot : public upstream::ReplyTarget {
+class OneShot : public ReplyTarget {
  public:
-  explicit OneShot(std::shared_ptr<upstream::ReplyTarget> client) : client_(std::move(client)) {}
-  void hold(std::shared_ptr<upstream::Link> link) { link_ = std::move(link); }
+  explicit OneShot(std::shared_ptr<ReplyTarget> client) : client_(std::move(client)) {}
+  void hold(std::shared_ptr<Link> link) { link_ = std::move(link); }
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     client_->on_reply(tag, reply);
     finish();
@@ -29,15 +27,14 @@ class OneShot : public upstream::ReplyTarget {
     if (auto link = std::move(link_)) link->close();
   }
 
-  std::shared_ptr<upstream::ReplyTarget> client_;
-  std::shared_ptr<upstream::Link> link_;  // a cycle with the link's queue, broken by finish()
+  std::shared_ptr<ReplyTarget> client_;
+  std::shared_ptr<Link> link_;  // a cycle with the link's queue, broken by finish()
 };
 
 }  // namespace
 
-bool send_out_of_band(upstream::Links& links, int database, std::string_view command,
-                      const std::shared_ptr<upstream::ReplyTarget>& target, std::uint64_t tag) {
-  auto link = links.dedicated_link(database, kResp2);
+bool send_once(std::shared_ptr<Link> link, std::string_view command,
+               const std::shared_ptr<ReplyTarget>& target, std::uint64_t tag) {
   if (!link) return false;
   auto one_shot = std::make_shared<OneShot>(target);
   one_shot->hold(link);
@@ -49,4 +46,4 @@ bool send_out_of_band(upstream::Links& links, int database, std::string_view com
   return true;
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

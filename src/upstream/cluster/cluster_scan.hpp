@@ -13,7 +13,7 @@
 #include "config/settings.hpp"
 #include "upstream/reply_target.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 struct ClusterScanCursor {
   std::uint32_t node = 0;         // index into SlotMap::primaries, < 1024
@@ -49,4 +49,4 @@ class ClusterScanTarget final : public upstream::ReplyTarget {
   std::shared_ptr<upstream::ReplyTarget> client_;
 };
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

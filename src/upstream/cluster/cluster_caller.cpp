@@ -1,6 +1,6 @@
-// The two KeyedCallers: one upstream server (every key on one connection) and a Redis Cluster
-// (a ClusterCommand per call, routed by the key's slot).
-#include "upstream/keyed_caller.hpp"
+// Corral's own keyed calls on a Redis Cluster: a ClusterCommand per call, routed by the key's
+// slot.
+#include "upstream/cluster/cluster_caller.hpp"
 
 #include <algorithm>
 
@@ -8,36 +8,11 @@
 
 #include "config/values.hpp"
 #include "upstream/cluster/cluster_command.hpp"
-#include "upstream/cluster/cluster_links.hpp"
 #include "upstream/cluster/key_slot.hpp"
-#include "upstream/single/pool.hpp"
 
 namespace corral::upstream {
 
 namespace {
-
-class PoolCaller final : public KeyedCaller {
- public:
-  PoolCaller(const boost::asio::any_io_executor& executor, Pool& pool, int database)
-      : executor_(executor), pool_(pool), database_(database) {}
-
-  const boost::asio::any_io_executor& executor() const override { return executor_; }
-  bool send(std::string_view, std::string command, std::shared_ptr<ReplyTarget> target,
-            std::uint64_t tag) override {
-    return pool_.shared(database_).send(command, std::move(target), tag);
-  }
-  std::vector<std::string> primaries() override { return {"upstream"}; }
-  bool by_slot() const override { return false; }
-  bool send_to_primary(std::string_view, std::string command, std::shared_ptr<ReplyTarget> target,
-                       std::uint64_t tag) override {
-    return pool_.shared(database_).send(command, std::move(target), tag);
-  }
-
- private:
-  boost::asio::any_io_executor executor_;
-  Pool& pool_;
-  int database_;
-};
 
 class ClusterCaller final : public KeyedCaller {
  public:
@@ -112,13 +87,6 @@ class ClusterCaller final : public KeyedCaller {
 };
 
 }  // namespace
-
-std::shared_ptr<KeyedCaller> make_keyed_caller(const boost::asio::any_io_executor& executor,
-                                               Pool& pool, ClusterLinks* cluster,
-                                               const KeyedCallerOptions& options) {
-  if (cluster != nullptr) return make_cluster_caller(executor, *cluster, options);
-  return std::make_shared<PoolCaller>(executor, pool, options.database);
-}
 
 std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
                                                  ClusterLinks& links,

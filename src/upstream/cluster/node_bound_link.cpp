@@ -5,43 +5,41 @@
 // ones included. A client of Corral does not know the cluster, so a transaction gets the same
 // outcome in words it understands (an error naming the move, EXECABORT) while Corral reroutes the
 // slot for the retry, and a blocking command is simply sent again to the new owner.
-#include "proxy/node_bound_link.hpp"
+#include "upstream/cluster/node_bound_link.hpp"
 
 #include <fmt/format.h>
 
 #include <string>
 
 #include "config/values.hpp"
-#include "proxy/ascii.hpp"
-#include "proxy/client_unblock.hpp"
-#include "proxy/cluster_router.hpp"
+#include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
 #include "upstream/cluster/redirect.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
+
+using resp::iequals;
 
 namespace {
 
-class RedirectGuard final : public upstream::ReplyTarget,
-                            public std::enable_shared_from_this<RedirectGuard> {
+class RedirectGuard final : public ReplyTarget, public std::enable_shared_from_this<RedirectGuard> {
  public:
-  RedirectGuard(ClusterRouter& router, std::weak_ptr<NodeBoundLink> link, BoundCommand kind,
-                std::string_view command, int protocol,
-                std::shared_ptr<upstream::ReplyTarget> target)
-      : router_(router),
+  RedirectGuard(ClusterLinks& links, int max_redirects, std::weak_ptr<NodeBoundLink> link,
+                SessionCommand kind, std::string_view command, std::shared_ptr<ReplyTarget> target)
+      : links_(links),
+        max_redirects_(max_redirects),
         link_(std::move(link)),
         kind_(kind),
-        command_(kind == BoundCommand::blocking ? std::string(command) : std::string()),
-        protocol_(protocol),
+        command_(kind == SessionCommand::blocking ? std::string(command) : std::string()),
         target_(std::move(target)) {}
 
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     const auto redirect =
-        reply.empty() || reply.front() != '-' ? std::nullopt : upstream::read_redirect(reply);
+        reply.empty() || reply.front() != '-' ? std::nullopt : read_redirect(reply);
     if (!redirect) return target_->on_reply(tag, reply);
-    const int node = upstream::apply_redirect(router_.links(), *redirect);
-    if (kind_ == BoundCommand::blocking && hops_ < router_.max_redirects() && node >= 0 &&
+    const int node = apply_redirect(links_, *redirect);
+    if (kind_ == SessionCommand::blocking && hops_ < max_redirects_ && node >= 0 &&
         retry_on(node, redirect->moved, tag)) {
       return;
     }
@@ -49,7 +47,7 @@ class RedirectGuard final : public upstream::ReplyTarget,
     const auto moved =
         fmt::format("slot {} moved to {}:{}", redirect->slot, redirect->to.host, redirect->to.port);
     resp::append_error(
-        error, kind_ == BoundCommand::exec
+        error, kind_ == SessionCommand::exec
                    ? fmt::format("EXECABORT Transaction discarded: its {}; retry it", moved)
                    : fmt::format("ERR the {} during the session; retry the transaction", moved));
     target_->on_reply(tag, error);
@@ -63,27 +61,26 @@ class RedirectGuard final : public upstream::ReplyTarget,
     ++hops_;
     const auto link = link_.lock();  // gone: the session ended meanwhile
     if (!link || !link->move_to(node)) return false;
-    if (!moved && !link->send(upstream::kAskingCommand, std::make_shared<upstream::DiscardTarget>(),
-                              0, false))
+    if (!moved && !link->send(kAskingCommand, std::make_shared<DiscardTarget>(), 0, false))
       return false;
     return link->send(command_, shared_from_this(), tag, true);
   }
 
-  ClusterRouter& router_;
+  ClusterLinks& links_;
+  int max_redirects_;
   // Weak: the guard sits in the link's connection while its command is in flight, and a strong
   // reference back would keep both alive after the session lets go of the link.
   std::weak_ptr<NodeBoundLink> link_;
-  BoundCommand kind_;
+  SessionCommand kind_;
   std::string command_;  // blocking commands only: what a retry sends again
-  int protocol_;
-  std::shared_ptr<upstream::ReplyTarget> target_;
+  std::shared_ptr<ReplyTarget> target_;
   int hops_ = 0;
 };
 
 // The unsolicited stream of a node-bound connection, seen by the link first.
-class Follower final : public upstream::ReplyTarget {
+class Follower final : public ReplyTarget {
  public:
-  Follower(std::weak_ptr<NodeBoundLink> link, std::shared_ptr<upstream::ReplyTarget> client)
+  Follower(std::weak_ptr<NodeBoundLink> link, std::shared_ptr<ReplyTarget> client)
       : link_(std::move(link)), client_(std::move(client)) {}
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     const auto link = link_.lock();
@@ -96,20 +93,20 @@ class Follower final : public upstream::ReplyTarget {
 
  private:
   std::weak_ptr<NodeBoundLink> link_;
-  std::shared_ptr<upstream::ReplyTarget> client_;
+  std::shared_ptr<ReplyTarget> client_;
 };
 
 // The confirmation (or MOVED) of an SSUBSCRIBE the link sent for itself.
-class Resubscribe final : public upstream::ReplyTarget {
+class Resubscribe final : public ReplyTarget {
  public:
   Resubscribe(std::weak_ptr<NodeBoundLink> link, std::string channel, int hops)
       : link_(std::move(link)), channel_(std::move(channel)), hops_(hops) {}
   void on_reply(std::uint64_t, std::string_view reply) override {
     const auto link = link_.lock();
-    const auto redirect = upstream::read_redirect(reply);
+    const auto redirect = read_redirect(reply);
     if (!link || !redirect) return;  // subscribed (or the session ended meanwhile)
-    const int node = upstream::apply_redirect(link->router().links(), *redirect);
-    if (hops_ >= link->router().max_redirects()) return;
+    const int node = apply_redirect(link->links(), *redirect);
+    if (hops_ >= link->max_redirects()) return;
     if (node != link->node() && !link->move_to(node)) return;
     link->resubscribe(channel_, hops_ + 1);
   }
@@ -124,24 +121,29 @@ class Resubscribe final : public upstream::ReplyTarget {
 }  // namespace
 
 bool NodeBoundLink::move_to(int node) {
-  auto next = router_.links().dedicated_node_link(node, protocol_);
+  auto next = links_.dedicated_node_link(node, protocol_);
   if (!next) return false;
   connection_->set_unsolicited_target(nullptr);
   connection_->close();
   connection_ = std::move(next);
   node_ = node;
   if (follower_) connection_->set_unsolicited_target(follower_);
-  if (client_id_ != 0) learn_upstream_ids_for(client_id_);
+  tell_observer();
   return true;
 }
 
-void NodeBoundLink::learn_upstream_ids_for(std::uint64_t client_id) {
-  client_id_ = client_id;
-  learn_upstream_client_id(client_id, *connection_,
-                           config::format_endpoint(router_.links().routes().nodes[node_].endpoint));
+void NodeBoundLink::follow_connections(ConnectionObserver observer) {
+  observer_ = std::move(observer);
+  tell_observer();
 }
 
-bool NodeBoundLink::send(std::string_view command, std::shared_ptr<upstream::ReplyTarget> target,
+void NodeBoundLink::tell_observer() {
+  if (observer_) {
+    observer_(*connection_, config::format_endpoint(links_.routes().nodes[node_].endpoint));
+  }
+}
+
+bool NodeBoundLink::send(std::string_view command, std::shared_ptr<ReplyTarget> target,
                          std::uint64_t tag, bool exempt_from_timeout) {
   note_command(command);
   return connection_->send(command, std::move(target), tag, exempt_from_timeout);
@@ -152,7 +154,7 @@ bool NodeBoundLink::send_untracked(std::string_view command) {
   return connection_->send_untracked(command);
 }
 
-void NodeBoundLink::set_unsolicited_target(std::shared_ptr<upstream::ReplyTarget> target) {
+void NodeBoundLink::set_unsolicited_target(std::shared_ptr<ReplyTarget> target) {
   follower_ = target ? std::make_shared<Follower>(weak_from_this(), std::move(target)) : nullptr;
   connection_->set_unsolicited_target(follower_);
 }
@@ -182,14 +184,20 @@ void NodeBoundLink::note_command(std::string_view command) {
 }
 
 bool NodeBoundLink::follow_unsolicited(std::string_view message) {
-  if (shard_channels_.empty()) return true;
+  // The connection framed the message already: only a three-element "sunsubscribe" (RESP2 array
+  // or RESP3 push) is decoded again, not every message a subscriber gets.
+  constexpr std::string_view kEnded = "3\r\n$12\r\nsunsubscribe\r\n";
+  if (shard_channels_.empty() || message.size() <= kEnded.size() ||
+      message.substr(1, kEnded.size()) != kEnded) {
+    return true;
+  }
   const auto decoded = resp::decode_reply(message);
   if (!decoded || decoded->elements.size() != 3 || decoded->elements[0].text != "sunsubscribe") {
     return true;
   }
   const auto& channel = decoded->elements[1].text;
   if (shard_channels_.count(channel) == 0) return true;  // the client's own SUNSUBSCRIBE
-  router_.links().request_refresh(upstream::RefreshReason::moved);
+  links_.request_refresh(RefreshReason::moved);
   resubscribe(channel, 0);
   return false;
 }
@@ -203,11 +211,12 @@ void NodeBoundLink::resubscribe(const std::string& channel, int hops) {
                     true);
 }
 
-bool send_on_node(ClusterRouter& router, const std::shared_ptr<NodeBoundLink>& link,
-                  BoundCommand kind, std::string_view command, int protocol, std::uint64_t tag,
-                  const std::shared_ptr<upstream::ReplyTarget>& target, bool exempt_from_timeout) {
-  auto guard = std::make_shared<RedirectGuard>(router, link, kind, command, protocol, target);
-  return link->send(command, std::move(guard), tag, exempt_from_timeout);
+bool NodeBoundLink::send_in_session(SessionCommand kind, std::string_view command,
+                                    std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
+                                    bool exempt_from_timeout) {
+  auto guard = std::make_shared<RedirectGuard>(links_, max_redirects_, weak_from_this(), kind,
+                                               command, std::move(target));
+  return send(command, std::move(guard), tag, exempt_from_timeout);
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

@@ -1,5 +1,5 @@
 // CORRAL.CLUSTER and INFO's cluster section, both read from this io thread's routing view.
-#include "proxy/cluster_admin.hpp"
+#include "upstream/cluster/cluster_admin.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -9,78 +9,65 @@
 #include <fmt/format.h>
 
 #include "config/values.hpp"
-#include "proxy/cluster_router.hpp"
-#include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
 #include "upstream/cluster/cluster_links.hpp"
 #include "upstream/cluster/key_slot.hpp"
 
-namespace corral::proxy {
+namespace corral::upstream {
 
 namespace {
 
 // "0-5460,6000" for the slots `node` owns.
-std::string slot_ranges(const upstream::SlotMap& map, int node) {
+std::string slot_ranges(const SlotMap& map, int node) {
   std::string out;
   std::size_t slot = 0;
-  while (slot < upstream::kSlotCount) {
+  while (slot < kSlotCount) {
     if (map.owner[slot] != node) {
       ++slot;
       continue;
     }
     const std::size_t first = slot;
-    while (slot < upstream::kSlotCount && map.owner[slot] == node) ++slot;
+    while (slot < kSlotCount && map.owner[slot] == node) ++slot;
     if (!out.empty()) out += ',';
     out += first + 1 == slot ? std::to_string(first) : fmt::format("{}-{}", first, slot - 1);
   }
   return out;
 }
 
-std::string_view role(const upstream::SlotMap& map, int node) {
+std::string_view role(const SlotMap& map, int node) {
   if (!map.nodes[node].primary) return "replica";
   return slot_ranges(map, node).empty() ? "primary-without-slots" : "primary";
 }
 
 }  // namespace
 
-Action corral_cluster(LocalCall& call) {
-  if (!call.client.admin) {
-    resp::append_error(call.reply,
-                       "NOPERM CORRAL admin commands need AUTH with client.admin_password");
-    return Action::done;
-  }
-  if (call.cluster == nullptr) {
-    resp::append_error(call.reply, "ERR the upstream is not a Redis Cluster");
-    return Action::done;
-  }
-  auto& links = call.cluster->links();
+void append_cluster_report(std::string& reply, ClusterLinks& links) {
   const auto& map = links.routes();
   const auto& counters = links.counters();
-  resp::append_array_header(call.reply, 14);
-  resp::append_field(call.reply, "slots_served", static_cast<std::int64_t>(map.slots_covered()));
-  resp::append_field(call.reply, "primaries", static_cast<std::int64_t>(map.primaries.size()));
-  resp::append_field(call.reply, "topology_refreshes",
+  resp::append_array_header(reply, 14);
+  resp::append_field(reply, "slots_served", static_cast<std::int64_t>(map.slots_covered()));
+  resp::append_field(reply, "primaries", static_cast<std::int64_t>(map.primaries.size()));
+  resp::append_field(reply, "topology_refreshes",
                      static_cast<std::int64_t>(counters.refreshes.load()));
-  resp::append_field(call.reply, "moved", static_cast<std::int64_t>(counters.redirects[0].load()));
-  resp::append_field(call.reply, "ask", static_cast<std::int64_t>(counters.redirects[1].load()));
-  resp::append_field(call.reply, "crossslot_refused",
+  resp::append_field(reply, "moved", static_cast<std::int64_t>(counters.redirects[0].load()));
+  resp::append_field(reply, "ask", static_cast<std::int64_t>(counters.redirects[1].load()));
+  resp::append_field(reply, "crossslot_refused",
                      static_cast<std::int64_t>(counters.crossslot_refused));
-  resp::append_bulk(call.reply, "nodes");
-  resp::append_array_header(call.reply, map.nodes.size());
+  resp::append_bulk(reply, "nodes");
+  resp::append_array_header(reply, map.nodes.size());
   for (std::size_t i = 0; i < map.nodes.size(); ++i) {
     const auto& node = map.nodes[i];
     const int index = static_cast<int>(i);
-    resp::append_array_header(call.reply, 12);
-    resp::append_field(call.reply, "address", config::format_endpoint(node.endpoint));
-    resp::append_field(call.reply, "id", node.id);
-    resp::append_field(call.reply, "role", role(map, index));
-    resp::append_field(call.reply, "health", node.healthy ? "online" : "failing");
-    resp::append_field(call.reply, "slots", slot_ranges(map, index));
-    resp::append_field(call.reply, "connections",
+    resp::append_array_header(reply, 12);
+    resp::append_field(reply, "address", config::format_endpoint(node.endpoint));
+    resp::append_field(reply, "id", node.id);
+    resp::append_field(reply, "role", role(map, index));
+    resp::append_field(reply, "health", node.healthy ? "online" : "failing");
+    resp::append_field(reply, "slots", slot_ranges(map, index));
+    resp::append_field(reply, "connections",
                        static_cast<std::int64_t>(links.node_connections(index)));
   }
-  return Action::done;
 }
 
 namespace {
@@ -91,8 +78,8 @@ struct NodeProbe {
   std::optional<std::int64_t> keys;
 };
 
-void append_node_lines(std::string& out, const upstream::SlotMap& map,
-                       upstream::ClusterLinks& links, const std::vector<NodeProbe>& probes) {
+void append_node_lines(std::string& out, const SlotMap& map, ClusterLinks& links,
+                       const std::vector<NodeProbe>& probes) {
   out += "# ClusterNodes\r\n";
   out += fmt::format("corral_cluster_primaries:{}\r\ncorral_cluster_slots_served:{}\r\n",
                      map.primaries.size(), map.slots_covered());
@@ -113,11 +100,10 @@ void append_node_lines(std::string& out, const upstream::SlotMap& map,
 
 // Gathers the primaries' DBSIZE replies (all on this io thread, so no lock) and answers INFO
 // once the last one is in.
-class NodeSummary final : public upstream::ReplyTarget,
-                          public std::enable_shared_from_this<NodeSummary> {
+class NodeSummary final : public ReplyTarget, public std::enable_shared_from_this<NodeSummary> {
  public:
-  NodeSummary(upstream::ClusterLinks& links, std::string sections,
-              std::shared_ptr<upstream::ReplyTarget> client, std::uint64_t client_tag)
+  NodeSummary(ClusterLinks& links, std::string sections, std::shared_ptr<ReplyTarget> client,
+              std::uint64_t client_tag)
       : links_(links),
         map_(links.routes()),
         sections_(std::move(sections)),
@@ -130,7 +116,7 @@ class NodeSummary final : public upstream::ReplyTarget,
     for (int primary : map_.primaries) probes_[primary].asked = true;
     pending_ = map_.primaries.size() + 1;  // + 1: no answer completes before every send is made
     for (int primary : map_.primaries) {
-      auto& link = links_.node_link(primary, affinity, kResp2);
+      auto& link = links_.node_link(primary, affinity, 2);
       if (!link.send(kDbsize, shared_from_this(), static_cast<std::uint64_t>(primary))) {
         on_failure(static_cast<std::uint64_t>(primary), {});
       }
@@ -158,10 +144,10 @@ class NodeSummary final : public upstream::ReplyTarget,
     client_->on_reply(client_tag_, out);
   }
 
-  upstream::ClusterLinks& links_;
-  const upstream::SlotMap map_;  // the nodes as they were asked: replies name them by index
+  ClusterLinks& links_;
+  const SlotMap map_;  // the nodes as they were asked: replies name them by index
   std::string sections_;
-  std::shared_ptr<upstream::ReplyTarget> client_;
+  std::shared_ptr<ReplyTarget> client_;
   std::uint64_t client_tag_;
   std::vector<NodeProbe> probes_;
   std::size_t pending_ = 0;
@@ -169,15 +155,13 @@ class NodeSummary final : public upstream::ReplyTarget,
 
 }  // namespace
 
-void append_cluster_info(std::string& out, upstream::ClusterLinks& links) {
+void append_cluster_info(std::string& out, ClusterLinks& links) {
   append_node_lines(out, links.routes(), links, {});
 }
 
-void answer_cluster_info(LocalCall& call, std::string sections) {
-  call.deferred = true;
-  auto summary = std::make_shared<NodeSummary>(call.cluster->links(), std::move(sections),
-                                               *call.target, call.tag);
-  summary->probe(call.client.id);
+void answer_cluster_info(ClusterLinks& links, std::string sections, std::size_t affinity,
+                         const std::shared_ptr<ReplyTarget>& client, std::uint64_t tag) {
+  std::make_shared<NodeSummary>(links, std::move(sections), client, tag)->probe(affinity);
 }
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream

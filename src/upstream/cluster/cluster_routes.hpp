@@ -7,9 +7,7 @@
 
 #include "upstream/cluster/cluster_merge.hpp"
 
-namespace corral::proxy {
-
-using upstream::ClusterMerge;
+namespace corral::upstream {
 
 enum class ClusterRoute : std::uint8_t {
   by_slot,         // one slot's primary (the default for keyed commands)
@@ -29,4 +27,4 @@ struct ClusterRouteRow {
 // The row for a command table row name; nullptr: the defaults above.
 const ClusterRouteRow* find_cluster_route(std::string_view row_name);
 
-}  // namespace corral::proxy
+}  // namespace corral::upstream
