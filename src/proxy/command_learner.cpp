@@ -1,5 +1,5 @@
-// The learner's loop: ask COMMAND until a server answers, then wait for the server to change
-// (the upstream may have been upgraded or replaced behind the same address).
+// The learner's loop: ask COMMAND (and HELLO, for the version) until a server answers, then wait
+// for the server to change (the upstream may have been upgraded or replaced behind the address).
 #include <utility>
 
 #include "proxy/command_learner.hpp"
@@ -15,6 +15,7 @@
 
 #include "proxy/learned_commands.hpp"
 #include "upstream/call.hpp"
+#include "upstream/server_version.hpp"
 #include "upstream/upstream.hpp"
 
 namespace corral::proxy {
@@ -23,6 +24,9 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr std::string_view kCommand = "*1\r\n$7\r\nCOMMAND\r\n";
+// HELLO without a version changes nothing on the connection and names the server's version, which
+// INFO and Corral's own HELLO report (a server before Redis 6.2 refuses it: ignored).
+constexpr std::string_view kHello = "*1\r\n$5\r\nHELLO\r\n";
 // How often the connection's state is looked at; a reconnect shorter than this may be missed,
 // which only delays learning until the next one.
 constexpr std::chrono::milliseconds kPoll{250};
@@ -66,6 +70,8 @@ asio::awaitable<void> CommandLearner::loop() {
     } else {
       spdlog::warn("upstream COMMAND reply unreadable; the built-in command table stays in force");
     }
+    const auto hello = co_await upstream_.call_server(std::string(kHello));
+    if (hello.ok() && !hello.redis_error()) upstream::note_hello_reply(hello.reply);
     while (upstream_.server_epoch() == epoch) {
       if (!co_await pause()) co_return;
     }

@@ -1,5 +1,5 @@
-// Asks the upstream for its COMMAND table whenever its server may have changed (a reconnect, a
-// new cluster map), and publishes the commands the built-in table lacks
+// Asks the upstream for its COMMAND table and version whenever its server may have changed (a
+// reconnect, a new cluster map), and publishes the commands the built-in table lacks
 // (proxy/learned_commands.hpp).
 #pragma once
 

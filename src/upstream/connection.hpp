@@ -129,7 +129,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
     if (tls_) return boost::asio::async_write(*tls_, buffers, std::forward<Token>(token));
     return boost::asio::async_write(socket_, buffers, std::forward<Token>(token));
   }
-  void fail_all(std::string_view error);
+  void fail_all(ErrorKind kind, std::string_view error);
   void set_state(State next);
   void break_connection();
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "resp/encoder.hpp"
-#include "upstream/errors.hpp"
 #include "upstream/cluster/redirect.hpp"
+#include "upstream/errors.hpp"
 
 namespace corral::upstream {
 
@@ -38,12 +38,12 @@ void ClusterCommand::start() {
   const int node = pick_node();
   if (node == -1) {
     links_.request_refresh(RefreshReason::clusterdown);
-    return fail_or_retry(kErrSlotUnserved);
+    return fail_or_retry(ErrorKind::clusterdown, kErrSlotUnserved);
   }
   if (node == -2) {
     // The map says the primary failed: the promoted replica shows in a refresh soon.
     links_.request_refresh(RefreshReason::clusterdown);
-    return fail_or_retry(kErrPrimaryFailing);
+    return fail_or_retry(ErrorKind::clusterdown, kErrPrimaryFailing);
   }
   send_to(node, false);
 }
@@ -70,32 +70,29 @@ void ClusterCommand::send_to(int node, bool asking) {
   auto& link = links_.node_link(node, options_.affinity, options_.protocol);
   if (asking && !link.send(kAskingCommand, std::make_shared<DiscardTarget>(), 0)) {
     links_.request_refresh(RefreshReason::connection);
-    return fail_or_retry(kErrUnavailable);
+    return fail_or_retry(ErrorKind::upstream_unavailable, kErrUnavailable);
   }
   if (!link.send(command_, shared_from_this(), tag_)) {
     // The node's connection is backing off (refused, dead): the map may be stale.
     links_.request_refresh(RefreshReason::connection);
-    fail_or_retry(kErrUnavailable);
+    fail_or_retry(ErrorKind::upstream_unavailable, kErrUnavailable);
   }
 }
 
-void ClusterCommand::fail_or_retry(std::string_view error) {
+void ClusterCommand::fail_or_retry(ErrorKind kind, std::string_view error) {
   if (unreachable_retries_ >= options_.unreachable_retries) {
-    target_->on_failure(tag_, error);
+    target_->on_error(tag_, kind, error);
     return;
   }
   ++unreachable_retries_;
   links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
 }
 
-bool ClusterCommand::follow_redirect(std::string_view reply) {
-  const bool moved = reply.starts_with("-MOVED ");
-  const bool ask = reply.starts_with("-ASK ");
-  const bool try_again = reply.starts_with("-TRYAGAIN");
-  if (!moved && !ask && !try_again) return false;
+bool ClusterCommand::follow_redirect(ErrorKind kind, std::string_view reply) {
+  if (kind == ErrorKind::clusterdown) return false;
   if (options_.slot < 0 || hops_ >= options_.max_redirects) return false;
   ++hops_;
-  if (try_again) {
+  if (kind == ErrorKind::tryagain) {
     // Keys of one multi-key command are mid-migration: wait a little, then ask the owner again.
     links_.counters().redirected(RedirectKind::tryagain);
     links_.run_after(kTryAgainBackoff * hops_, [self = shared_from_this()] { self->start(); });
@@ -103,37 +100,41 @@ bool ClusterCommand::follow_redirect(std::string_view reply) {
   }
   const auto redirect = read_redirect(reply);
   if (!redirect) return false;
-  send_to(apply_redirect(links_, *redirect), ask);
+  send_to(apply_redirect(links_, *redirect), kind == ErrorKind::ask);
   return true;
 }
 
 void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
-  if (needs_cluster_handling(reply)) {
-    if (follow_redirect(reply)) return;
-    if (reply.starts_with("-CLUSTERDOWN")) {
+  if (const auto kind = cluster_handling(reply)) {
+    if (follow_redirect(*kind, reply)) return;
+    if (*kind == ErrorKind::clusterdown) {
       links_.request_refresh(RefreshReason::clusterdown);
       if (options_.slot >= 0 && clusterdown_retries_ < options_.clusterdown_retries) {
         ++clusterdown_retries_;
         links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
         return;
       }
-    } else if (reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
-               reply.starts_with("-TRYAGAIN")) {
+    } else {
       // Out of hops (or a fan-out part): say so instead of leaking a redirect to the client.
       std::string error = "ERR too many cluster redirects (max_redirects ";
       error += std::to_string(options_.max_redirects) + "), last: ";
       error += reply.substr(1, reply.size() - 3);
-      target_->on_failure(tag_, error);
+      target_->on_error(tag_, *kind, error);
       return;
     }
   }
   target_->on_reply(tag_, reply);
 }
 
-void ClusterCommand::on_failure(std::uint64_t, std::string_view error) {
+void ClusterCommand::on_error(std::uint64_t, ErrorKind kind, std::string_view error) {
   // A lost or timed-out connection: the node may have died; the map must say who took over.
   links_.request_refresh(RefreshReason::connection);
-  fail_or_retry(error);
+  fail_or_retry(kind, error);
+}
+
+// A failure without a kind: its fate is unknown, as after a lost connection.
+void ClusterCommand::on_failure(std::uint64_t tag, std::string_view error) {
+  on_error(tag, ErrorKind::connection_lost, error);
 }
 
 }  // namespace corral::upstream

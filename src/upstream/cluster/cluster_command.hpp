@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "config/settings.hpp"
 #include "upstream/cluster/cluster_links.hpp"
+#include "upstream/errors.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
@@ -40,12 +42,18 @@ std::string slot_unserved_error(std::string_view map_failure);
 inline constexpr std::string_view kErrPrimaryFailing =
     "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
 
-// The replies a ClusterCommand acts on (MOVED, ASK, TRYAGAIN, CLUSTERDOWN); any other reply is
-// the client's answer as it stands.
-inline bool needs_cluster_handling(std::string_view reply) {
-  if (reply.empty() || reply.front() != '-') return false;
-  return reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
-         reply.starts_with("-TRYAGAIN") || reply.starts_with("-CLUSTERDOWN");
+// The kinds of error reply a ClusterCommand acts on (MOVED, ASK, TRYAGAIN, CLUSTERDOWN); any
+// other reply is the client's answer as it stands.
+inline bool is_cluster_redirect(ErrorKind kind) {
+  return kind == ErrorKind::moved || kind == ErrorKind::ask || kind == ErrorKind::tryagain ||
+         kind == ErrorKind::clusterdown;
+}
+// The kind of `reply` when it is one of those; nullopt for any other reply (checked by its first
+// byte before anything is read).
+inline std::optional<ErrorKind> cluster_handling(std::string_view reply) {
+  if (reply.empty() || reply.front() != '-') return std::nullopt;
+  const ErrorKind kind = classify_error_reply(reply);
+  return is_cluster_redirect(kind) ? std::optional(kind) : std::nullopt;
 }
 
 class ClusterCommand final : public ReplyTarget,
@@ -59,14 +67,15 @@ class ClusterCommand final : public ReplyTarget,
 
   void on_reply(std::uint64_t, std::string_view reply) override;
   void on_failure(std::uint64_t, std::string_view error) override;
+  void on_error(std::uint64_t, ErrorKind kind, std::string_view error) override;
 
  private:
   int pick_node();
   void send_to(int node, bool asking);
-  // True when `reply` was a redirect this command follows (it has been re-sent).
-  bool follow_redirect(std::string_view reply);
+  // True when `reply`, of `kind`, was a redirect this command follows (it has been re-sent).
+  bool follow_redirect(ErrorKind kind, std::string_view reply);
   // Fails the command with `error`, unless unreachable_retries allow another try later.
-  void fail_or_retry(std::string_view error);
+  void fail_or_retry(ErrorKind kind, std::string_view error);
 
   ClusterLinks& links_;
   std::string command_;

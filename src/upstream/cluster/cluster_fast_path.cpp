@@ -52,7 +52,7 @@ std::shared_ptr<ClusterCommand> ClusterFastPath::hand_over(std::uint32_t index) 
 
 void ClusterFastPath::on_reply(std::uint64_t entry, std::string_view reply) {
   const auto index = static_cast<std::uint32_t>(entry);
-  if (needs_cluster_handling(reply)) return hand_over(index)->on_reply(0, reply);
+  if (cluster_handling(reply)) return hand_over(index)->on_reply(0, reply);
   // The target may send more commands from here (a session dispatching its next request),
   // which may grow entries_: nothing of this entry is touched after the call.
   auto target = std::move(entries_[index].target);
@@ -63,6 +63,10 @@ void ClusterFastPath::on_reply(std::uint64_t entry, std::string_view reply) {
 
 void ClusterFastPath::on_failure(std::uint64_t entry, std::string_view error) {
   hand_over(static_cast<std::uint32_t>(entry))->on_failure(0, error);
+}
+
+void ClusterFastPath::on_error(std::uint64_t entry, ErrorKind kind, std::string_view error) {
+  hand_over(static_cast<std::uint32_t>(entry))->on_error(0, kind, error);
 }
 
 }  // namespace corral::upstream

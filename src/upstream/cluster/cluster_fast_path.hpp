@@ -31,6 +31,7 @@ class ClusterFastPath final : public ReplyTarget,
 
   void on_reply(std::uint64_t entry, std::string_view reply) override;
   void on_failure(std::uint64_t entry, std::string_view error) override;
+  void on_error(std::uint64_t entry, ErrorKind kind, std::string_view error) override;
 
   // Commands sent and not answered yet.
   std::size_t in_flight() const { return entries_.size() - free_.size(); }

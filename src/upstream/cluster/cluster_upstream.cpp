@@ -48,8 +48,12 @@ class AnyPrimary final : public ReplyTarget, public std::enable_shared_from_this
     target_->on_reply(tag, reply);
   }
   void on_failure(std::uint64_t tag, std::string_view error) override {
+    on_error(tag, ErrorKind::connection_lost, error);
+  }
+  void on_error(std::uint64_t tag, ErrorKind kind, std::string_view error) override {
+    last_kind_ = kind;
     last_error_ = error;
-    if (!send_next(tag)) target_->on_failure(tag, last_error_);
+    if (!send_next(tag)) target_->on_error(tag, last_kind_, last_error_);
   }
 
  private:
@@ -74,6 +78,7 @@ class AnyPrimary final : public ReplyTarget, public std::enable_shared_from_this
   std::shared_ptr<ReplyTarget> target_;
   std::vector<std::string> primaries_;
   std::size_t next_ = 0;
+  ErrorKind last_kind_ = ErrorKind::upstream_unavailable;
   std::string last_error_{kErrUnavailable};
 };
 

@@ -198,8 +198,9 @@ struct Proxy {
 // One client connection, as the session layer would drive it: each request gets the next tag.
 class Client {
  public:
-  explicit Client(Proxy& proxy)
-      : handler(proxy.dispatcher.open_session()), slots(std::make_shared<Replies>()) {}
+  explicit Client(Proxy& proxy) : Client(proxy.dispatcher) {}
+  explicit Client(Dispatcher& dispatcher)
+      : handler(dispatcher.open_session()), slots(std::make_shared<Replies>()) {}
 
   session::Action send(std::initializer_list<std::string_view> words, std::size_t awaiting = 0) {
     const std::vector<std::string_view> argv(words);
