@@ -94,8 +94,12 @@ void ClusterUpstream::note_cross_partition_refusal() {
 
 bool ClusterUpstream::send_out_of_band(const Routed& command, std::uint64_t tag,
                                        const std::shared_ptr<ReplyTarget>& target) {
+  // A primary the map knows to be failing is not asked: its replica takes its place.
   const auto& routes = links_.routes();
-  const std::vector<int> primaries = routes.primaries;
+  std::vector<int> primaries;
+  for (const int p : routes.primaries) {
+    if (routes.nodes[p].healthy) primaries.push_back(p);
+  }
   if (primaries.empty()) return false;
   const ClusterRouteRow* route = find_cluster_route(command.shape.name());
   if (route == nullptr || route->route != ClusterRoute::all_primaries) {
