@@ -19,7 +19,7 @@
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
-#include "upstream/single/ready_probe.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::stampede {
 

@@ -15,6 +15,9 @@
 
 namespace corral::upstream {
 
+// The probes' and the tracking links' liveness question, in RESP.
+inline constexpr std::string_view kPingCommand = "*1\r\n$4\r\nPING\r\n";
+
 // What a client's command on its own link is, for a link that follows its keys' server: how it
 // answers when the keys moved to another server during the session.
 enum class SessionCommand : std::uint8_t {

@@ -11,9 +11,9 @@
 
 #include "config/values.hpp"
 #include "upstream/cluster/key_slot.hpp"
-#include "upstream/single/ready_probe.hpp"
-#include "upstream/reply_target.hpp"
 #include "upstream/cluster/slot_map.hpp"
+#include "upstream/link.hpp"
+#include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
 

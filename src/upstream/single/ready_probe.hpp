@@ -15,9 +15,6 @@
 
 namespace corral::upstream {
 
-// The probes' and the tracking links' liveness question, in RESP.
-inline constexpr std::string_view kPingCommand = "*1\r\n$4\r\nPING\r\n";
-
 class ReadyProbe : public std::enable_shared_from_this<ReadyProbe> {
  public:
   // `stalled` counts the probes (threads) whose upstream has not answered in time; readiness
