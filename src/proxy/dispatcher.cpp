@@ -66,6 +66,7 @@ Dispatcher::Dispatcher(const config::Settings& settings, upstream::Upstream& ups
                        stampede::CacheRuntime* cache)
     : settings_(settings),
       upstream_(upstream),
+      partitioned_(upstream.partitioned()),
       info_(info),
       read_through_(read_through),
       cache_(cache) {
@@ -290,7 +291,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     target->on_reply(tag, replies);
     return Action::done;
   }
-  if (upstream_.partitioned()) {
+  if (partitioned_) {
     // A session link serves one partition: once it holds no state, the next command (maybe for
     // another partition) goes without it, after the client's earlier replies.
     if (client.dedicated && !client.mode.holds_connection()) {

@@ -130,6 +130,7 @@ class Dispatcher : public session::Handler {
 
   const config::Settings& settings_;
   upstream::Upstream& upstream_;
+  const bool partitioned_;  // upstream_.partitioned(), asked once: it never changes
   std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
   slowlog::SlowLog* slowlog_ = nullptr;
   stampede::HotKeys* hot_keys_ = nullptr;

@@ -60,6 +60,8 @@ class SessionLink final : public upstream::Link {
 // Partitions, when `partitioned`: a key's first letter ("a1" is in partition 'a').
 class RecordingUpstream final : public upstream::Upstream {
  public:
+  explicit RecordingUpstream(bool partitioned) : partitions(partitioned) {}
+
   bool send(const upstream::Routed& command, std::uint64_t tag,
             const std::shared_ptr<upstream::ReplyTarget>& target) override {
     sends.push_back(record(command, tag, target));
@@ -114,7 +116,7 @@ class RecordingUpstream final : public upstream::Upstream {
   void fetch(std::span<const std::string_view>, std::string_view, int,
              const std::shared_ptr<upstream::ReplyTarget>&) override {}
 
-  bool partitions = false;
+  const bool partitions;
   std::vector<Forwarded> sends;
   std::vector<Forwarded> out_of_band;
   std::vector<std::string> questions;
@@ -145,7 +147,7 @@ config::Settings allowing_script_kill() {
 }
 
 struct Stand {
-  explicit Stand(bool partitioned = false) { upstream.partitions = partitioned; }
+  explicit Stand(bool partitioned = false) : upstream(partitioned) {}
   config::Settings settings = allowing_script_kill();
   metrics::ProcessInfo info;
   RecordingUpstream upstream;
