@@ -3,7 +3,7 @@
 # with `redis-cli --cluster create`, every node bound to 127.0.0.1 on a free port (and free bus port).
 #
 # Usage: scripts/cluster.sh start [DIR] [--primaries N] [--replicas R] [--node-timeout MS]
-#                                 [--requirepass PW] [--tls CERTDIR]
+#                                 [--requirepass PW] [--tls CERTDIR] [--conf LINE]...
 #        scripts/cluster.sh stop DIR [--clean]
 #        scripts/cluster.sh run [start options] -- COMMAND...   (start, run COMMAND, always stop)
 #        scripts/cluster.sh status DIR | ports DIR
@@ -16,6 +16,7 @@
 #            ca.pem, redis.pem and redis.key; nodes speak TLS only (tls-port = the node's port,
 #            port 0), on the cluster bus and to their primary too; clients need no certificate.
 #            Either is kept in DIR, so the other commands talk to the nodes the same way.
+#            --conf: a redis.conf line every node gets (e.g. "rename-command GET GETX").
 #   stop     stops every node of DIR (SIGTERM, SIGKILL after 5 s); --clean also removes DIR.
 #   run      exports CLUSTER_DIR and CLUSTER_PORTS (comma-separated) to COMMAND.
 #   kill     sends SIGNAL (default KILL) to one node; restart starts a stopped node again with its
@@ -96,6 +97,8 @@ write_conf() {
       password=$(cat "$dir/requirepass")
       printf '%s\n' "requirepass \"$password\"" "masterauth \"$password\""
     fi
+    # --conf lines, for every node alike (rename-command ...).
+    if [ -f "$dir/extra.conf" ]; then cat "$dir/extra.conf"; fi
   } >"$dir/$port/redis.conf"
   cat >>"$dir/$port/redis.conf" <<EOF
 bind $HOST
@@ -207,8 +210,10 @@ start_watcher() {
 
 cmd_start() {
   local dir="" primaries=3 replicas=1 timeout=${CLUSTER_NODE_TIMEOUT:-2000} password="" tls=""
+  local extra_conf=()
   while [ $# -gt 0 ]; do
     case "$1" in
+      --conf) [ $# -ge 2 ] || die "$1 needs a value"; extra_conf+=("$2"); shift 2 ;;
       --primaries) [ $# -ge 2 ] || die "$1 needs a value"; primaries=$2; shift 2 ;;
       --replicas) [ $# -ge 2 ] || die "$1 needs a value"; replicas=$2; shift 2 ;;
       --node-timeout) [ $# -ge 2 ] || die "$1 needs a value"; timeout=$2; shift 2 ;;
@@ -233,8 +238,9 @@ cmd_start() {
   mkdir -p "$dir"
   dir=$(realpath "$dir")
   [ ! -f "$dir/ports" ] || die "$dir already holds a cluster (stop it, or use another DIR)"
-  rm -f "$dir/requirepass" "$dir/tls-dir"
+  rm -f "$dir/requirepass" "$dir/tls-dir" "$dir/extra.conf"
   save_security "$dir" "$password" "$tls"
+  if [ ${#extra_conf[@]} -gt 0 ]; then printf '%s\n' "${extra_conf[@]}" >"$dir/extra.conf"; fi
 
   local count=$((primaries * (1 + replicas))) ports=() port attempt ok
   : >"$dir/ports"
@@ -318,7 +324,7 @@ main() {
       node_alive "$1" "$2" && die "node $2 is still running"
       load_security "$1"
       start_node "$(realpath "$1")" "$2" || die "node $2 did not restart: $(tail -n 3 "$1/$2/redis.log")" ;;
-    -h|--help|"") sed -n '2,25s/^# \{0,1\}//p' "$SELF"; [ -n "$sub" ] ;;
+    -h|--help|"") sed -n '2,26s/^# \{0,1\}//p' "$SELF"; [ -n "$sub" ] ;;
     *) die "unknown command $sub (see --help)" ;;
   esac
 }

@@ -13,7 +13,6 @@
 
 #include "cache/clock.hpp"
 #include "metrics/slowlog_metrics.hpp"
-#include "proxy/cluster_router.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/idle_reaper.hpp"
@@ -26,45 +25,59 @@
 #include "stampede/invalidation_listener.hpp"
 #include "stampede/read_through.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
-#include "upstream/cluster_collector.hpp"
-#include "upstream/cluster_pool.hpp"
-#include "upstream/cluster_ready_probe.hpp"
+#include "upstream/cluster/cluster_collector.hpp"
+#include "upstream/cluster/cluster_pool.hpp"
+#include "upstream/cluster/cluster_ready_probe.hpp"
+#include "upstream/cluster/cluster_router.hpp"
+#include "upstream/cluster/cluster_upstream.hpp"
 #include "upstream/keyed_caller.hpp"
-#include "upstream/pool.hpp"
-#include "upstream/ready_probe.hpp"
+#include "upstream/single/pool.hpp"
+#include "upstream/single/ready_probe.hpp"
+#include "upstream/single/single_upstream.hpp"
 
 namespace corral {
 
 namespace asio = boost::asio;
 
 // One io thread's share of the proxy. Members are built in order: the dispatcher uses the engine,
-// which uses the pool.
+// which uses the upstream, which uses the pool (single Redis) or the node connections (cluster).
 struct App::ThreadParts {
   // `topology` (a Redis Cluster upstream): the dispatcher and the cache route by slot through
-  // this thread's node connections.
+  // this thread's node connections; without it, one Redis through this thread's pool.
   ThreadParts(const config::Settings& settings, asio::io_context& io, metrics::ThreadStats& stats,
               metrics::ProcessInfo& info, stampede::CacheRuntime& cache,
               std::shared_ptr<upstream::Topology> topology)
-      : pool(io.get_executor(), settings.upstream, &stats, &info.ready_upstream_connections),
+      : pool(topology ? nullptr
+                      : std::make_unique<upstream::Pool>(io.get_executor(), settings.upstream,
+                                                         &stats, &info.ready_upstream_connections)),
         cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
                                     io.get_executor(), settings.upstream, topology, &stats)
                               : nullptr),
+        upstream(make_upstream(io, settings, pool.get(), cluster_pool.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
         keyed_caller(
-            upstream::make_keyed_caller(io.get_executor(), pool, cluster_pool.get(),
-                                        {cache.database(), settings.upstream.max_redirects, 0})),
-        read_through(io.get_executor(), cache, pool, cluster_pool.get(),
-                     settings.upstream.max_redirects),
-        dispatcher(settings, pool, info, &read_through, &cache),
-        probe(std::make_shared<upstream::ReadyProbe>(
-            io.get_executor(), pool, settings.upstream.database, kProbeInterval,
-            probe_deadline(settings), info.stalled_upstreams)) {
+            upstream->keyed_caller({cache.database(), settings.upstream.max_redirects, 0})),
+        read_through(io.get_executor(), cache, *upstream),
+        dispatcher(settings, *upstream, info, &read_through, &cache),
+        probe(pool ? std::make_shared<upstream::ReadyProbe>(
+                         io.get_executor(), *pool, settings.upstream.database, kProbeInterval,
+                         probe_deadline(settings), info.stalled_upstreams)
+                   : nullptr) {
     dispatcher.set_keyed_caller(keyed_caller);
-    if (cluster_pool) {
-      router = std::make_unique<proxy::ClusterRouter>(*cluster_pool, settings.upstream);
-      dispatcher.set_cluster(router.get());
+  }
+
+  // The one choice of upstream kind for the thread.
+  static std::unique_ptr<upstream::Upstream> make_upstream(asio::io_context& io,
+                                                           const config::Settings& settings,
+                                                           upstream::Pool* pool,
+                                                           upstream::ClusterPool* cluster_pool) {
+    if (cluster_pool != nullptr) {
+      return std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
+                                                         settings.upstream);
     }
+    return std::make_unique<upstream::SingleUpstream>(io.get_executor(), *pool,
+                                                      settings.upstream.database);
   }
 
   // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
@@ -76,13 +89,13 @@ struct App::ThreadParts {
     return timeout.count() > 0 ? timeout : std::chrono::milliseconds(2000);
   }
 
-  upstream::Pool pool;
-  std::unique_ptr<upstream::ClusterPool> cluster_pool;
+  std::unique_ptr<upstream::Pool> pool;                 // one Redis
+  std::unique_ptr<upstream::ClusterPool> cluster_pool;  // a Redis Cluster
+  std::unique_ptr<upstream::Upstream> upstream;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
-  std::shared_ptr<upstream::ReadyProbe> probe;
-  std::unique_ptr<proxy::ClusterRouter> router;
+  std::shared_ptr<upstream::ReadyProbe> probe;  // one Redis: the cluster's probe is process-wide
 };
 
 // Process state for alerts, read at scrape time: upstream readiness (what /readyz answers) and
@@ -281,13 +294,11 @@ void App::run() {
       std::make_shared<proxy::IdleReaper>(first_io.get_executor(), settings_.client.idle_timeout);
   asio::post(first_io, [idle_reaper] { idle_reaper->start(); });
   // Commands of a newer or renamed upstream: learned once for the process, on the first thread.
-  auto learner = std::make_shared<proxy::CommandLearner>(first.pool, settings_.upstream.database);
+  auto learner = std::make_shared<proxy::CommandLearner>(first_io.get_executor(), *first.upstream);
   for (int i = 0; i < server_.threads(); ++i) {
-    // On a cluster the single-server pool serves only the command learner and INFO; readiness
-    // is the cluster probe's.
-    asio::post(server_.io(i), [parts = threads_[i].get(), cluster = topology_ != nullptr] {
-      parts->pool.start();
-      if (!cluster) parts->probe->start();
+    asio::post(server_.io(i), [parts = threads_[i].get()] {
+      if (parts->pool) parts->pool->start();
+      if (parts->probe) parts->probe->start();
     });
   }
   asio::post(first_io, [learner] { learner->start(); });

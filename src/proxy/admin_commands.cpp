@@ -59,7 +59,7 @@ class TagPurgeTarget final : public upstream::ReplyTarget {
 // next read. Here at once, then fleet-wide through an INCR of the tag's key in Redis.
 Action invalidate_tag(LocalCall& call, std::string_view tag) {
   call.cache->tags().purge(tag);
-  if (call.links == nullptr || call.target == nullptr) {
+  if (call.keyed == nullptr || call.target == nullptr) {
     resp::append_simple(call.reply, "OK");
     return Action::done;
   }
@@ -70,11 +70,7 @@ Action invalidate_tag(LocalCall& call, std::string_view tag) {
   call.deferred = true;
   auto target = std::make_shared<TagPurgeTarget>(*call.target, std::string(tag));
   // On a cluster the tag's key lives on its slot's node, which tracks it for the fleet.
-  const bool sent = call.keyed != nullptr
-                        ? call.keyed->send(key, command, target, call.tag)
-                        : call.links->send_shared(call.cache->database(), call.client.id, command,
-                                                  target, call.tag, kResp2);
-  if (!sent) {
+  if (!call.keyed->send(key, command, target, call.tag)) {
     target->on_failure(call.tag, "upstream unavailable");
   }
   return Action::done;

@@ -7,14 +7,12 @@
 #include <optional>
 #include <string>
 
-#include "config/values.hpp"
 #include "proxy/ascii.hpp"
 #include "proxy/client_registry.hpp"
-#include "proxy/cluster_router.hpp"
-#include "proxy/node_bound_link.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -46,17 +44,6 @@ bool parse_integer(std::string_view text, long long& value) {
   return ec == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
-// Node indexes are per io thread: the node is found again by its address in this thread's map.
-upstream::Link* node_link_for(LocalCall& call, const std::string& node) {
-  auto& links = call.cluster->links();
-  const auto& nodes = links.routes().nodes;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (config::format_endpoint(nodes[i].endpoint) == node) {
-      return &links.node_link(static_cast<int>(i), call.client.id, call.client.protocol);
-    }
-  }
-  return nullptr;
-}
 }  // namespace
 
 std::int64_t parse_client_id_reply(std::string_view reply) {
@@ -74,14 +61,11 @@ void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connectio
   }
 }
 
-void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster) {
-  if (cluster != nullptr) {
-    if (auto bound = std::dynamic_pointer_cast<NodeBoundLink>(client.dedicated)) {
-      bound->learn_upstream_ids_for(client.id);
-      return;
-    }
-  }
-  learn_upstream_client_id(client.id, *client.dedicated, {});
+void learn_upstream_client_id(const ClientState& client) {
+  client.dedicated->follow_connections(
+      [id = client.id](upstream::Link& connection, std::string server) {
+        learn_upstream_client_id(id, connection, std::move(server));
+      });
 }
 
 Action client_unblock(LocalCall& call) {
@@ -102,17 +86,17 @@ Action client_unblock(LocalCall& call) {
     return Action::done;
   }
   // The caller is not blocked while it sends this (a pipelined request waits behind its block).
-  const auto upstream = id > 0 && static_cast<std::uint64_t>(id) != call.client.id
-                            ? client_registry().upstream_client(static_cast<std::uint64_t>(id))
-                            : std::nullopt;
+  const auto known = id > 0 && static_cast<std::uint64_t>(id) != call.client.id
+                         ? client_registry().upstream_client(static_cast<std::uint64_t>(id))
+                         : std::nullopt;
   // Its id is being learnt (the connection was just opened or moved): asked again in a moment,
   // in order with the caller's other commands (see Action::wait_then_retry).
-  if (upstream && upstream->pending) return Action::wait_then_retry;
-  if (!upstream || call.target == nullptr || (call.cluster == nullptr && call.links == nullptr)) {
+  if (known && known->pending) return Action::wait_then_retry;
+  if (!known || call.target == nullptr || call.upstream == nullptr) {
     resp::append_integer(call.reply, 0);
     return Action::done;
   }
-  const std::string redis_id = std::to_string(upstream->redis_id);
+  const std::string redis_id = std::to_string(known->redis_id);
   std::string command;
   if (argv.size() == 4) {
     const std::string_view unblock[] = {"CLIENT", "UNBLOCK", redis_id, argv[3]};
@@ -121,18 +105,18 @@ Action client_unblock(LocalCall& call) {
     const std::string_view unblock[] = {"CLIENT", "UNBLOCK", redis_id};
     resp::append_command(command, unblock);
   }
-  bool sent = false;
-  if (call.cluster == nullptr) {
-    sent = call.links->send_shared(call.client.database, call.client.id, command, *call.target,
-                                   call.tag, call.client.protocol);
-  } else if (auto* link = node_link_for(call, upstream->node)) {
-    sent = link->send(command, *call.target, call.tag);
-  } else {  // the node left the map: its connections, blocked ones included, are gone
+  const auto sent =
+      call.upstream->send_to_server(known->node, command, call.client.database, call.client.id,
+                                    call.client.protocol, call.tag, *call.target);
+  if (sent == upstream::ServerSend::no_such_server) {
+    // The server left the map: its connections, blocked ones included, are gone.
     resp::append_integer(call.reply, 0);
     return Action::done;
   }
   call.deferred = true;
-  if (!sent) (*call.target)->on_failure(call.tag, upstream::kErrUnavailable);
+  if (sent == upstream::ServerSend::unavailable) {
+    (*call.target)->on_failure(call.tag, upstream::kErrUnavailable);
+  }
   return Action::done;
 }
 

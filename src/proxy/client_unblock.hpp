@@ -13,13 +13,11 @@
 
 namespace corral::proxy {
 
-class ClusterRouter;
-
 // Call right after client.dedicated was opened, before anything else is sent on it: a CLIENT ID
-// goes first on it, and its answer is recorded in the client registry (with the node on a
-// cluster) until release_dedicated clears it. A cluster connection keeps doing so on each
-// connection it moves to (NodeBoundLink::move_to).
-void learn_upstream_client_id(const ClientState& client, ClusterRouter* cluster);
+// goes first on it, and its answer is recorded in the client registry (with the server's address
+// on a partitioned upstream) until release_dedicated clears it. A link that moves between servers
+// does so again on each connection it moves to (Link::follow_connections).
+void learn_upstream_client_id(const ClientState& client);
 // The same for client `client_id`'s new `connection` to `node` ("host:port", "" for the single
 // upstream).
 void learn_upstream_client_id(std::uint64_t client_id, upstream::Link& connection,

@@ -27,18 +27,19 @@ void answer_error(const std::shared_ptr<upstream::ReplyTarget>& target, std::uin
   target->on_reply(tag, reply);
 }
 
-void refuse_cross_slot(ClusterRouter& router, ClientState& client, std::uint64_t tag,
+void refuse_cross_slot(upstream::Upstream& upstream, ClientState& client, std::uint64_t tag,
                        const std::shared_ptr<upstream::ReplyTarget>& target) {
-  router.links().counters().crossslot_refused.fetch_add(1, std::memory_order_relaxed);
+  upstream.note_cross_partition_refusal();
   client.mode.refused_in_multi();
-  answer_error(target, tag, kErrCrossSlot);
+  answer_error(target, tag, upstream::kErrCrossSlot);
 }
 
-// Opens the client's connection to `slot`'s node (-1: any primary) and replays what was held.
-bool bind(ClusterRouter& router, ClientState& client, int slot) {
-  client.dedicated = router.dedicated_for_slot(slot, client.id, client.protocol);
+// Opens the client's link to `slot`'s server (kAnyPartition: any) and replays what was held.
+bool bind(upstream::Upstream& upstream, ClientState& client, int slot,
+          const upstream::Routed& command) {
+  client.dedicated = upstream.open_session_link(slot, command).link;
   if (!client.dedicated) return false;
-  learn_upstream_client_id(client, &router);
+  learn_upstream_client_id(client);
   client.cluster_slot = slot;
   // Replies to the replayed MULTI and queued commands: the client had them already.
   auto discard = std::make_shared<upstream::DiscardTarget>();
@@ -49,12 +50,12 @@ bool bind(ClusterRouter& router, ClientState& client, int slot) {
   return true;
 }
 
-ClusterStep held_transaction_step(ClusterRouter& router, ClientState& client,
-                                  const CommandSpec& row, std::string_view bytes, int slot,
+ClusterStep held_transaction_step(upstream::Upstream& upstream, ClientState& client,
+                                  const CommandSpec& row, const upstream::Routed& command, int slot,
                                   std::uint64_t tag,
                                   const std::shared_ptr<upstream::ReplyTarget>& target) {
-  if (slot == -2) {
-    refuse_cross_slot(router, client, tag, target);
+  if (slot == upstream::kSpansPartitions) {
+    refuse_cross_slot(upstream, client, tag, target);
     return ClusterStep::answered;
   }
   if (row.change == StateChange::discard) {
@@ -70,12 +71,12 @@ ClusterStep held_transaction_step(ClusterRouter& router, ClientState& client,
     answer_error(target, tag, "EXECABORT Transaction discarded because of previous errors.");
     return ClusterStep::answered;
   }
-  if (slot == -1 && row.change != StateChange::exec) {
-    client.held_commands.emplace_back(bytes);
+  if (slot == upstream::kAnyPartition && row.change != StateChange::exec) {
+    client.held_commands.emplace_back(command.bytes);
     answer_status(target, tag, "QUEUED");
     return ClusterStep::answered;
   }
-  if (!bind(router, client, slot)) {
+  if (!bind(upstream, client, slot, command)) {
     client.held_commands.clear();
     client.mode.refused_in_multi();
     target->on_failure(tag, upstream::kErrUnavailable);
@@ -86,29 +87,30 @@ ClusterStep held_transaction_step(ClusterRouter& router, ClientState& client,
 
 }  // namespace
 
-ClusterStep cluster_transaction_step(ClusterRouter& router, ClientState& client,
-                                     const CommandSpec& row, std::string_view bytes,
-                                     std::span<const std::string_view> argv, std::uint64_t tag,
+ClusterStep cluster_transaction_step(upstream::Upstream& upstream, ClientState& client,
+                                     const CommandSpec& row, const upstream::Routed& command,
+                                     std::uint64_t tag,
                                      const std::shared_ptr<upstream::ReplyTarget>& target) {
   if (client.dedicated) {
-    // Bound by WATCH or the transaction's first key: other slots cannot join it.
+    // Bound by WATCH or the transaction's first key: other partitions cannot join it.
     if (client.mode.holds_redis_state() && client.cluster_slot >= 0) {
-      const int slot = router.slot_of(row, argv);
-      if (slot == -2 || (slot >= 0 && slot != client.cluster_slot)) {
-        refuse_cross_slot(router, client, tag, target);
+      const int slot = upstream.partition_of(command);
+      if (slot == upstream::kSpansPartitions || (slot >= 0 && slot != client.cluster_slot)) {
+        refuse_cross_slot(upstream, client, tag, target);
         return ClusterStep::answered;
       }
     }
     return ClusterStep::forward;
   }
   if (row.change == StateChange::multi && !client.mode.in_multi()) {
-    client.mode.apply(StateChange::multi, argv);
-    client.held_commands.assign(1, std::string(bytes));
+    client.mode.apply(StateChange::multi, command.argv);
+    client.held_commands.assign(1, std::string(command.bytes));
     answer_status(target, tag, "OK");
     return ClusterStep::answered;
   }
   if (!client.mode.in_multi()) return ClusterStep::forward;
-  return held_transaction_step(router, client, row, bytes, router.slot_of(row, argv), tag, target);
+  return held_transaction_step(upstream, client, row, command, upstream.partition_of(command), tag,
+                               target);
 }
 
 }  // namespace corral::proxy

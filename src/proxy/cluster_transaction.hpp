@@ -1,6 +1,7 @@
-// MULTI on a Redis Cluster: the transaction is held by Corral until its first keyed command, then
-// bound to that slot's node on a connection of the client's own (WATCH binds the same way); a
-// later command of another slot is refused with CROSSSLOT, so EXEC answers EXECABORT.
+// MULTI on a partitioned upstream (a Redis Cluster): the transaction is held by Corral until its
+// first keyed command, then bound to that partition's server on a link of the client's own (WATCH
+// binds the same way); a later command of another partition is refused with CROSSSLOT, so EXEC
+// answers EXECABORT.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +10,9 @@
 #include <string_view>
 
 #include "proxy/client_state.hpp"
-#include "proxy/cluster_router.hpp"
 #include "proxy/command_table.hpp"
 #include "upstream/reply_target.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -20,10 +21,11 @@ enum class ClusterStep : std::uint8_t {
   answered,  // answered here (held, refused, or failed)
 };
 
-// For a client in cluster mode, before the dispatcher picks a connection for `row`.
-ClusterStep cluster_transaction_step(ClusterRouter& router, ClientState& client,
-                                     const CommandSpec& row, std::string_view bytes,
-                                     std::span<const std::string_view> argv, std::uint64_t tag,
+// For a client of a partitioned upstream, before the dispatcher picks a connection for `row`
+// (`command` is the request as the upstream sees it).
+ClusterStep cluster_transaction_step(upstream::Upstream& upstream, ClientState& client,
+                                     const CommandSpec& row, const upstream::Routed& command,
+                                     std::uint64_t tag,
                                      const std::shared_ptr<upstream::ReplyTarget>& target);
 
 }  // namespace corral::proxy

@@ -1,5 +1,5 @@
-// The learner's loop: wait for a ready connection, read COMMAND once, then wait for the next
-// reconnect (the upstream may have been upgraded or replaced behind the same address).
+// The learner's loop: ask COMMAND (and HELLO, for the version) until a server answers, then wait
+// for the server to change (the upstream may have been upgraded or replaced behind the address).
 #include <utility>
 
 #include "proxy/command_learner.hpp"
@@ -15,8 +15,8 @@
 
 #include "proxy/learned_commands.hpp"
 #include "upstream/call.hpp"
-#include "upstream/connection.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/server_version.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -24,24 +24,25 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr std::string_view kCommand = "*1\r\n$7\r\nCOMMAND\r\n";
+// HELLO without a version changes nothing on the connection and names the server's version, which
+// INFO and Corral's own HELLO report (a server before Redis 6.2 refuses it: ignored).
+constexpr std::string_view kHello = "*1\r\n$5\r\nHELLO\r\n";
 // How often the connection's state is looked at; a reconnect shorter than this may be missed,
 // which only delays learning until the next one.
 constexpr std::chrono::milliseconds kPoll{250};
 }  // namespace
 
-CommandLearner::CommandLearner(upstream::Pool& pool, int database)
-    : pool_(pool), database_(database) {}
+CommandLearner::CommandLearner(const asio::any_io_executor& executor, upstream::Upstream& upstream)
+    : executor_(executor), upstream_(upstream) {}
 
 void CommandLearner::start() {
-  auto& connection = pool_.shared(database_, 0);
   asio::co_spawn(
-      connection.executor(), [self = shared_from_this()] { return self->loop(); }, asio::detached);
+      executor_, [self = shared_from_this()] { return self->loop(); }, asio::detached);
 }
 
 asio::awaitable<void> CommandLearner::loop() {
   auto self = shared_from_this();
-  auto& connection = pool_.shared(database_, 0);
-  asio::steady_timer timer(connection.executor());
+  asio::steady_timer timer(executor_);
   const auto pause = [&]() -> asio::awaitable<bool> {
     timer.expires_after(kPoll);
     boost::system::error_code ec;
@@ -49,10 +50,14 @@ asio::awaitable<void> CommandLearner::loop() {
     co_return !ec;
   };
   for (;;) {
-    while (connection.state() != upstream::Link::State::ready) {
-      if (connection.state() == upstream::Link::State::closed || !co_await pause()) co_return;
+    // Read before asking: a change while the question is out is learned again.
+    const auto epoch = upstream_.server_epoch();
+    const auto result = co_await upstream_.call_server(std::string(kCommand));
+    if (!result.ok() && result.kind == upstream::CallError::unavailable) {
+      // No server could take it yet (starting, or every one down): ask again shortly.
+      if (!co_await pause()) co_return;
+      continue;
     }
-    const auto result = co_await upstream::call(connection, kCommand);
     if (!result.ok() || result.redis_error()) {
       spdlog::warn("upstream COMMAND failed ({}); the built-in command table stays in force",
                    result.ok() ? result.reply.substr(0, 120) : result.error);
@@ -65,7 +70,9 @@ asio::awaitable<void> CommandLearner::loop() {
     } else {
       spdlog::warn("upstream COMMAND reply unreadable; the built-in command table stays in force");
     }
-    while (connection.state() == upstream::Link::State::ready) {
+    const auto hello = co_await upstream_.call_server(std::string(kHello));
+    if (hello.ok() && !hello.redis_error()) upstream::note_hello_reply(hello.reply);
+    while (upstream_.server_epoch() == epoch) {
       if (!co_await pause()) co_return;
     }
   }

@@ -1,28 +1,31 @@
-// Asks the upstream for its COMMAND table whenever the shared connection (re)connects, and
-// publishes the commands the built-in table lacks (proxy/learned_commands.hpp).
+// Asks the upstream for its COMMAND table and version whenever its server may have changed (a
+// reconnect, a new cluster map), and publishes the commands the built-in table lacks
+// (proxy/learned_commands.hpp).
 #pragma once
 
 #include <memory>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 namespace corral::upstream {
-class Pool;
+class Upstream;
 }
 
 namespace corral::proxy {
 
 class CommandLearner : public std::enable_shared_from_this<CommandLearner> {
  public:
-  // `pool` must outlive the run of its io thread; start() is called on that thread.
-  CommandLearner(upstream::Pool& pool, int database);
+  // `upstream` (that of the io thread of `executor`) must outlive the run of that thread;
+  // start() is called on it.
+  CommandLearner(const boost::asio::any_io_executor& executor, upstream::Upstream& upstream);
   void start();
 
  private:
   boost::asio::awaitable<void> loop();
 
-  upstream::Pool& pool_;
-  int database_;
+  boost::asio::any_io_executor executor_;
+  upstream::Upstream& upstream_;
 };
 
 }  // namespace corral::proxy

@@ -2,6 +2,8 @@
 // marks the name unknown.
 #include "proxy/command_lookup.hpp"
 
+#include "upstream/upstream.hpp"
+
 #include <utility>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "proxy/learned_commands.hpp"
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -49,8 +52,7 @@ class LookupReply : public upstream::ReplyTarget {
 };
 }  // namespace
 
-CommandLookup::Answer CommandLookup::lookup(std::string_view name, upstream::Links& links,
-                                            int database) {
+CommandLookup::Answer CommandLookup::lookup(std::string_view name, upstream::Upstream& upstream) {
   std::string lower;
   for (char c : name) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   if (lower.empty() || lower.size() > kMaxCommandName || lower.find('|') != std::string::npos) {
@@ -67,7 +69,7 @@ CommandLookup::Answer CommandLookup::lookup(std::string_view name, upstream::Lin
   const std::vector<std::string_view> argv{"COMMAND", "INFO", name};
   resp::append_command(command, argv);
   auto reply = std::make_shared<LookupReply>(table_, lower);
-  if (!links.send_shared(database, 0, command, reply, 0, kResp2)) return Answer::unknown;
+  if (!upstream.ask_server(command, 0, reply)) return Answer::unknown;
   (*table_)[lower] = Entry{State::pending, now};
   return Answer::ask_later;
 }

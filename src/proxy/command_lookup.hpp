@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "upstream/link.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -22,7 +22,8 @@ class CommandLookup {
   // For a name no lookup finds: ask_later while the upstream is being asked (the request waits,
   // then resolves again), unknown when it does not know the name either (remembered for a while,
   // so a client spraying bad names costs one question per name and period).
-  Answer lookup(std::string_view name, upstream::Links& links, int database);
+  // Asked of the upstream's server (any server of a cluster that answers).
+  Answer lookup(std::string_view name, upstream::Upstream& upstream);
 
   enum class State : std::uint8_t { pending, unknown };
   struct Entry {

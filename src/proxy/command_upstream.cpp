@@ -3,6 +3,8 @@
 // COUNT, docs to COMMAND DOCS. An error (a syntax error, an unknown subcommand) passes unchanged.
 #include "proxy/command_upstream.hpp"
 
+#include "proxy/command_shape.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <memory>
@@ -12,6 +14,7 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/command_info.hpp"
+#include "proxy/command_shape.hpp"
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/link.hpp"
@@ -105,10 +108,10 @@ class MergeCommand : public upstream::ReplyTarget {
   std::string fallback_;
 };
 
-// True when the call can go upstream: a single Redis (a cluster's nodes may differ), with a
-// target to answer later.
+// True when the call can go upstream: one server (a cluster's nodes may differ), with a target to
+// answer later.
 bool can_forward(const LocalCall& call) {
-  return call.cluster == nullptr && call.links != nullptr && call.target != nullptr;
+  return call.upstream != nullptr && !call.upstream->partitioned() && call.target != nullptr;
 }
 
 // The built-in table's answer, for when the upstream cannot give one.
@@ -127,10 +130,12 @@ Action send(LocalCall& call, std::shared_ptr<upstream::ReplyTarget> target) {
   std::string command;
   resp::append_command(command, call.argv);
   call.deferred = true;
-  if (!call.links->send_shared(call.client.database, call.client.id, command, target, call.tag,
-                               call.client.protocol)) {
-    target->on_failure(call.tag, {});
-  }
+  // On the client's shared connection and protocol: a RESP3 client's COMMAND DOCS are maps.
+  static const CommandSpec& row = *find_command("command");
+  const TableShape shape(row);
+  const upstream::Routed routed{shape,          call.argv,           command, call.client.database,
+                                call.client.id, call.client.protocol};
+  if (!call.upstream->send(routed, call.tag, target)) target->on_failure(call.tag, {});
   return Action::done;
 }
 

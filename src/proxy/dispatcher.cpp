@@ -11,13 +11,11 @@
 #include "proxy/ascii.hpp"
 #include "proxy/client_session.hpp"
 #include "proxy/client_unblock.hpp"
-#include "proxy/cluster_router.hpp"
 #include "proxy/cluster_transaction.hpp"
+#include "proxy/command_shape.hpp"
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/monitor_feed.hpp"
-#include "proxy/node_bound_link.hpp"
-#include "proxy/out_of_band.hpp"
 #include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
 #include "proxy/tracking_redirect.hpp"
@@ -26,7 +24,7 @@
 #include "stampede/read_through.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -65,16 +63,15 @@ std::string normalized_command_name(std::string_view configured) {
 }
 }  // namespace
 
-Dispatcher::Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
-                       stampede::ReadThrough* read_through, stampede::CacheRuntime* cache)
-    : settings_(settings), links_(pool), info_(info), read_through_(read_through), cache_(cache) {
-  for (const auto& allowed : settings_.client.allow_commands) {
-    allowed_.push_back(normalized_command_name(allowed));
-  }
-}
-
-Dispatcher::Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info)
-    : settings_(settings), links_(links), info_(info), read_through_(nullptr), cache_(nullptr) {
+Dispatcher::Dispatcher(const config::Settings& settings, upstream::Upstream& upstream,
+                       ProcessInfo& info, stampede::ReadThrough* read_through,
+                       stampede::CacheRuntime* cache)
+    : settings_(settings),
+      upstream_(upstream),
+      partitioned_(upstream.partitioned()),
+      info_(info),
+      read_through_(read_through),
+      cache_(cache) {
   for (const auto& allowed : settings_.client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
@@ -145,8 +142,8 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
   if (resolved.spec == nullptr) {
     // The upstream may know it (a renamed command): the request waits for the answer, in order.
     // Only for authenticated clients: others must not make Corral query the upstream.
-    if (client.authenticated && lookup_.lookup(argv[0], links_, settings_.upstream.database) ==
-                                    CommandLookup::Answer::ask_later) {
+    if (client.authenticated &&
+        lookup_.lookup(argv[0], upstream_) == CommandLookup::Answer::ask_later) {
       return Action::wait_then_retry;
     }
     append_unknown_command(scratch_, argv);
@@ -208,9 +205,8 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   const LocalHandler local = find_local_handler(row);
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
-  call.links = &links_;
+  call.upstream = &upstream_;
   call.keyed = keyed_caller_.get();
-  call.cluster = cluster_;
   call.slowlog = slowlog_;
   call.hot_keys = hot_keys_;
   call.tag = tag;
@@ -258,7 +254,7 @@ Action Dispatcher::forward_tracking(ClientState& client, const Request& request,
                                     const std::shared_ptr<upstream::ReplyTarget>& target,
                                     std::size_t awaiting) {
   const TrackingPlan plan =
-      plan_tracking(client, links_, cluster_ != nullptr, request.argv, target, scratch_);
+      plan_tracking(client, upstream_, partitioned_, request.argv, target, scratch_);
   if (plan.step == TrackingStep::wait) return Action::wait_then_retry;
   if (plan.step == TrackingStep::answered) {
     client.mode.refused_in_multi();
@@ -309,9 +305,12 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // Inside MULTI, Redis answers even a RESP3 SUBSCRIBE with +QUEUED: an ordinary reply.
   const Path path =
       path_for(row, request.argv, client.protocol == kResp3 && !client.mode.in_multi());
+  const TableShape shape(row);
+  const upstream::Routed command{shape,           request.argv, wire_bytes(request),
+                                 client.database, client.id,    client.protocol};
   // A client holding a connection (in MULTI ...) keeps it: Redis must see the command there.
   if (path == Path::out_of_band && !client.dedicated) {
-    if (!send_out_of_band(links_, client.database, wire_bytes(request), target, tag)) {
+    if (!upstream_.send_out_of_band(command, tag, target)) {
       target->on_failure(tag, upstream::kErrUnavailable);
     }
     return Action::done;
@@ -319,31 +318,31 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // A RESP2 client that is not subscribed has no subscriptions to drop: Redis would answer one
   // reply per channel, which a shared connection would match to other clients' commands.
   if (path == Path::shared && !client.mode.in_multi() && is_unsubscribe(row)) {
-    scratch_.clear();
-    append_unsubscribed_replies(scratch_, row.name, request.argv);
-    target->on_reply(tag, scratch_);
+    std::string replies;
+    append_unsubscribed_replies(replies, row.name, request.argv);
+    target->on_reply(tag, replies);
     return Action::done;
   }
-  // On a cluster a dedicated connection serves one node: once it holds no state, the next
-  // command (maybe for another slot) goes without it, after the client's earlier replies.
-  if (cluster_ != nullptr && client.dedicated && !client.mode.holds_connection()) {
-    if (awaiting > 0) return Action::drain_then_retry;
-    if (client.dedicated->in_flight() == 0) release_dedicated(client);
+  if (partitioned_) {
+    // A session link serves one partition: once it holds no state, the next command (maybe for
+    // another partition) goes without it, after the client's earlier replies.
+    if (client.dedicated && !client.mode.holds_connection()) {
+      if (awaiting > 0) return Action::drain_then_retry;
+      if (client.dedicated->in_flight() == 0) release_dedicated(client);
+    }
+    if (cluster_transaction_step(upstream_, client, row, command, tag, target) ==
+        ClusterStep::answered) {
+      return Action::done;
+    }
   }
-  if (cluster_ != nullptr &&
-      cluster_transaction_step(*cluster_, client, row, wire_bytes(request), request.argv, tag,
-                               target) == ClusterStep::answered) {
-    return Action::done;
-  }
-  if (!acquire_dedicated(client, path, awaiting, row, request.argv))
-    return Action::drain_then_retry;
-  if (path != Path::shared && !client.dedicated) {  // on a cluster: keys in several slots, or
-    client.mode.refused_in_multi();                 // no node serves the slot
-    if (cluster_->slot_of(row, request.argv) == -2) {
-      cluster_->links().counters().crossslot_refused.fetch_add(1, std::memory_order_relaxed);
-      scratch_.clear();
-      resp::append_error(scratch_, kErrCrossSlot);
-      target->on_reply(tag, scratch_);
+  if (!acquire_dedicated(client, path, awaiting, command)) return Action::drain_then_retry;
+  if (path != Path::shared && !client.dedicated) {  // keys on several servers, or none serves
+    client.mode.refused_in_multi();                 // their partition
+    if (upstream_.partition_of(command) == upstream::kSpansPartitions) {
+      upstream_.note_cross_partition_refusal();
+      std::string error;
+      resp::append_error(error, upstream::kErrCrossSlot);
+      target->on_reply(tag, error);
     } else {
       target->on_failure(tag, upstream::kErrUnavailable);
     }
@@ -374,7 +373,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
                                      : target;
   const auto& named =
       client.tracking_redirect ? redirect_naming_target(client, row, reply_to) : reply_to;
-  if (!send(client, row, request, path, tag, named, target)) {
+  if (!send(client, row, command, path, tag, named, target)) {
     target->on_failure(tag, upstream::kErrUnavailable);
   }
   return Action::done;
@@ -383,49 +382,38 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
 // Commands of one client must run in order, so it switches connections only when idle; false
 // when it must drain first.
 bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
-                                   const CommandSpec& row, std::span<const std::string_view> argv) {
+                                   const upstream::Routed& command) {
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
     release_dedicated(client);
   }
   if (client.dedicated || path == Path::shared) return true;
   if (awaiting > 0) return false;
-  if (cluster_ == nullptr) {
-    client.dedicated = links_.dedicated_link(client.database, client.protocol);
-    if (client.dedicated) learn_upstream_client_id(client, nullptr);
-    return true;
-  }
-  // Blocking commands and WATCH go to their keys' node; a keyless one (SUBSCRIBE, MULTI) to
-  // a primary (classic pub/sub reaches every node of a cluster).
-  const int slot = cluster_->slot_of(row, argv);
-  if (slot == -2) return true;  // answered by the CROSSSLOT check in forward()
-  client.dedicated = cluster_->dedicated_for_slot(slot, client.id, client.protocol);
-  if (client.dedicated) learn_upstream_client_id(client, cluster_);
-  client.cluster_slot = slot;
+  // Blocking commands and WATCH go to their keys' server; a keyless one (SUBSCRIBE, MULTI) to
+  // any (classic pub/sub reaches every node of a cluster).
+  const int partition = upstream_.partition_of(command);
+  if (partition == upstream::kSpansPartitions) return true;  // refused by forward()
+  client.dedicated = upstream_.open_session_link(partition, command).link;
+  if (client.dedicated) learn_upstream_client_id(client);
+  client.cluster_slot = partition;
   return true;
 }
 
-bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request& request,
+bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstream::Routed& command,
                       Path path, std::uint64_t tag,
                       const std::shared_ptr<upstream::ReplyTarget>& reply_to,
                       const std::shared_ptr<upstream::ReplyTarget>& target) {
-  const auto bytes = wire_bytes(request);
-  if (!client.dedicated) {
-    if (cluster_ != nullptr) {
-      cluster_->send(client, row, request.argv, bytes, tag, reply_to);
-      return true;
-    }
-    return links_.send_shared(client.database, client.id, bytes, reply_to, tag, client.protocol);
-  }
+  const auto bytes = command.bytes;
+  if (!client.dedicated) return upstream_.send(command, tag, reply_to);
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.
   if (row.change == StateChange::select) {
-    client.database = std::atoi(std::string(request.argv[1]).c_str());
+    client.database = std::atoi(std::string(command.argv[1]).c_str());
   }
   if (path == Path::pushed) {
     client.mode.keep_for_pushes();
   } else {
-    client.mode.apply(row.change, request.argv);
+    client.mode.apply(row.change, command.argv);
   }
   // A RESP3 connection pushes (messages, invalidations) while the client is subscribed or
   // tracking; those modes hold the connection, and losing it must reach the client as an error.
@@ -435,7 +423,7 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
   }
   // RESP2: one confirmation per channel; the first is this request's tracked reply.
   if (path == Path::tunnel && row.change == StateChange::subscribe) {
-    client.subscribe_replies_due += request.argv.size() - 2;
+    client.subscribe_replies_due += command.argv.size() - 2;
   }
   if (path == Path::reply_suppressed || path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
@@ -447,16 +435,11 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const Request
     return true;
   }
   const bool exempt = (row.flags & kBlocking) || path == Path::tunnel;
-  if (cluster_ != nullptr) {
-    if (auto bound = std::dynamic_pointer_cast<NodeBoundLink>(client.dedicated)) {
-      const auto kind = row.change == StateChange::exec ? BoundCommand::exec
-                        : (row.flags & kBlocking) && !client.mode.in_multi()
-                            ? BoundCommand::blocking
-                            : BoundCommand::other;
-      return send_on_node(*cluster_, bound, kind, bytes, client.protocol, tag, reply_to, exempt);
-    }
-  }
-  return client.dedicated->send(bytes, reply_to, tag, exempt);
+  const auto kind = row.change == StateChange::exec ? upstream::SessionCommand::exec
+                    : (row.flags & kBlocking) && !client.mode.in_multi()
+                        ? upstream::SessionCommand::blocking
+                        : upstream::SessionCommand::other;
+  return client.dedicated->send_in_session(kind, bytes, reply_to, tag, exempt);
 }
 
 // Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.

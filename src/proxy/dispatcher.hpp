@@ -20,9 +20,9 @@
 
 namespace corral::upstream {
 class Link;
-class Links;
-class Pool;
 class KeyedCaller;
+class Upstream;
+struct Routed;
 }  // namespace corral::upstream
 namespace corral::stampede {
 class ReadThrough;
@@ -34,7 +34,6 @@ class SlowLog;
 
 namespace corral::proxy {
 
-class ClusterRouter;
 using metrics::ProcessInfo;
 
 using Action = session::Action;
@@ -50,17 +49,12 @@ struct Resolved {
 
 class Dispatcher : public session::Handler {
  public:
-  // `read_through` (may be null) serves the reads that cache policies cover.
-  Dispatcher(const config::Settings& settings, upstream::Pool& pool, ProcessInfo& info,
+  // Everything upstream goes through `upstream` (this io thread's; it must outlive the
+  // dispatcher). `read_through` (may be null: no cache) serves the reads that cache policies cover.
+  Dispatcher(const config::Settings& settings, upstream::Upstream& upstream, ProcessInfo& info,
              stampede::ReadThrough* read_through = nullptr,
              stampede::CacheRuntime* cache = nullptr);
-  // Without a Pool (tests): no cache.
-  Dispatcher(const config::Settings& settings, upstream::Links& links, ProcessInfo& info);
 
-  // Ids for metrics: one per table row plus one for unknown commands.
-  // On a Redis Cluster upstream: requests on shared connections go through `router` (slot
-  // routing, split, fan-out), and dedicated connections go to the node of the request's slot.
-  void set_cluster(ClusterRouter* router) { cluster_ = router; }
   // Corral's own keys (CORRAL.ROLLOVER / CORRAL.PURGE, tag purge counts) go through `caller`, by
   // slot on a cluster; unset, ROLLOVER and PURGE answer unavailable.
   void set_keyed_caller(std::shared_ptr<upstream::KeyedCaller> caller) {
@@ -132,8 +126,8 @@ class Dispatcher : public session::Handler {
                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                         std::size_t awaiting);
   bool acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
-                         const CommandSpec& row, std::span<const std::string_view> argv);
-  bool send(ClientState& client, const CommandSpec& row, const Request& request, Path path,
+                         const upstream::Routed& command);
+  bool send(ClientState& client, const CommandSpec& row, const upstream::Routed& command, Path path,
             std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& reply_to,
             const std::shared_ptr<upstream::ReplyTarget>& target);
   std::string_view wire_bytes(const Request& request);
@@ -141,9 +135,9 @@ class Dispatcher : public session::Handler {
   void sample_hot_key(const CommandSpec& row, std::span<const std::string_view> argv);
 
   const config::Settings& settings_;
-  upstream::Links& links_;
+  upstream::Upstream& upstream_;
+  const bool partitioned_;  // upstream_.partitioned(), asked once: it never changes
   std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
-  ClusterRouter* cluster_ = nullptr;
   slowlog::SlowLog* slowlog_ = nullptr;
   stampede::HotKeys* hot_keys_ = nullptr;
   std::optional<stampede::HotKeySampler> hot_sampler_;

@@ -13,7 +13,7 @@
 #include "proxy/ascii.hpp"
 #include "proxy/client_commands.hpp"
 #include "proxy/client_unblock.hpp"
-#include "proxy/cluster_admin.hpp"
+#include "proxy/command_info.hpp"
 #include "proxy/command_upstream.hpp"
 #include "proxy/hot_keys_command.hpp"
 #include "proxy/monitor_feed.hpp"
@@ -21,6 +21,7 @@
 #include "proxy/slowlog_commands.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/server_version.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -233,13 +234,24 @@ Action hello(LocalCall& call) {
   return Action::done;
 }
 
+// CORRAL.CLUSTER: the servers and slots Corral routes by, as the upstream reports them.
+Action corral_cluster(LocalCall& call) {
+  if (!call.client.admin) {
+    resp::append_error(call.reply,
+                       "NOPERM CORRAL admin commands need AUTH with client.admin_password");
+  } else if (call.upstream == nullptr || !call.upstream->report_topology(call.reply)) {
+    resp::append_error(call.reply, "ERR the upstream is not a Redis Cluster");
+  }
+  return Action::done;
+}
+
 Action select(LocalCall& call) {
   long long index = 0;
   if (!parse_int(call.argv[1], index)) {
     resp::append_error(call.reply, "ERR value is not an integer or out of range");
   } else if (index < 0 || index >= kDatabases) {
     resp::append_error(call.reply, "ERR DB index is out of range");
-  } else if (call.settings.upstream.cluster && index != 0) {
+  } else if (index != 0 && call.upstream != nullptr && call.upstream->partitioned()) {
     resp::append_error(call.reply, "ERR SELECT is not allowed in cluster mode");  // Redis's words
   } else {
     call.client.database = static_cast<int>(index);

@@ -14,7 +14,7 @@
 
 namespace corral::upstream {
 class KeyedCaller;
-class Links;
+class Upstream;
 }  // namespace corral::upstream
 namespace corral::stampede {
 class CacheRuntime;
@@ -26,8 +26,6 @@ class SlowLog;
 
 namespace corral::proxy {
 
-class ClusterRouter;
-
 struct LocalCall {
   ClientState& client;
   std::span<const std::string_view> argv;
@@ -38,14 +36,13 @@ struct LocalCall {
   stampede::CacheRuntime* cache;  // the process's cache (CORRAL.* commands)
   // For handlers that must ask the upstream (INFO) or another thread (CLIENT KILL): they answer
   // slot `tag` of `*target` themselves, later, and set `deferred` (then `reply` is unused).
-  upstream::Links* links = nullptr;
+  upstream::Upstream* upstream = nullptr;
   std::uint64_t tag = 0;
   const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
   bool deferred = false;
   upstream::KeyedCaller* keyed = nullptr;  // Corral's own keys (tag counts): by slot on a cluster
-  ClusterRouter* cluster = nullptr;     // a Redis Cluster upstream's router (CORRAL.CLUSTER, INFO)
-  slowlog::SlowLog* slowlog = nullptr;  // null when slowlog.enabled is false
-  stampede::HotKeys* hot_keys = nullptr;  // null when hot_keys.detect is false
+  slowlog::SlowLog* slowlog = nullptr;     // null when slowlog.enabled is false
+  stampede::HotKeys* hot_keys = nullptr;   // null when hot_keys.detect is false
 };
 
 using LocalHandler = Action (*)(LocalCall&);

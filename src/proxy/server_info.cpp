@@ -2,8 +2,7 @@
 // memory, keyspace, stats ...); Corral replaces what describes the proxy and adds its sections.
 // A cluster's INFO is Corral's sections and one line per node.
 #include "proxy/server_info.hpp"
-#include "proxy/cluster_admin.hpp"
-#include "proxy/cluster_router.hpp"
+#include "upstream/upstream.hpp"
 
 #include <unistd.h>
 #include <algorithm>
@@ -188,31 +187,17 @@ std::string merge_info_text(std::string_view upstream, std::string_view override
 
 Action info(LocalCall& call) {
   Rendered rendered = render(call);
-  if (call.cluster != nullptr) {
-    // No node's INFO is merged: one node's memory, keyspace or stats would pass for the
-    // cluster's. Corral's sections, then a line per node.
-    if (call.target != nullptr && wants(call.argv, "clusternodes")) {
-      answer_cluster_info(call, std::move(rendered.fallback));
-    } else {
-      resp::append_bulk(call.reply, rendered.fallback);
-    }
-    return Action::done;
-  }
-  if (call.links == nullptr || call.target == nullptr) {
+  if (call.upstream == nullptr || call.target == nullptr) {
     resp::append_bulk(call.reply, rendered.fallback);
     return Action::done;
   }
   std::string command;
   resp::append_command(command, call.argv);
   call.deferred = true;
+  std::string corral_only = rendered.fallback;
   auto merge = std::make_shared<MergeInfo>(*call.target, std::move(rendered));
-  // A client's commands keep their order on its affinity connection; INFO reads nothing of
-  // theirs, but a shared connection also answers it without waiting for a dedicated one. RESP2:
-  // the merge reads a bulk string (RESP3 would send a verbatim one), and a bulk suits both.
-  if (!call.links->send_shared(call.client.database, call.client.id, command, merge, call.tag,
-                               kResp2)) {
-    merge->on_failure(call.tag, {});
-  }
+  call.upstream->answer_info(command, std::move(corral_only), wants(call.argv, "clusternodes"),
+                             call.client.id, call.tag, merge, *call.target);
   return Action::done;
 }
 

@@ -122,11 +122,11 @@ RedirectOption find_redirect(std::span<const std::string_view> argv) {
 }
 }  // namespace
 
-std::shared_ptr<TrackingRedirect> TrackingRedirect::open(upstream::Links& links, int database,
+std::shared_ptr<TrackingRedirect> TrackingRedirect::open(upstream::Upstream& upstream, int database,
                                                          std::uint64_t tracker_id) {
   auto redirect = std::make_shared<TrackingRedirect>();
   redirect->tracker_id_ = tracker_id;
-  redirect->sink_ = links.dedicated_link(database, 3);
+  redirect->sink_ = upstream.open_own_link(database, 3);
   if (!redirect->sink_) {
     redirect->phase_ = Phase::failed;
     return redirect;
@@ -228,7 +228,7 @@ void TrackingRedirect::report_broken() {
   tracker->on_reply(0, push);
 }
 
-TrackingPlan plan_tracking(ClientState& client, upstream::Links& links, bool cluster,
+TrackingPlan plan_tracking(ClientState& client, upstream::Upstream& upstream, bool partitioned,
                            std::span<const std::string_view> argv,
                            const std::shared_ptr<upstream::ReplyTarget>& target,
                            std::string& reply) {
@@ -254,9 +254,9 @@ TrackingPlan plan_tracking(ClientState& client, upstream::Links& links, bool clu
     if (state) plan.reply_to = std::make_shared<TrackingAnswer>(target, state, 0);
     return plan;
   }
-  if (cluster) return answer(kErrClusterRedirect);
+  if (partitioned) return answer(kErrClusterRedirect);
   if (!state || state->phase() == TrackingRedirect::Phase::ended) {
-    state = TrackingRedirect::open(links, client.database, client.id);
+    state = TrackingRedirect::open(upstream, client.database, client.id);
   }
   switch (state->phase()) {
     case TrackingRedirect::Phase::opening:

@@ -15,6 +15,7 @@
 #include "proxy/command_table.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -26,7 +27,7 @@ class TrackingRedirect final : public upstream::ReplyTarget,
   enum class Phase : std::uint8_t { opening, ready, failed, ended };
 
   // Opens the sink (a RESP3 connection) and asks Redis its id.
-  static std::shared_ptr<TrackingRedirect> open(upstream::Links& links, int database,
+  static std::shared_ptr<TrackingRedirect> open(upstream::Upstream& upstream, int database,
                                                 std::uint64_t tracker_id);
 
   Phase phase() const { return phase_; }
@@ -79,7 +80,7 @@ struct TrackingPlan {
 // Plans CLIENT TRACKING ON|OFF [REDIRECT id] ... for `client`: validates the id as Redis does,
 // opens the client's sink when it first redirects, names the sink instead of the Corral id, and
 // follows Redis's answer. `cluster`: a Redis Cluster upstream, where REDIRECT is refused.
-TrackingPlan plan_tracking(ClientState& client, upstream::Links& links, bool cluster,
+TrackingPlan plan_tracking(ClientState& client, upstream::Upstream& upstream, bool partitioned,
                            std::span<const std::string_view> argv,
                            const std::shared_ptr<upstream::ReplyTarget>& target,
                            std::string& reply);

@@ -17,8 +17,8 @@
 #include "config/values.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/invalidation_listener.hpp"
-#include "upstream/key_slot.hpp"
-#include "upstream/topology.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/cluster/topology.hpp"
 
 namespace corral::stampede {
 

@@ -22,7 +22,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
-#include "upstream/slot_map.hpp"
+#include "upstream/cluster/slot_map.hpp"
 
 namespace corral::upstream {
 class Topology;

@@ -141,8 +141,14 @@ bool Engine::handle_read(std::string_view command, std::span<const std::string_v
   const PolicyRef& policy = policy_refs_[*index];
   std::span<const std::string_view> read_argv = argv;
   if (set.settings[*index].versioned) {
-    bool answered = false;
-    if (!resolve_version(policy, argv, tag, target, answered)) return answered;
+    switch (resolve_version(policy, argv, tag, target)) {
+      case VersionRead::passes_through:
+        return false;
+      case VersionRead::answered:
+        return true;
+      case VersionRead::resolved:
+        break;
+    }
     read_argv = versioned_argv_;
   }
   if (write_pending(argv[1])) {
@@ -155,24 +161,23 @@ bool Engine::handle_read(std::string_view command, std::span<const std::string_v
   return serve_key(policy, {argv[1], variant_}, read_argv, tag, target);
 }
 
-bool Engine::resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
-                             std::uint64_t tag,
-                             const std::shared_ptr<upstream::ReplyTarget>& target, bool& answered) {
-  answered = false;
+Engine::VersionRead Engine::resolve_version(const PolicyRef& policy,
+                                            std::span<const std::string_view> argv,
+                                            std::uint64_t tag,
+                                            const std::shared_ptr<upstream::ReplyTarget>& target) {
   // A key that names its version (a writer loading the next one) is read as it is.
-  if (named_version(argv[1]) != 0) return false;
+  if (named_version(argv[1]) != 0) return VersionRead::passes_through;
   const auto version = policy.runtime().versions().current();
   if (version == 0) {
     target->on_failure(tag, "ERR corral: policy '" + policy.settings().prefix +
                                 "' has no current version (pointer '" +
                                 policy.settings().versioned->pointer +
                                 "' is not set: load a version, then CORRAL.ROLLOVER)");
-    answered = true;
-    return false;
+    return VersionRead::answered;
   }
   use_version(argv, version);
   policy.stats().version_read(version);
-  return true;
+  return VersionRead::resolved;
 }
 
 void Engine::use_version(std::span<const std::string_view> argv, std::uint64_t version) {
@@ -553,8 +558,7 @@ void Engine::serve_mget_part(const PolicyRef& policy, std::string_view user_key,
   const std::string_view get_argv[] = {command_name(CachedCommand::get), user_key};
   std::span<const std::string_view> argv = get_argv;
   if (policy.settings().versioned) {
-    bool answered = false;
-    if (!resolve_version(policy, get_argv, part, assembly, answered)) return;
+    if (resolve_version(policy, get_argv, part, assembly) != VersionRead::resolved) return;
     argv = versioned_argv_;
   }
   serve_key(policy, {user_key, variant_}, argv, part, assembly);

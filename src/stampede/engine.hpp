@@ -100,12 +100,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // MGET parts of policies whose origin is not the upstream Redis itself: each one a GET.
   void serve_mget_part(const PolicyRef& policy, std::string_view user_key, std::size_t part,
                        const std::shared_ptr<MgetAssembly>& assembly);
-  // For a versioned policy: the current version into `variant_` and the versioned key into
-  // `versioned_argv_`. False when the read is not resolved (answered with an error or, for a
-  // key naming its version itself, left to pass through: `answered` tells which).
-  bool resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
-                       std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
-                       bool& answered);
+  // What resolve_version did with a read of a versioned policy.
+  enum class VersionRead : std::uint8_t {
+    resolved,        // the current version is in `variant_`, the versioned key in `versioned_argv_`
+    passes_through,  // the key names its version itself: read as it is, uncached
+    answered,        // no current version: the client got an error
+  };
+  VersionRead resolve_version(const PolicyRef& policy, std::span<const std::string_view> argv,
+                              std::uint64_t tag,
+                              const std::shared_ptr<upstream::ReplyTarget>& target);
   // Appends "@v<version>" to `variant_` and points `versioned_argv_` at `<key>:v<version>`.
   void use_version(std::span<const std::string_view> argv, std::uint64_t version);
   bool write_pending(std::string_view user_key) const;

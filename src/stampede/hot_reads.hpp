@@ -21,7 +21,7 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
-class Connection;
+class Link;
 }
 
 namespace corral::stampede {
@@ -31,7 +31,7 @@ class HotCache;
 class HotReads : public std::enable_shared_from_this<HotReads> {
  public:
   // Opens a connection to the upstream, in the cache's database (started, not reconnecting).
-  using Connect = std::function<std::shared_ptr<upstream::Connection>()>;
+  using Connect = std::function<std::shared_ptr<upstream::Link>()>;
 
   HotReads(HotCache& hot, Connect connect, const cache::Clock& clock);
   ~HotReads();
@@ -61,7 +61,7 @@ class HotReads : public std::enable_shared_from_this<HotReads> {
   const cache::Clock& clock_;
   std::shared_ptr<const HotSet> keys_;
   std::uint64_t keys_version_ = ~std::uint64_t{0};
-  std::shared_ptr<upstream::Connection> connection_;
+  std::shared_ptr<upstream::Link> connection_;
   std::string redirect_;  // the client id connection_'s tracking reports to ("" : not set)
   std::shared_ptr<TrackingConfirm> tracking_;
   struct KeyHash {

@@ -20,7 +20,7 @@
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
-#include "upstream/ready_probe.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::stampede {
 

@@ -4,9 +4,7 @@
 #include "origin/redis_origin.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy_origins.hpp"
-#include "upstream/connection.hpp"
-#include "upstream/keyed_caller.hpp"
-#include "upstream/pool.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::stampede {
 
@@ -21,41 +19,26 @@ namespace {
 // a lock the lost first try took only makes this fetch wait for it to expire.
 constexpr int kFleetFailoverRetries = 80;
 
-std::shared_ptr<upstream::KeyedCaller> fleet_caller(const boost::asio::any_io_executor& executor,
-                                                    CacheRuntime& runtime, upstream::Pool& pool,
-                                                    upstream::ClusterLinks* cluster,
-                                                    int max_redirects) {
-  return upstream::make_keyed_caller(executor, pool, cluster,
-                                     {runtime.database(), max_redirects, kFleetFailoverRetries});
-}
-
-std::shared_ptr<origin::RedisOrigin> redis_origin(const boost::asio::any_io_executor& executor,
-                                                  CacheRuntime& runtime, upstream::Pool& pool,
-                                                  upstream::ClusterLinks* cluster,
-                                                  int max_redirects) {
-  auto origin =
-      std::make_shared<origin::RedisOrigin>(executor, pool, runtime.database(), runtime.clock());
-  if (cluster != nullptr) origin->use_cluster(*cluster, max_redirects);
-  return origin;
-}
 // Hot-key fills need a connection of their own: its CLIENT TRACKING (default mode, redirected)
 // cannot share a connection with other clients' commands or with the BCAST tracking link.
-std::function<std::shared_ptr<upstream::Connection>()> hot_connect(CacheRuntime& runtime,
-                                                                   upstream::Pool& pool) {
+std::function<std::shared_ptr<upstream::Link>()> hot_connect(CacheRuntime& runtime,
+                                                             upstream::Upstream& upstream) {
   if (runtime.hot() == nullptr) return {};
-  return [&pool, database = runtime.database()] { return pool.dedicated(database); };
+  return [&upstream, database = runtime.database()] { return upstream.open_own_link(database, 2); };
 }
 }  // namespace
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
-                         upstream::Pool& pool, upstream::ClusterLinks* cluster, int max_redirects)
+                         upstream::Upstream& upstream)
     : ReadThrough(
           executor, runtime,
           ReadThroughOptions{
-              redis_origin(executor, runtime, pool, cluster, max_redirects), nullptr, true,
-              policy_origins(
-                  executor, fleet_caller(executor, runtime, pool, cluster, max_redirects), runtime),
-              hot_connect(runtime, pool)}) {}
+              std::make_shared<origin::RedisOrigin>(upstream, runtime.database(), runtime.clock()),
+              nullptr, true,
+              policy_origins(executor,
+                             upstream.keyed_caller({runtime.database(), 5, kFleetFailoverRetries}),
+                             runtime),
+              hot_connect(runtime, upstream)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          ReadThroughOptions options)

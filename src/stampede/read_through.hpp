@@ -18,9 +18,8 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
-class Connection;
-class Pool;
-class ClusterLinks;
+class Link;
+class Upstream;
 }  // namespace corral::upstream
 namespace corral::origin {
 class Origin;
@@ -41,17 +40,15 @@ struct ReadThroughOptions {
   bool sweeper = true;  // this thread may run the store's sweeper (one thread per process does)
   OriginFactory make_origin;  // null: every policy reads through `redis_origin` (tests)
   // Opens the connection hot-key fills are read on (hot_keys.cache); null: no hot caching here.
-  std::function<std::shared_ptr<upstream::Connection>()> hot_connect;
+  std::function<std::shared_ptr<upstream::Link>()> hot_connect;
 };
 
 class ReadThrough {
  public:
-  // Production: policies with `origin: redis` read through `pool`'s shared connection of the
-  // configured database. Must be destroyed on (or after stopping) the executor's thread.
-  // `cluster` (Redis Cluster upstreams): redis-origin fetches go by slot through it instead.
+  // Production: policies with `origin: redis` read through `upstream` (the configured database),
+  // as do fleet policies' scripts. Must be destroyed on (or after stopping) the executor's thread.
   ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
-              upstream::Pool& pool, upstream::ClusterLinks* cluster = nullptr,
-              int max_redirects = 5);
+              upstream::Upstream& upstream);
   // With origins of the caller's choice (tests drive fetches by hand through this seam).
   ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
               ReadThroughOptions options);

@@ -17,16 +17,21 @@ namespace corral::upstream {
 
 namespace asio = boost::asio;
 
-CallResult CallResult::failure(std::string_view text) {
+CallResult CallResult::failure(ErrorKind kind, std::string_view text) {
   CallResult result;
-  if (text == kErrUnavailable) {
-    result.kind = CallError::unavailable;
-  } else if (text.starts_with(kErrTimedOut)) {
-    result.kind = CallError::timed_out;
-  } else if (text == kErrClosed) {
-    result.kind = CallError::closed;
-  } else {
-    result.kind = CallError::connection_lost;
+  switch (kind) {
+    case ErrorKind::upstream_unavailable:
+      result.kind = CallError::unavailable;
+      break;
+    case ErrorKind::timeout:
+      result.kind = CallError::timed_out;
+      break;
+    case ErrorKind::closed:
+      result.kind = CallError::closed;
+      break;
+    default:
+      result.kind = CallError::connection_lost;
+      break;
   }
   result.error = std::string(text);
   return result;
@@ -43,8 +48,14 @@ class PendingCall final : public ReplyTarget {
     result_.reply = std::string(reply);
     done_.notify();
   }
+  void on_error(std::uint64_t, ErrorKind kind, std::string_view error) override {
+    result_ = CallResult::failure(kind, error);
+    done_.notify();
+  }
+  // A failure without a kind (Corral's own answer on the way, e.g. a cluster command that found
+  // no node): the command's fate is not known, as after a lost connection.
   void on_failure(std::uint64_t, std::string_view error) override {
-    result_ = CallResult::failure(error);
+    result_ = CallResult::failure(ErrorKind::connection_lost, error);
     done_.notify();
   }
 
@@ -62,7 +73,8 @@ class PendingCall final : public ReplyTarget {
 
 asio::awaitable<CallResult> call(const CommandSender& send, std::string_view resp_command) {
   auto pending = std::make_shared<PendingCall>(co_await asio::this_coro::executor);
-  if (!send(resp_command, pending, 0)) co_return CallResult::failure(kErrUnavailable);
+  if (!send(resp_command, pending, 0))
+    co_return CallResult::failure(ErrorKind::upstream_unavailable, kErrUnavailable);
   co_return co_await pending->result();
 }
 

@@ -10,6 +10,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "upstream/errors.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
@@ -38,7 +39,8 @@ struct CallResult {
   // Redis answered with an error reply ("-ERR ...", "-NOSCRIPT ...").
   bool redis_error() const { return ok() && !reply.empty() && reply.front() == '-'; }
 
-  static CallResult failure(std::string_view text);
+  // A failure of `kind` (ErrorKind's connection kinds; any other counts as connection_lost).
+  static CallResult failure(ErrorKind kind, std::string_view text);
 };
 
 // Contract: awaited on the connection's own executor (its io thread). The connection's

@@ -86,7 +86,6 @@ bool Connection::send(std::string_view command, std::shared_ptr<ReplyTarget> tar
   if (in_flight_.size() >= options_.max_in_flight) return false;
   in_flight_.push_back({std::move(target), tag, tick_, exempt_from_timeout});
   write_buffer_.append(command);
-  sent_untracked_ = true;
   if (state_ == State::ready && !flushing_) start_flush();
   return true;
 }
@@ -94,6 +93,7 @@ bool Connection::send(std::string_view command, std::shared_ptr<ReplyTarget> tar
 bool Connection::send_untracked(std::string_view command) {
   if (closing_ || state_ == State::backoff || state_ == State::closed) return false;
   write_buffer_.append(command);
+  sent_untracked_ = true;
   if (state_ == State::ready && !flushing_) start_flush();
   return true;
 }
@@ -109,20 +109,21 @@ void Connection::set_state(State next) {
   state_ = next;
 }
 
-void Connection::fail_all(std::string_view error) {
+void Connection::fail_all(ErrorKind kind, std::string_view error) {
   // Callbacks may send again (to other connections): detach the queue before calling out.
   auto failed = std::move(in_flight_);
   in_flight_.clear();
   write_buffer_.clear();
-  if (stats_ && (error == upstream::kErrConnectionLost || error.starts_with(kTimedOut))) {
+  if (stats_ && (kind == ErrorKind::connection_lost || kind == ErrorKind::timeout)) {
     for (std::size_t i = 0; i < failed.size(); ++i) stats_->upstream_reply_lost();
   }
-  for (auto& item : failed) item.target->on_failure(item.tag, error);
+  for (auto& item : failed) item.target->on_error(item.tag, kind, error);
   // A connection that never came up has told its client through the failed commands, unless some
   // were untracked (a RESP3 SUBSCRIBE, confirmed by pushes): only the push target can tell those.
-  if (unsolicited_ && (error != upstream::kErrUnavailable || failed.empty() || sent_untracked_)) {
+  if (unsolicited_ &&
+      (kind != ErrorKind::upstream_unavailable || failed.empty() || sent_untracked_)) {
     auto target = std::move(unsolicited_);
-    target->on_failure(0, error);
+    target->on_error(0, kind, error);
   }
 }
 
@@ -144,7 +145,11 @@ awaitable<void> Connection::run() {
     if (connected) connected = co_await handshake();
     if (!connected) {
       if (stats_) stats_->upstream_connect_failure();
-      fail_all(closing_ ? kClosed : upstream::kErrUnavailable);
+      if (closing_) {
+        fail_all(ErrorKind::closed, kClosed);
+      } else {
+        fail_all(ErrorKind::upstream_unavailable, upstream::kErrUnavailable);
+      }
       if (!options_.reconnect || closing_) break;
       set_state(State::backoff);
       backoff_timer_.expires_after(backoff);
@@ -169,15 +174,19 @@ awaitable<void> Connection::run() {
     const std::string timed_out =
         fmt::format("{} after {}ms; the connection was reset and the commands queued on it failed",
                     kTimedOut, options_.command_timeout.count());
-    fail_all(closing_     ? kClosed
-             : timed_out_ ? std::string_view(timed_out)
-                          : upstream::kErrConnectionLost);
+    if (closing_) {
+      fail_all(ErrorKind::closed, kClosed);
+    } else if (timed_out_) {
+      fail_all(ErrorKind::timeout, timed_out);
+    } else {
+      fail_all(ErrorKind::connection_lost, upstream::kErrConnectionLost);
+    }
     timed_out_ = false;
     if (!options_.reconnect) break;
     spdlog::warn("upstream {}:{} connection lost; reconnecting", options_.server.host,
                  options_.server.port);
   }
-  fail_all(kClosed);
+  fail_all(ErrorKind::closed, kClosed);
   set_state(State::closed);
 }
 

@@ -88,6 +88,8 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool send_untracked(std::string_view command) override;
 
   State state() const override { return state_; }
+  // Counts the sockets connected so far: a new value means a reconnect.
+  std::uint64_t generation() const { return generation_; }
   // The io thread the connection lives on: awaitable calls on it run there.
   const boost::asio::any_io_executor& executor() const { return executor_; }
   std::size_t in_flight() const override { return in_flight_.size(); }
@@ -129,7 +131,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
     if (tls_) return boost::asio::async_write(*tls_, buffers, std::forward<Token>(token));
     return boost::asio::async_write(socket_, buffers, std::forward<Token>(token));
   }
-  void fail_all(std::string_view error);
+  void fail_all(ErrorKind kind, std::string_view error);
   void set_state(State next);
   void break_connection();
 

@@ -18,9 +18,6 @@
 
 namespace corral::upstream {
 
-class ClusterLinks;
-class Pool;
-
 // One per io thread; used on that thread only. Contract of both sends: either the command is
 // queued and its outcome reaches target->on_*(tag) exactly once, never from within the send,
 // or the send returns false having told nobody.
@@ -47,18 +44,11 @@ class KeyedCaller : public std::enable_shared_from_this<KeyedCaller> {
 // leaves them run or not).
 struct KeyedCallerOptions {
   int database = 0;
-  int max_redirects = 5;
+  int max_redirects = 5;  // Upstream::keyed_caller puts the upstream's own setting here
   int failover_retries = 0;
 };
 
-// `cluster` non-null: by slot through it; else on `pool`'s shared connection of the database.
-// Both must outlive the caller.
-std::shared_ptr<KeyedCaller> make_keyed_caller(const boost::asio::any_io_executor& executor,
-                                               Pool& pool, ClusterLinks* cluster,
-                                               const KeyedCallerOptions& options);
-// The cluster one alone (`links` must outlive it).
-std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
-                                                 ClusterLinks& links,
-                                                 const KeyedCallerOptions& options);
+// The implementations: single/single_caller.hpp, cluster/cluster_caller.hpp; callers get theirs
+// from Upstream::keyed_caller.
 
 }  // namespace corral::upstream

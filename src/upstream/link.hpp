@@ -5,12 +5,30 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
+
+// The probes' and the tracking links' liveness question, in RESP.
+inline constexpr std::string_view kPingCommand = "*1\r\n$4\r\nPING\r\n";
+
+// What a client's command on its own link is, for a link that follows its keys' server: how it
+// answers when the keys moved to another server during the session.
+enum class SessionCommand : std::uint8_t {
+  blocking,  // outside MULTI: sent again to the keys' new server (the block starts over)
+  exec,      // EXEC: -EXECABORT naming the move (Redis discarded the transaction)
+  other,     // queued in MULTI, WATCH, commands while watching: an error naming the move
+};
+
+// Told of each server connection a link uses: the connection and its server ("host:port", ""
+// for the one server of an unpartitioned upstream).
+using ConnectionObserver = std::function<void(class Link& connection, std::string server)>;
 
 // Contract: send() either queues the command, whose outcome then reaches target->on_*(tag)
 // exactly once, or returns false without queueing it (the caller answers for it). Replies that
@@ -29,6 +47,16 @@ class Link {
   virtual std::size_t in_flight() const = 0;
   // Fails every pending command and stops for good.
   virtual void close() = 0;
+
+  // A client's command on its own link (see SessionCommand); a plain connection just sends it.
+  virtual bool send_in_session(SessionCommand /*kind*/, std::string_view command,
+                               std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
+                               bool exempt_from_timeout) {
+    return send(command, std::move(target), tag, exempt_from_timeout);
+  }
+  // Calls `observer` for the connection in use now and, on a link that moves between servers,
+  // for each one it moves to, before anything else is sent on it.
+  virtual void follow_connections(ConnectionObserver observer) { observer(*this, {}); }
 };
 
 // One io thread's upstream as the dispatcher sees it. The shared path is one call (one virtual
@@ -45,6 +73,8 @@ class Links {
                            int protocol) = 0;
   // A new connection owned by one client; it does not reconnect.
   virtual std::shared_ptr<Link> dedicated_link(int database, int protocol) = 0;
+  // Changes when the server may have changed behind the address (a reconnect).
+  virtual std::uint64_t server_epoch() { return 0; }
 };
 
 }  // namespace corral::upstream

@@ -8,11 +8,12 @@
 #include <utility>
 
 #include "slowlog/phases.hpp"
+#include "upstream/errors.hpp"
 
 namespace corral::upstream {
 
-// Contract: exactly one of on_reply / on_failure is called per tracked command, in the order the
-// commands were sent on that connection, on the connection's io thread.
+// Contract: exactly one of on_reply / on_failure / on_error is called per tracked command, in the
+// order the commands were sent on that connection, on the connection's io thread.
 class ReplyTarget {
  public:
   virtual ~ReplyTarget() = default;
@@ -22,6 +23,11 @@ class ReplyTarget {
   // No reply will come: `error` is the text of an error line without the leading '-' (e.g.
   // "ERR upstream connection lost"). The command may or may not have run on Redis.
   virtual void on_failure(std::uint64_t tag, std::string_view error) = 0;
+  // No reply will come, and what happened is known as a kind (a connection's failures carry
+  // one). Targets that decide by kind override it; others get on_failure with the text.
+  virtual void on_error(std::uint64_t tag, ErrorKind /*kind*/, std::string_view error) {
+    on_failure(tag, error);
+  }
   // Where a cached read's time went (the slowlog's phases), told just before its on_reply /
   // on_failure by the layer that measured it; a wrapper passes it on to the target it wraps.
   // Targets that keep no slowlog ignore it.

@@ -95,8 +95,9 @@ class ClusterNodes:
     through its relay; the fixture's own helpers keep talking to the nodes' real ports."""
 
     def __init__(self, workdir=None, primaries=3, replicas=1, node_timeout=2000, password=None,
-                 tls_dir=None, relays=False):
+                 tls_dir=None, relays=False, conf=()):
         self.workdir = workdir or harness.make_tmpdir("corral-cluster-")
+        self.conf = list(conf)  # redis.conf lines every node gets
         self.password, self.tls_dir = password, tls_dir
         self.dir = os.path.join(self.workdir, "cluster")
         self.primaries_wanted, self.replicas_wanted = primaries, replicas
@@ -130,8 +131,10 @@ class ClusterNodes:
         self._started = True
         security = (["--requirepass", self.password] if self.password else []) + \
             (["--tls", self.tls_dir] if self.tls_dir else [])
+        conf = [arg for line in self.conf for arg in ("--conf", line)]
         out = self._script("start", self.dir, "--primaries", self.primaries_wanted, "--replicas",
-                           self.replicas_wanted, "--node-timeout", self.node_timeout, *security)
+                           self.replicas_wanted, "--node-timeout", self.node_timeout, *security,
+                           *conf)
         self.ports = [int(p) for p in out.split()]
         if self.relays_wanted:
             self._start_relays()
@@ -485,12 +488,13 @@ class ClusterStack:
     """A cluster and a Corral in front of it (seeded with every node unless `seed_ports`)."""
 
     def __init__(self, name, corral_config=None, node_timeout=2000, replicas=1, password=None,
-                 tls_dir=None, relays=False):
+                 tls_dir=None, relays=False, conf=()):
         self.name = name
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.corral_config = corral_config
         self.cluster = ClusterNodes(self.workdir, replicas=replicas, node_timeout=node_timeout,
-                                    password=password, tls_dir=tls_dir, relays=relays)
+                                    password=password, tls_dir=tls_dir, relays=relays,
+                                    conf=conf)
         self.corral = None
         self.extra_corrals = []
 

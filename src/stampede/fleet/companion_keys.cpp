@@ -1,7 +1,7 @@
 // The inverse of upstream::companion_key for the fleet's suffixes.
 #include "stampede/fleet/companion_keys.hpp"
 
-#include "upstream/hash_tag.hpp"
+#include "upstream/cluster/hash_tag.hpp"
 
 namespace corral::stampede {
 

@@ -30,7 +30,7 @@
 #include "stampede/policy_stats.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 #include "upstream/keyed_call.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/reply_target.hpp"

@@ -6,7 +6,7 @@
 
 #include "resp/reply.hpp"
 #include "stampede/fleet/companion_keys.hpp"
-#include "upstream/hash_tag.hpp"
+#include "upstream/cluster/hash_tag.hpp"
 
 namespace corral::stampede::fleet {
 

@@ -15,7 +15,7 @@
 #include "stampede/policy_runtime.hpp"
 #include "stampede/versioned/versioned_origin.hpp"
 #include "upstream/errors.hpp"
-#include "upstream/hash_tag.hpp"
+#include "upstream/cluster/hash_tag.hpp"
 #include "upstream/keyed_call.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/script.hpp"

@@ -13,7 +13,7 @@
 #include "resp/reply.hpp"
 #include "stampede/versioned/pointer_watch.hpp"
 #include "stampede/versioned/version_key.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 #include "upstream/keyed_call.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/script.hpp"

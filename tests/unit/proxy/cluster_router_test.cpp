@@ -3,12 +3,12 @@
 // SCAN cursors and failing fast without a primary (sessions: cluster_sessions_test.cpp).
 #include <catch2/catch.hpp>
 
-#include "proxy/cluster_scan.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/cluster_fast_path.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/cluster_fast_path.hpp"
+#include "upstream/cluster/cluster_scan.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy::test {
 
@@ -256,7 +256,7 @@ TEST_CASE("SCAN walks every primary with a cursor of Corral's", "[cluster]") {
   // A walk whose primaries changed is refused rather than skipping keys.
   c.links.map.nodes[1].endpoint.port = 7002;
   client.send({"SCAN", next});
-  CHECK(client.failure() == kErrScanTopologyChanged);
+  CHECK(client.failure() == upstream::kErrScanTopologyChanged);
   client.send({"SCAN", "banana"});
   CHECK(client.failure() == "ERR invalid cursor");
 }

@@ -3,11 +3,11 @@
 // failover, and what a session sees when its slot moves (see cluster_router_test.cpp for routing).
 #include <catch2/catch.hpp>
 
-#include "proxy/node_bound_link.hpp"
 #include "recording_cluster.hpp"
 #include "resp/reply.hpp"
-#include "upstream/cluster_command.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_command.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/cluster/node_bound_link.hpp"
 
 namespace corral::proxy::test {
 
@@ -250,8 +250,8 @@ TEST_CASE("a shard channel the node ends because its slot moved is subscribed ag
   RecordingClusterLinks links;
   config::UpstreamSettings settings;
   settings.max_redirects = 3;
-  ClusterRouter router(links, settings);
-  auto link = std::dynamic_pointer_cast<NodeBoundLink>(
+  upstream::ClusterRouter router(links, settings);
+  auto link = std::dynamic_pointer_cast<upstream::NodeBoundLink>(
       router.dedicated_for_slot(static_cast<int>(key_slot("foo")), 0, 2));
   REQUIRE(link);
   auto client = std::make_shared<Replies>();

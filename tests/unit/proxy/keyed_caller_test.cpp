@@ -9,9 +9,9 @@
 
 #include "recording_cluster.hpp"
 #include "resp/encoder.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_caller.hpp"
+#include "upstream/cluster/key_slot.hpp"
 #include "upstream/keyed_call.hpp"
-#include "upstream/keyed_caller.hpp"
 #include "upstream/script.hpp"
 
 namespace corral::proxy::test {

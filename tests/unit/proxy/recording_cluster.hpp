@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "proxy/cluster_router.hpp"
 #include "recording_upstream.hpp"
-#include "upstream/cluster_links.hpp"
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/cluster_links.hpp"
+#include "upstream/cluster/cluster_router.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 namespace corral::proxy::test {
 
@@ -75,9 +75,9 @@ class RecordingClusterLinks final : public upstream::ClusterLinks {
 
 // A dispatcher in cluster mode over the recording seam.
 struct ClusterProxy {
-  explicit ClusterProxy(config::Settings with = cluster_settings()) : proxy(std::move(with)) {
-    proxy.dispatcher.set_cluster(&router);
-  }
+  explicit ClusterProxy(config::Settings with = cluster_settings())
+      : proxy(std::move(with), &links),
+        router(static_cast<upstream::ClusterUpstream&>(*proxy.upstream).router()) {}
   static config::Settings cluster_settings() {
     config::Settings s;
     s.upstream.cluster = true;
@@ -86,9 +86,9 @@ struct ClusterProxy {
     return s;
   }
 
-  Proxy proxy;
   RecordingClusterLinks links;
-  ClusterRouter router{links, proxy.settings.upstream};
+  Proxy proxy;
+  upstream::ClusterRouter& router;
 };
 
 }  // namespace corral::proxy::test

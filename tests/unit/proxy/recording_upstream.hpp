@@ -13,12 +13,16 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include "config/settings.hpp"
 #include "metrics/process_info.hpp"
 #include "proxy/dispatcher.hpp"
 #include "resp/encoder.hpp"
 #include "session/handler.hpp"
+
+#include "upstream/cluster/cluster_upstream.hpp"
 #include "upstream/link.hpp"
+#include "upstream/single/single_upstream.hpp"
 
 namespace corral::proxy::test {
 
@@ -166,21 +170,37 @@ class Replies final : public upstream::ReplyTarget {
   std::map<std::uint64_t, std::string> failures;
 };
 
-// A dispatcher with no cache over a recording upstream. Settings are built in code.
+// A dispatcher with no cache over the single-Redis upstream on recording links (or, given
+// `cluster`, the cluster upstream on those). Settings are built in code.
 struct Proxy {
-  explicit Proxy(config::Settings with = {}) : settings(std::move(with)) {}
+  explicit Proxy(config::Settings with = {}, upstream::ClusterLinks* cluster = nullptr)
+      : settings(std::move(with)),
+        upstream(make_upstream(cluster)),
+        dispatcher(settings, *upstream, info) {}
 
+  std::unique_ptr<upstream::Upstream> make_upstream(upstream::ClusterLinks* cluster) {
+    if (cluster != nullptr) {
+      return std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster,
+                                                         settings.upstream);
+    }
+    return std::make_unique<upstream::SingleUpstream>(io.get_executor(), links,
+                                                      settings.upstream.database);
+  }
+
+  boost::asio::io_context io;
   config::Settings settings;
   metrics::ProcessInfo info;
   RecordingLinks links;
-  Dispatcher dispatcher{settings, links, info};
+  std::unique_ptr<upstream::Upstream> upstream;
+  Dispatcher dispatcher;
 };
 
 // One client connection, as the session layer would drive it: each request gets the next tag.
 class Client {
  public:
-  explicit Client(Proxy& proxy)
-      : handler(proxy.dispatcher.open_session()), slots(std::make_shared<Replies>()) {}
+  explicit Client(Proxy& proxy) : Client(proxy.dispatcher) {}
+  explicit Client(Dispatcher& dispatcher)
+      : handler(dispatcher.open_session()), slots(std::make_shared<Replies>()) {}
 
   session::Action send(std::initializer_list<std::string_view> words, std::size_t awaiting = 0) {
     const std::vector<std::string_view> argv(words);

@@ -187,12 +187,12 @@ TEST_CASE("On a Redis Cluster REDIRECT is refused with a clear error", "[trackin
   state.id = tracker.handler->client_id();
   const std::vector<std::string_view> argv{"CLIENT", "TRACKING", "ON", "REDIRECT", tracker.id()};
   std::string reply;
-  const auto plan = plan_tracking(state, proxy.links, true, argv, tracker.slots, reply);
+  const auto plan = plan_tracking(state, *proxy.upstream, true, argv, tracker.slots, reply);
   CHECK(plan.step == TrackingStep::answered);
   CHECK(reply.starts_with("-ERR Corral does not support CLIENT TRACKING REDIRECT on a Redis"));
   CHECK(proxy.links.dedicated.empty());
   const std::vector<std::string_view> plain{"CLIENT", "TRACKING", "ON"};
-  CHECK(plan_tracking(state, proxy.links, true, plain, tracker.slots, reply).step ==
+  CHECK(plan_tracking(state, *proxy.upstream, true, plain, tracker.slots, reply).step ==
         TrackingStep::forward);
 }
 

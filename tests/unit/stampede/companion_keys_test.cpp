@@ -2,7 +2,7 @@
 // clients' writes, whatever the policy's `writes` setting.
 #include "stampede/fleet/companion_keys.hpp"
 #include "engine_support.hpp"
-#include "upstream/hash_tag.hpp"
+#include "upstream/cluster/hash_tag.hpp"
 
 using namespace corral;
 using namespace corral::test;

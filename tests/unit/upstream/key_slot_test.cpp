@@ -2,7 +2,7 @@
 // redis-server 7.0's CLUSTER KEYSLOT reported.
 #include <catch2/catch.hpp>
 
-#include "upstream/key_slot.hpp"
+#include "upstream/cluster/key_slot.hpp"
 
 using corral::upstream::crc16;
 using corral::upstream::key_slot;

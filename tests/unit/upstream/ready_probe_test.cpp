@@ -10,7 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "upstream/ready_probe.hpp"
+#include "upstream/single/ready_probe.hpp"
 
 using namespace corral::upstream;
 using namespace std::chrono_literals;

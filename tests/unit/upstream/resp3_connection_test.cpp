@@ -102,3 +102,35 @@ TEST_CASE("RESP3 connection that never comes up tells its push target", "[upstre
   REQUIRE(pushes->log.size() == 1);
   CHECK(pushes->log[0].starts_with("0 failed"));
 }
+
+// The connect failure reaches the push target only when a command's sender can hear of it no other
+// way (an untracked one); it always learns that the connection ended.
+TEST_CASE(
+    "a connection that never comes up tells its push target the failure only for untracked "
+    "commands",
+    "[upstream][resp3]") {
+  asio::io_context io;
+  ConnectionOptions options;
+  options.server = {"127.0.0.1", 1};  // nothing listens there
+  options.reconnect = false;
+  options.protocol = 3;
+  auto connection = std::make_shared<Connection>(io.get_executor(), options, nullptr);
+  auto pushes = std::make_shared<Recorder>();
+  auto replies = std::make_shared<Recorder>();
+  connection->set_unsolicited_target(pushes);
+  SECTION("tracked commands only: their targets are told the failure, the push target the end") {
+    REQUIRE(connection->send(command({"GET", "k"}), replies, 1));
+    connection->start();
+    io.run_for(500ms);
+    CHECK(replies->log == std::vector<std::string>{"1 failed ERR upstream unavailable"});
+    CHECK(pushes->log == std::vector<std::string>{"0 failed ERR upstream connection closed"});
+  }
+  SECTION("an untracked command among them: only the push target can tell its sender") {
+    REQUIRE(connection->send_untracked(command({"SUBSCRIBE", "ch"})));
+    REQUIRE(connection->send(command({"GET", "k"}), replies, 1));
+    connection->start();
+    io.run_for(500ms);
+    CHECK(replies->log == std::vector<std::string>{"1 failed ERR upstream unavailable"});
+    CHECK(pushes->log == std::vector<std::string>{"0 failed ERR upstream unavailable"});
+  }
+}

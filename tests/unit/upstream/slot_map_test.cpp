@@ -8,8 +8,8 @@
 #include <iterator>
 #include <string>
 
-#include "upstream/key_slot.hpp"
-#include "upstream/slot_map.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/cluster/slot_map.hpp"
 
 using namespace corral::upstream;
 

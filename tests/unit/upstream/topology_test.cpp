@@ -14,10 +14,10 @@
 
 #include "redis_server_process.hpp"
 #include "upstream/call.hpp"
-#include "upstream/cluster_command.hpp"
+#include "upstream/cluster/cluster_command.hpp"
 #include "upstream/connection.hpp"
-#include "upstream/key_slot.hpp"
-#include "upstream/topology.hpp"
+#include "upstream/cluster/key_slot.hpp"
+#include "upstream/cluster/topology.hpp"
 
 namespace asio = boost::asio;
 using namespace corral::upstream;

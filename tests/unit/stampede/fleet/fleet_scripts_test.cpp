@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "stampede/fleet/fleet_scripts.hpp"
-#include "upstream/hash_tag.hpp"
+#include "upstream/cluster/hash_tag.hpp"
 
 using namespace corral;
 using namespace std::chrono_literals;

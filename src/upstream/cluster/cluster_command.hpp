@@ -1,0 +1,90 @@
+// One command on a Redis Cluster, sent to the node that serves its slot and followed through
+// MOVED (the slot moved: route it there from now on), ASK (this once, after ASKING) and TRYAGAIN
+// (a short backoff), at most max_redirects hops: the client never sees a redirect.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/settings.hpp"
+#include "upstream/cluster/cluster_links.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::upstream {
+
+struct ClusterCommandOptions {
+  int slot = -1;           // the slot whose owner answers; -1 with `node` set: a fixed node
+  int node = -1;           // fan-out: this node of routes(), redirects are not followed
+  bool read_only = false;  // may go to a replica when read_from says so
+  std::size_t affinity = 0;
+  int protocol = 2;
+  int max_redirects = 5;
+  // CLUSTERDOWN (no command ran) is retried this many times, 100 ms apart: a failover's window
+  // where the cluster reports itself down passes without client errors when it is short.
+  int clusterdown_retries = 0;
+  // Idempotent reads of Corral's own (cache fetches): an unreachable node, a lost connection or a
+  // slot without a primary is retried this many times, 100 ms apart, with a refresh each time,
+  // so a failover delays a fetch instead of failing it (and tripping the policy's breaker).
+  int unreachable_retries = 0;
+  config::ReadFrom read_from = config::ReadFrom::primary;
+};
+
+// The error a command gets when its slot has no reachable primary in the map (fail fast).
+inline constexpr std::string_view kErrSlotUnserved =
+    "CLUSTERDOWN Hash slot not served (Corral is waiting for the cluster's slot map)";
+// kErrSlotUnserved naming why no map came (Topology::last_failure(), e.g. a node refusing AUTH),
+// on one line: a wrong password reads as such instead of as an endless wait.
+std::string slot_unserved_error(std::string_view map_failure);
+inline constexpr std::string_view kErrPrimaryFailing =
+    "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
+
+// The kinds of error reply a ClusterCommand acts on (MOVED, ASK, TRYAGAIN, CLUSTERDOWN); any
+// other reply is the client's answer as it stands.
+inline bool is_cluster_redirect(ErrorKind kind) {
+  return kind == ErrorKind::moved || kind == ErrorKind::ask || kind == ErrorKind::tryagain ||
+         kind == ErrorKind::clusterdown;
+}
+// The kind of `reply` when it is one of those; nullopt for any other reply (checked by its first
+// byte before anything is read).
+inline std::optional<ErrorKind> cluster_handling(std::string_view reply) {
+  if (reply.empty() || reply.front() != '-') return std::nullopt;
+  const ErrorKind kind = classify_error_reply(reply);
+  return is_cluster_redirect(kind) ? std::optional(kind) : std::nullopt;
+}
+
+class ClusterCommand final : public ReplyTarget,
+                             public std::enable_shared_from_this<ClusterCommand> {
+ public:
+  ClusterCommand(ClusterLinks& links, std::string command, ClusterCommandOptions options,
+                 std::shared_ptr<ReplyTarget> target, std::uint64_t tag);
+
+  // Sends the command; its outcome reaches target->on_*(tag) exactly once, later or at once.
+  void start();
+
+  void on_reply(std::uint64_t, std::string_view reply) override;
+  void on_failure(std::uint64_t, std::string_view error) override;
+  void on_error(std::uint64_t, ErrorKind kind, std::string_view error) override;
+
+ private:
+  int pick_node();
+  void send_to(int node, bool asking);
+  // True when `reply`, of `kind`, was a redirect this command follows (it has been re-sent).
+  bool follow_redirect(ErrorKind kind, std::string_view reply);
+  // Fails the command with `error`, unless unreachable_retries allow another try later.
+  void fail_or_retry(ErrorKind kind, std::string_view error);
+
+  ClusterLinks& links_;
+  std::string command_;
+  ClusterCommandOptions options_;
+  std::shared_ptr<ReplyTarget> target_;
+  std::uint64_t tag_;
+  int hops_ = 0;
+  int clusterdown_retries_ = 0;
+  int unreachable_retries_ = 0;
+};
+
+}  // namespace corral::upstream

@@ -1,0 +1,76 @@
+// Shared and dedicated upstream connections of one io thread.
+#include "upstream/single/pool.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+#include "resp/encoder.hpp"
+#include "upstream/server_version.hpp"
+
+namespace corral::upstream {
+
+Pool::Pool(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
+           metrics::ThreadStats* stats, std::atomic<int>* ready_connections)
+    : executor_(executor),
+      settings_(settings),
+      stats_(stats),
+      ready_connections_(ready_connections) {
+  assert(!settings_.servers.empty());
+}
+
+Pool::~Pool() { close(); }
+
+void Pool::start() {
+  // HELLO without a version changes nothing on the connection and names the server's version,
+  // which Corral's own HELLO reports to clients (a server before Redis 6.2 refuses it: ignored).
+  static const std::string hello = [] {
+    std::string command;
+    const std::string_view argv[] = {"HELLO"};
+    resp::append_command(command, argv);
+    return command;
+  }();
+  shared(settings_.database)
+      .send(hello, CallbackTarget::make([](std::string_view reply, bool failed) {
+              if (!failed) note_hello_reply(reply);
+            }),
+            0);
+}
+
+void Pool::close() {
+  for (auto& [key, connections] : shared_) {
+    for (auto& connection : connections) connection->close();
+  }
+  shared_.clear();
+}
+
+ConnectionOptions Pool::options_for(int database, bool reconnect, int protocol) const {
+  auto options = connection_options(settings_, database, reconnect);
+  options.protocol = protocol;
+  return options;
+}
+
+Connection& Pool::shared(int database, std::size_t affinity, int protocol) {
+  auto& connections = shared_[{database, protocol}];
+  if (connections.empty()) {
+    const int count = std::max(1, settings_.connections_per_thread);
+    for (int i = 0; i < count; ++i) {
+      // Only the default database's RESP2 connections count for readiness.
+      auto* ready = database == settings_.database && protocol == 2 ? ready_connections_ : nullptr;
+      auto connection = std::make_shared<Connection>(
+          executor_, options_for(database, true, protocol), stats_, ready);
+      connection->start();
+      connections.push_back(std::move(connection));
+    }
+  }
+  return *connections[affinity % connections.size()];
+}
+
+std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
+  auto connection = std::make_shared<Connection>(executor_, options_for(database, false, protocol),
+                                                 stats_, nullptr);
+  connection->start();
+  return connection;
+}
+
+}  // namespace corral::upstream

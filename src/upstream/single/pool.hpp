@@ -1,0 +1,60 @@
+// The upstream connections of one io thread: shared multiplexed connections per database and
+// protocol (RESP2, RESP3), and dedicated connections for sessions in a stateful mode (MULTI,
+// blocking, pub/sub ...).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "config/settings.hpp"
+#include "upstream/connection.hpp"
+#include "upstream/link.hpp"
+
+namespace corral::upstream {
+
+class Pool final : public Links {
+ public:
+  Pool(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
+       metrics::ThreadStats* stats, std::atomic<int>* ready_connections);
+  ~Pool() override;
+
+  // Opens the shared connections of the default database now, so readiness is known before clients
+  // come.
+  void start();
+  void close();
+
+  // A shared connection for `database`. A client always passes the same `affinity` (its id), so
+  // all its commands travel one connection and Redis runs them in the order it sent them.
+  // `protocol` 3: connections that did HELLO 3, for RESP3 clients.
+  Connection& shared(int database, std::size_t affinity = 0, int protocol = 2);
+  // A new connection owned by one session; it does not reconnect, and blocking commands on it
+  // may be exempted from the command timeout.
+  std::shared_ptr<Connection> dedicated(int database, int protocol = 2);
+
+  // Links: the same connections, for the proxy's dispatcher.
+  bool send_shared(int database, std::size_t affinity, std::string_view command,
+                   std::shared_ptr<ReplyTarget> target, std::uint64_t tag, int protocol) override {
+    return shared(database, affinity, protocol).send(command, std::move(target), tag);
+  }
+  std::shared_ptr<Link> dedicated_link(int database, int protocol) override {
+    return dedicated(database, protocol);
+  }
+  std::uint64_t server_epoch() override { return shared(settings_.database).generation(); }
+
+ private:
+  ConnectionOptions options_for(int database, bool reconnect, int protocol) const;
+
+  boost::asio::any_io_executor executor_;
+  config::UpstreamSettings settings_;
+  metrics::ThreadStats* stats_;
+  std::atomic<int>* ready_connections_;
+  // Keyed by (database, protocol).
+  std::map<std::pair<int, int>, std::vector<std::shared_ptr<Connection>>> shared_;
+};
+
+}  // namespace corral::upstream

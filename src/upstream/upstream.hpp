@@ -1,0 +1,134 @@
+// The upstream as everything above it sees it: one interface, whether it is one Redis
+// (single/) or a Redis Cluster (cluster/). Only this folder and the wiring know which.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "upstream/call.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/keyed_caller.hpp"
+#include "upstream/link.hpp"
+#include "upstream/reply_target.hpp"
+
+namespace corral::upstream {
+
+// What the upstream must know of a client command to place it. The proxy's command table
+// implements it, so the upstream knows no table row.
+class CommandShape {
+ public:
+  // The table's row name, lower case ("get", "script|kill"): how a partitioned upstream finds
+  // the command's fan-out and merge rule.
+  virtual std::string_view name() const = 0;
+  virtual bool read_only() const = 0;
+  // 2 for MSET's key value pairs: what a split keeps together with each key.
+  virtual std::size_t key_step() const = 0;
+  // Indices into argv of every key, in argument order; `out` is cleared first.
+  virtual void find_keys(std::span<const std::string_view> argv,
+                         std::vector<std::size_t>& out) const = 0;
+
+ protected:
+  ~CommandShape() = default;
+};
+
+// One client command, ready to leave: its wire bytes and what places it.
+struct Routed {
+  const CommandShape& shape;
+  std::span<const std::string_view> argv;
+  std::string_view bytes;
+  int database = 0;
+  std::size_t affinity = 0;  // the client's id: its commands keep their order on one connection
+  int protocol = 2;          // the client's: a RESP3 client's replies come from a RESP3 connection
+};
+
+// Where a command's keys live on a partitioned upstream (a slot of a cluster).
+inline constexpr int kAnyPartition = -1;     // keyless: any server will do
+inline constexpr int kSpansPartitions = -2;  // keys on several servers: no single one can run it
+
+// A link of the client's own, or why there is none.
+struct SessionLinkResult {
+  std::shared_ptr<Link> link;
+  ErrorKind refusal = ErrorKind::upstream_unavailable;  // when link is null
+};
+
+// Where a command for a named server went (CLIENT UNBLOCK).
+enum class ServerSend : std::uint8_t { sent, no_such_server, unavailable };
+
+// Contract: one per io thread, used on that thread only. Every send either queues the command,
+// whose outcome then reaches target->on_*(tag) exactly once, or returns false having told nobody.
+class Upstream {
+ public:
+  virtual ~Upstream() = default;
+
+  // A client's command on the shared connections.
+  virtual bool send(const Routed& command, std::uint64_t tag,
+                    const std::shared_ptr<ReplyTarget>& target) = 0;
+
+  // True when keys live on several servers (a cluster's slots): then a session link serves the
+  // one server of the keys it was opened for, and a transaction must keep to one partition.
+  virtual bool partitioned() const = 0;
+  // The partition every key of the command is in: kAnyPartition or kSpansPartitions; always
+  // kAnyPartition when not partitioned.
+  virtual int partition_of(const Routed& command) = 0;
+  // A new link owned by one client (MULTI/WATCH, blocking commands, pub/sub, tracking), to the
+  // server of `partition` (kAnyPartition: any). It does not reconnect.
+  virtual SessionLinkResult open_session_link(int partition, const Routed& command) = 0;
+  // A command refused because its keys span partitions, counted by the upstream.
+  virtual void note_cross_partition_refusal() = 0;
+
+  // Commands that must reach a busy server at once (SCRIPT KILL, FUNCTION KILL, SHUTDOWN): a
+  // connection of their own to every server they concern, the replies merged into one.
+  virtual bool send_out_of_band(const Routed& command, std::uint64_t tag,
+                                const std::shared_ptr<ReplyTarget>& target) = 0;
+
+  // A question about the server itself (COMMAND INFO, INFO): any server that answers, the next
+  // one when a server fails. `command` is RESP2.
+  virtual bool ask_server(std::string_view command, std::uint64_t tag,
+                          const std::shared_ptr<ReplyTarget>& target) = 0;
+  // The same as an awaitable call (COMMAND, for the learned command table).
+  virtual boost::asio::awaitable<CallResult> call_server(std::string command) = 0;
+  // Changes whenever the server behind the upstream may have changed (a reconnect, a new slot
+  // map): what was learned from it is learned again.
+  virtual std::uint64_t server_epoch() const = 0;
+
+  // A command for the server a session link named (see Link::follow_connections): "" for the one
+  // server of an unpartitioned upstream. On the shared connection of `affinity`.
+  virtual ServerSend send_to_server(std::string_view server, std::string_view command, int database,
+                                    std::size_t affinity, int protocol, std::uint64_t tag,
+                                    const std::shared_ptr<ReplyTarget>& target) = 0;
+
+  // INFO through Corral. An upstream with one server asks it `info_command` and hands the reply
+  // to `merge` (which joins Corral's sections to it). One with several servers merges no server's
+  // INFO (one node's memory or keyspace would pass for the whole): `client` gets `corral_only`
+  // plus, when `servers_wanted`, a section on the servers.
+  virtual void answer_info(std::string_view info_command, std::string corral_only,
+                           bool servers_wanted, std::size_t affinity, std::uint64_t tag,
+                           const std::shared_ptr<ReplyTarget>& merge,
+                           const std::shared_ptr<ReplyTarget>& client) = 0;
+  // CORRAL.CLUSTER's report of the servers and the slots they serve; false (nothing appended)
+  // when the upstream is not partitioned.
+  virtual bool report_topology(std::string& reply) = 0;
+
+  // A connection of Corral's own to the one server of an unpartitioned upstream, speaking
+  // `protocol`, for state Redis keeps per connection that no client's commands may share: the
+  // CLIENT TRACKING of hot-key fills, a CLIENT TRACKING REDIRECT's sink. Null when the upstream is
+  // partitioned (its keys live on several servers) or none can be opened. It does not reconnect.
+  virtual std::shared_ptr<Link> open_own_link(int database, int protocol) = 0;
+  // Corral's own keyed conversations (fleet lock, versioned pointer, purge).
+  virtual std::shared_ptr<KeyedCaller> keyed_caller(const KeyedCallerOptions& options) = 0;
+  // A cache fill: an idempotent read (GET-like, or MGET) of the configured database that waits
+  // out a failover. The outcome never arrives from within the call.
+  virtual void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
+                     const std::shared_ptr<ReplyTarget>& target) = 0;
+};
+
+}  // namespace corral::upstream
