@@ -1,5 +1,6 @@
 // The Redis 7.0 command table as data: arity, flags and key positions of every command, plus
-// Corral's route and connection-state columns. Lookups are case-insensitive and allocate nothing.
+// Corral's route, connection-state and effect columns. Lookups are case-insensitive and allocate
+// nothing.
 #pragma once
 
 #include <cstddef>
