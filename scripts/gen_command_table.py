@@ -125,6 +125,59 @@ STATE_CHANGES = {
     "reset": "reset",
 }
 
+# The effect column (Effect in command_table.hpp): what a command touches besides its reply.
+# Listed rows first; then rows Redis flags "write" (or MAY_WRITE) touch `keys` and rows it flags
+# "readonly" only their `reply`; every other row must be listed (containers aside, which only
+# answer an error or their help): the script stops on a row without a decision.
+EFFECTS = {
+    # The state of the connection it runs on: never a shared connection (command_effect.hpp).
+    "connection": [
+        "auth", "hello", "select", "reset", "quit", "readonly", "readwrite", "asking",
+        "multi", "exec", "discard", "watch", "unwatch", "monitor",
+        "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
+        "client|setname", "client|reply", "client|no-evict", "client|tracking", "client|caching",
+        "script|debug",
+    ],
+    # The server as a whole, or other clients: kDangerous unless command_effect.cpp lists it.
+    "server": [
+        "flushall", "flushdb", "swapdb", "migrate", "debug", "shutdown",
+        "save", "bgsave", "bgrewriteaof", "replicaof", "slaveof", "failover",
+        "sync", "psync", "replconf",
+        "config|set", "config|rewrite", "config|resetstat",
+        "module|load", "module|loadex", "module|unload",
+        "acl|setuser", "acl|deluser", "acl|load", "acl|save", "acl|log",  # ACL LOG RESET
+        "script|load", "script|flush", "script|kill",
+        "function|load", "function|delete", "function|flush", "function|restore", "function|kill",
+        "client|kill", "client|pause", "client|unpause", "client|unblock",
+        "cluster|addslots", "cluster|addslotsrange", "cluster|delslots", "cluster|delslotsrange",
+        "cluster|flushslots", "cluster|setslot", "cluster|meet", "cluster|forget",
+        "cluster|replicate", "cluster|failover", "cluster|reset", "cluster|saveconfig",
+        "cluster|set-config-epoch", "cluster|bumpepoch",
+        "latency|reset", "memory|purge", "slowlog|reset",
+        "corral.invalidate", "corral.rollover", "corral.purge",  # Corral's cache, every client's
+    ],
+    # Data that is not a key: messages other clients receive.
+    "keys": ["publish", "spublish"],
+    # Neither "write" nor "readonly" in Redis, yet they only answer (reading server state).
+    "reply": [
+        "ping", "echo", "info", "time", "role", "lastsave", "wait", "waitaof", "pfselftest",
+        "command", "command|*", "pubsub|*", "slowlog|get", "slowlog|len", "slowlog|help",
+        "client|getname", "client|id", "client|info", "client|list", "client|getredir",
+        "client|trackinginfo", "client|help",
+        "acl|cat", "acl|genpass", "acl|whoami", "acl|help", "acl|list", "acl|getuser",
+        "acl|users", "acl|dryrun",
+        "config|get", "config|help", "module|list", "module|help",
+        "script|exists", "script|help", "function|dump", "function|list", "function|stats",
+        "function|help", "latency|doctor", "latency|graph", "latency|help", "latency|histogram",
+        "latency|history", "latency|latest", "memory|doctor", "memory|help",
+        "memory|malloc-stats", "memory|stats", "object|help", "xgroup|help", "xinfo|help",
+        "cluster|count-failure-reports", "cluster|countkeysinslot", "cluster|getkeysinslot",
+        "cluster|help", "cluster|info", "cluster|keyslot", "cluster|links", "cluster|myid",
+        "cluster|nodes", "cluster|replicas", "cluster|shards", "cluster|slaves", "cluster|slots",
+        "corral.info", "corral.stats", "corral.cluster", "corral.slowlog", "corral.hotkeys",
+    ],
+}
+
 # Corral's admin commands, which Redis does not have: (name, arity).
 CORRAL_COMMANDS = [
     ("corral.info", 2),        # CORRAL.INFO key
@@ -327,6 +380,33 @@ def expand(names, rows):
     return out
 
 
+def decide_effects(specs, rows):
+    """The effect of every row, or exit naming the rows without one."""
+    corral = {name for name, _ in CORRAL_COMMANDS}
+    listed = {}
+    for effect, names in EFFECTS.items():
+        for name in expand([n for n in names if n not in corral], rows) | (set(names) & corral):
+            if name in listed:
+                sys.exit("gen_command_table: %s has two effects" % name)
+            listed[name] = effect
+    containers = {n.split("|")[0] for n in specs if "|" in n}
+    effects, undecided = {}, []
+    for name, spec in specs.items():
+        flags = spec[1]
+        if name in listed:
+            effects[name] = listed[name]
+        elif "kWrite" in flags:
+            effects[name] = "keys"
+        elif "kReadOnly" in flags or name in containers:
+            effects[name] = "reply"
+        else:
+            undecided.append(name)
+    if undecided:
+        sys.exit("gen_command_table: no effect decided for %s; add them to EFFECTS"
+                 % ", ".join(sorted(undecided)))
+    return effects
+
+
 def build_rows(reply):
     rows = flatten(reply)
     extra = {}
@@ -353,8 +433,10 @@ def build_rows(reply):
         specs[name] = (arity, flags, first, last, step, keyspec, route, changes.get(name, "none"))
     for name, arity in CORRAL_COMMANDS:
         specs[name] = (arity, set(CORRAL_FLAGS), 0, 0, 0, "positions", "local", "none")
+    effects = decide_effects(specs, rows)
+    specs = {name: spec + (effects[name],) for name, spec in specs.items()}
 
-    for name, (arity, flags, first, last, step, keyspec, route, _) in specs.items():
+    for name, (arity, flags, first, last, step, keyspec, route, _, _) in specs.items():
         assert name == name.lower() and 0 < len(name) <= MAX_NAME, name
         assert arity != 0 and (first == 0) == (step == 0), name
         assert not (route == "local" and "kDangerous" in flags) or name in LOCAL_DANGEROUS, name
@@ -375,15 +457,16 @@ def render(version, rows):
         "namespace corral::proxy {",
         "namespace {",
         "",
-        "// {name, arity, flags, first_key, last_key, key_step[, key_spec[, route[, change]]]}",
+        "// {name, arity, flags, first_key, last_key, key_step[, key_spec[, route[, change[, effect]]]]}",
         "// clang-format off",
         "constexpr CommandSpec kCommands[] = {",
     ]
-    for name, arity, flags, first, last, step, keyspec, route, change in rows:
+    for name, arity, flags, first, last, step, keyspec, route, change, effect in rows:
         expr = " | ".join(f for f in FLAG_ORDER if f in flags) or "0"
         # Trailing fields at their defaults are left out.
-        tail = [", KeySpec::" + keyspec, ", Route::" + route, ", StateChange::" + change]
-        while tail and tail[-1].endswith(("::positions", "::shared", "::none")):
+        tail = [", KeySpec::" + keyspec, ", Route::" + route, ", StateChange::" + change,
+                ", Effect::" + effect]
+        while tail and tail[-1].endswith(("::positions", "::shared", "::none", "::reply")):
             tail.pop()
         tail = "".join(tail)
         out.append('    {"%s", %d, %s, %d, %d, %d%s},' % (name, arity, expr, first, last, step,

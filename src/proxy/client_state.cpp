@@ -46,6 +46,7 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       pins_ = iequals(argv[2], "on") ? pins_ | kTracking : pins_ & ~kTracking;
       break;
     case StateChange::no_evict:
+    case StateChange::session:
       pins_ |= kSticky;
       break;
     case StateChange::monitor:

@@ -1,5 +1,6 @@
 // The Redis 7.0 command table as data: arity, flags and key positions of every command, plus
-// Corral's route and connection-state columns. Lookups are case-insensitive and allocate nothing.
+// Corral's route, connection-state and effect columns. Lookups are case-insensitive and allocate
+// nothing.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +58,21 @@ enum class StateChange : std::uint8_t {
   select,      // changes the database
   quit,        // ends the connection (never queued in MULTI)
   reset,       // resets the connection (never queued in MULTI)
+  // A learned command of unknown effect: it may have changed the connection in a way Corral
+  // cannot follow, so the connection stays the client's until it leaves.
+  session,
+};
+
+// What a command touches besides producing its reply. Together with Route it is the isolation
+// rule (docs/commands.md "Effects", enforced over the whole table by command_effect_test):
+// a `connection` command never runs on a shared connection, and a `server` command is kDangerous
+// unless proxy/command_effect.hpp lists it as harmless, with the reason.
+enum class Effect : std::uint8_t {
+  reply,       // only this client's reply: reads keys or server state, changes nothing
+  keys,        // data: writes the keys it names (scripts included), or publishes messages
+  connection,  // the state of the connection it runs on (SELECT, CLIENT REPLY, SUBSCRIBE ...)
+  server,      // the server as a whole or other clients (FLUSHALL, CONFIG SET, CLIENT KILL ...)
+  unknown,     // a learned command whose flags do not say: runs on a session-bound connection
 };
 
 // How keys are found when kMovableKeys is set (argv[0] is the command name).
@@ -85,6 +101,7 @@ struct CommandSpec {
   KeySpec key_spec = KeySpec::positions;
   Route route = Route::shared;
   StateChange change = StateChange::none;
+  Effect effect = Effect::reply;
 };
 
 // Whole table (top-level commands and subcommands), in a stable order; `id` = index in it.

@@ -34,7 +34,35 @@ struct Parsed {
   int arity = 0;
   std::uint32_t flags = 0;
   int first = 0, last = 0, step = 0;
+  bool movable_keys = false;
+  bool reads_keys_only = false;  // key specs, each flagged RO (read-only) and none RW/OW/RM
 };
+
+// True when a key spec ([flags, [RO, ACCESS], begin_search, ...] or a RESP3 map) says it only
+// reads its keys: RO, and none of RW/OW/RM (Redis's key-spec flags).
+bool key_spec_read_only(const Reply& spec) {
+  if (spec.type != Reply::Type::array && spec.type != Reply::Type::map) return false;
+  const auto& e = spec.elements;
+  for (std::size_t i = 0; i + 1 < e.size(); i += 2) {
+    if (!is_text(e[i]) || e[i].text != "flags") continue;
+    bool ro = false;
+    for (const Reply& flag : e[i + 1].elements) {
+      if (!is_text(flag)) return false;
+      if (flag.text == "RW" || flag.text == "OW" || flag.text == "RM") return false;
+      ro = ro || flag.text == "RO";
+    }
+    return ro;
+  }
+  return false;
+}
+
+bool key_specs_read_only(const Reply& specs) {
+  if (specs.type != Reply::Type::array || specs.elements.empty()) return false;
+  for (const Reply& spec : specs.elements) {
+    if (!key_spec_read_only(spec)) return false;
+  }
+  return true;
+}
 
 // One command entry; nullopt when it is not shaped like one.
 std::optional<Parsed> parse_entry(const Reply& entry) {
@@ -67,6 +95,7 @@ std::optional<Parsed> parse_entry(const Reply& entry) {
     for (const auto& word : kFlagWords) {
       if (flag.text == word.word) p.flags |= word.flags;
     }
+    p.movable_keys = p.movable_keys || flag.text == "movablekeys";
   }
   if ((p.flags & kWrite) && (p.flags & kReadOnly)) p.flags &= ~kReadOnly;
   // Redis 6+ lists ACL categories after the key range: a command Redis calls dangerous is refused
@@ -76,6 +105,7 @@ std::optional<Parsed> parse_entry(const Reply& entry) {
       if (is_text(category) && category.text == "@dangerous") p.flags |= kDangerous;
     }
   }
+  p.reads_keys_only = e.size() > 8 && key_specs_read_only(e[8]);
   return p;
 }
 
@@ -86,20 +116,53 @@ const CommandSpec* builtin_row(std::string_view name) {
   return row != nullptr && is_builtin(*row) ? row : nullptr;
 }
 
-// A blocking command holds its connection; everything else shares one, like the table's rows.
-CommandSpec row_of(const Parsed& p, std::string_view name) {
-  const Route route = (p.flags & kBlocking) ? Route::dedicated : Route::shared;
-  return CommandSpec{name,  p.arity,          p.flags, p.first, p.last, p.step, KeySpec::positions,
-                     route, StateChange::none};
+// Only reads keys: flagged readonly, with a key range and key specs that all only read, and
+// nothing that could hold or change the connection. Every readonly command of Redis 7.0 is such
+// a `reply` row of the built-in table (command_effect_test checks it).
+bool only_reads_keys(const Parsed& p) {
+  constexpr std::uint32_t kHoldsOrChanges = kWrite | kAdmin | kDangerous | kBlocking | kPubSub;
+  return (p.flags & kReadOnly) && !(p.flags & kHoldsOrChanges) && !p.movable_keys && p.first > 0 &&
+         p.reads_keys_only;
 }
 
-// True when the built-in table has this lower-case name ("get", "client|no-touch").
-bool builtin_knows(std::string_view name) {
+// A command Corral cannot classify (a module's, a newer server's) may change the connection it
+// runs on: it gets a connection of the client's own, kept until the client leaves, never a
+// shared one. Dangerous ones stay refused unless allowed.
+CommandSpec row_of(const Parsed& p, std::string_view name) {
+  CommandSpec row{name, p.arity, p.flags, p.first, p.last, p.step};
+  if (only_reads_keys(p)) {
+    row.effect = Effect::reply;  // and the default route: shared
+  } else {
+    row.route = Route::dedicated;
+    row.change = StateChange::session;
+    row.effect = Effect::unknown;
+  }
+  return row;
+}
+
+// The built-in row of this lower-case name ("get", "client|no-touch"), or nullptr.
+const CommandSpec* builtin_named(std::string_view name) {
   const auto bar = name.find('|');
   const CommandSpec* top = builtin_row(name.substr(0, bar));
-  if (top == nullptr || bar == std::string_view::npos) return top != nullptr;
+  if (top == nullptr || bar == std::string_view::npos) return top;
   const CommandSpec* sub = find_subcommand(*top, name.substr(bar + 1));
-  return sub != nullptr && is_builtin(*sub);
+  return sub != nullptr && is_builtin(*sub) ? sub : nullptr;
+}
+
+bool builtin_knows(std::string_view name) { return builtin_named(name) != nullptr; }
+
+// `rename-command FLUSHALL myflush`: Redis answers for myflush with flushall's entry. The renamed
+// command keeps everything the table knows of the original (dangerous, flushes the cache, its
+// route, state change and effect), not just what COMMAND INFO's flag words say. One that Corral
+// answers itself is refused: the handler goes by the original name, and Redis's own answer would
+// act on or describe the upstream's connection (CLIENT SETNAME, AUTH, SELECT ...).
+CommandSpec renamed_row(const Parsed& p, std::string_view name) {
+  const CommandSpec* original = builtin_named(p.name);
+  if (original == nullptr) return row_of(p, name);
+  CommandSpec row = *original;
+  row.name = name;  // build() keeps its own copy of the name
+  if (row.route == Route::local) row.route = Route::refused;
+  return row;
 }
 
 std::atomic<const LearnedCommands*> g_current{nullptr};
@@ -145,7 +208,9 @@ std::shared_ptr<const LearnedCommands> LearnedCommands::build(std::span<const Co
     out->index_.emplace(copy.name, &out->rows_.back());
     out->signature_ += std::string(copy.name) + ' ' + std::to_string(copy.arity) + ' ' +
                        std::to_string(copy.flags) + ' ' + std::to_string(copy.first_key) + ' ' +
-                       std::to_string(copy.last_key) + ' ' + std::to_string(copy.key_step) + '\n';
+                       std::to_string(copy.last_key) + ' ' + std::to_string(copy.key_step) + ' ' +
+                       std::to_string(static_cast<int>(copy.route)) + ' ' +
+                       std::to_string(static_cast<int>(copy.effect)) + '\n';
     const auto bar = copy.name.find('|');
     if (bar == std::string_view::npos) continue;
     const std::string_view container = copy.name.substr(0, bar);
@@ -192,16 +257,23 @@ bool learn_command_info(std::string_view reply, std::string_view name) {
   if (lower.empty() || lower.size() > kMaxCommandName || lower.find('|') != std::string::npos) {
     return false;
   }
-  // `rename-command FLUSHALL myflush`: Redis answers for myflush with flushall's entry. The
-  // renamed command keeps everything the table knows of the original (dangerous, flushes the
-  // cache, its route and state change), not just what COMMAND INFO's flag words say.
-  CommandSpec row = row_of(*parsed, lower);
-  if (const CommandSpec* original = builtin_row(parsed->name)) {
-    row = *original;
-    row.name = lower;  // build() keeps its own copy of the name
+  std::vector<CommandSpec> rows{renamed_row(*parsed, lower)};
+  // A renamed container (CLIENT, SCRIPT ...) brings its subcommands under the new name: without
+  // them every subcommand would take the container's row (SCRIPT's, on a shared connection).
+  std::deque<std::string> names;  // the subcommand rows' names, until build() copies them
+  const auto& entry = decoded->elements[0].elements;
+  if (entry.size() >= 10 && entry[9].type == Reply::Type::array) {
+    for (const Reply& sub_entry : entry[9].elements) {
+      const auto sub = parse_entry(sub_entry);
+      if (!sub || !sub->name.starts_with(parsed->name + "|")) return false;
+      const std::string& sub_name =
+          names.emplace_back(lower + sub->name.substr(parsed->name.size()));
+      if (sub_name.size() > kMaxCommandName) continue;  // never found by a lookup anyway
+      rows.push_back(renamed_row(*sub, sub_name));
+    }
   }
   std::lock_guard lock(g_publish_mutex);
-  publish_locked({row}, true);
+  publish_locked(std::move(rows), true);
   return true;
 }
 

@@ -57,7 +57,8 @@ void publish_learned_commands(std::shared_ptr<const LearnedCommands> learned);
 
 // A reply to `COMMAND INFO <name>` for a name the table lacks: a renamed command (rename-command
 // keeps the original name in COMMAND's reply, so only asking by the new name finds it). Publishes
-// it under `name` with the upstream's spec; false when the upstream does not know it either.
+// it under `name` (its subcommands under `name|sub`) with the original's row, a local one refused;
+// false when the upstream does not know it either.
 bool learn_command_info(std::string_view reply, std::string_view name);
 // The current snapshot, or nullptr before any was published. One atomic load.
 const LearnedCommands* learned_commands();

@@ -382,6 +382,35 @@ def test_renamed_command_passes_through_with_its_key_spec():
 
 
 @pytest.mark.corral_only
+def test_renamed_connection_state_commands_never_reach_a_shared_connection():
+    # Issue 17: a renamed SCRIPT or CLIENT took the container's row (shared), so MYSCRIPT DEBUG
+    # turned the shared connection into a Lua debugger and MYCLIENT SETNAME renamed it.
+    stack = harness.Stack({"threads": 1}, name="renamedstate",
+                          redis_args=["--rename-command", "SCRIPT", "MYSCRIPT",
+                                      "--rename-command", "CLIENT", "MYCLIENT",
+                                      "--rename-command", "SELECT", "MYSELECT"]).start()
+    try:
+        with stack.raw() as a, stack.raw() as b:
+            sha = b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+            harness.wait_until(lambda: a.call("MYSCRIPT", "LOAD", "return 1") == sha, 5, 0.1,
+                               "MYSCRIPT learned from the upstream")
+            is_err(a.call("MYSCRIPT", "DEBUG", "YES"), "ERR command 'myscript|debug' is refused")
+            eq(b.call("EVAL", "return 'B'", "0"), b"B", "another client's script runs as usual")
+            harness.wait_until(lambda: a.call("MYCLIENT", "GETREDIR") == -1, 5, 0.1,
+                               "MYCLIENT learned from the upstream")
+            is_err(a.call("MYCLIENT", "SETNAME", "evil"), "ERR command 'myclient|setname'")
+            harness.wait_until(lambda: isinstance(a.call("MYSELECT", "1"), Err), 5, 0.1,
+                               "MYSELECT learned (and refused)")
+            eq(b.call("SET", "rs:k", "v"), b"OK", "SET")
+            with harness.Raw(stack.redis.port) as direct:
+                eq(direct.call("GET", "rs:k"), b"v", "still database 0 for every client")
+                check(b"name=evil" not in direct.call("MYCLIENT", "LIST"),
+                      "no upstream connection renamed")
+    finally:
+        stack.stop()
+
+
+@pytest.mark.corral_only
 def test_upstream_without_command_leaves_the_builtin_table():
     stack = harness.Stack({}, redis_args=["--rename-command", "COMMAND", ""],
                           name="nocommand").start()

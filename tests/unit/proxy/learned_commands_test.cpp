@@ -2,6 +2,7 @@
 // ignored, and routed by the dispatcher like built-in ones.
 #include <catch2/catch.hpp>
 
+#include "proxy/command_effect.hpp"
 #include "proxy/learned_commands.hpp"
 #include "recording_upstream.hpp"
 
@@ -11,9 +12,19 @@ using namespace corral::proxy::test;
 using session::Action;
 
 namespace {
+// One Redis 7 key spec with these flags (RO, RW, ACCESS ...), as COMMAND answers in RESP2.
+std::string key_spec(std::initializer_list<std::string_view> flags) {
+  std::string out = "*6\r\n$5\r\nflags\r\n";
+  resp::append_array_header(out, flags.size());
+  for (auto f : flags) resp::append_simple(out, f);
+  return out + "$12\r\nbegin_search\r\n*0\r\n$9\r\nfind_keys\r\n*0\r\n";
+}
+const std::string kReadSpecs = "*1\r\n" + key_spec({"RO", "ACCESS"});
+
 // [name, arity, [flags], first, last, step, [acl], [tips], [key specs], [subcommands]]
 std::string entry(std::string_view name, int arity, std::initializer_list<std::string_view> flags,
-                  int first, int last, int step, const std::string& subs = "*0\r\n") {
+                  int first, int last, int step, const std::string& subs = "*0\r\n",
+                  const std::string& specs = "*0\r\n") {
   std::string out = "*10\r\n";
   resp::append_bulk(out, name);
   resp::append_integer(out, arity);
@@ -22,7 +33,7 @@ std::string entry(std::string_view name, int arity, std::initializer_list<std::s
   resp::append_integer(out, first);
   resp::append_integer(out, last);
   resp::append_integer(out, step);
-  out += "*0\r\n*0\r\n*0\r\n" + subs;
+  out += "*0\r\n*0\r\n" + specs + subs;
   return out;
 }
 
@@ -31,7 +42,7 @@ std::string command_reply() {
                                   entry("client|id", 2, {"noscript"}, 0, 0, 0);
   return "*5\r\n" + entry("get", 2, {"readonly", "fast"}, 1, 1, 1) +
          entry("newcmd", -3, {"write", "denyoom"}, 1, -1, 2) +
-         entry("getx", 2, {"readonly", "fast"}, 1, 1, 1) +
+         entry("getx", 2, {"readonly", "fast"}, 1, 1, 1, "*0\r\n", kReadSpecs) +
          entry("client", -2, {}, 0, 0, 0, client_subs) +
          entry("newblock", -2, {"write", "blocking"}, 1, 1, 1);
 }
@@ -50,8 +61,19 @@ TEST_CASE("learn_commands keeps what the built-in table lacks", "[learned]") {
   CHECK(newcmd->first_key == 1);
   CHECK(newcmd->last_key == -1);
   CHECK(newcmd->key_step == 2);
-  CHECK(newcmd->route == Route::shared);
+  // Unknown effect: a connection of the client's own, kept until it leaves.
+  CHECK(newcmd->route == Route::dedicated);
+  CHECK(newcmd->change == StateChange::session);
+  CHECK(newcmd->effect == Effect::unknown);
   CHECK(learned->find("newblock")->route == Route::dedicated);
+  CHECK(learned->find("client|no-touch")->route == Route::dedicated);
+  // Only reads its keys: shared, like GET.
+  CHECK(learned->find("getx")->route == Route::shared);
+  CHECK(learned->find("getx")->effect == Effect::reply);
+  for (const CommandSpec& row : learned->rows()) {
+    INFO(row.name);
+    CHECK(effect_rule_violation(row).empty());
+  }
   CHECK((learned->find("getx")->flags & kReadOnly));
   CHECK(learned->find("get") == nullptr);
   CHECK(learned->has_subcommands_of("client"));
@@ -122,9 +144,18 @@ TEST_CASE("published commands are found, routed and listed like built-in ones", 
   Proxy proxy;
   Client client(proxy);
   CHECK(client.send({"GETX", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes() == std::vector<std::string>{wire({"GETX", "k"})});
+  CHECK(proxy.links.dedicated.empty());
   CHECK(client.send({"newcmd", "k", "v"}) == Action::done);
-  CHECK(proxy.links.shared_of(0).bytes() ==
-        std::vector<std::string>{wire({"GETX", "k"}), wire({"newcmd", "k", "v"})});
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  CHECK(proxy.links.last_dedicated().bytes() ==
+        std::vector<std::string>{wire({"newcmd", "k", "v"})});
+  // Answered, it keeps its connection: whatever newcmd changed there stays the client's.
+  proxy.links.last_dedicated().answer("+OK\r\n");
+  CHECK(client.send({"GETX", "k"}) == Action::done);
+  CHECK(proxy.links.last_dedicated().sent.back().bytes == wire({"GETX", "k"}));
+  CHECK(proxy.links.last_dedicated().closes == 0);
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
   CHECK(client.send({"GETX"}) == Action::done);
   CHECK(client.reply() == "-ERR wrong number of arguments for 'getx' command\r\n");
   CHECK(client.send({"NEWBLOCK", "k"}) == Action::done);
@@ -164,6 +195,33 @@ TEST_CASE("a renamed dangerous command stays dangerous and still flushes the cac
   CHECK(renamed->name == "myflush");
 }
 
+TEST_CASE("a renamed container keeps its subcommands' rows; renamed local rows are refused",
+          "[learned]") {
+  // rename-command SCRIPT myscript: before, MYSCRIPT DEBUG took the container's (shared) row.
+  const std::string script_subs = "*2\r\n" + entry("script|debug", 3, {"noscript"}, 0, 0, 0) +
+                                  entry("script|load", 3, {"noscript", "stale"}, 0, 0, 0);
+  REQUIRE(learn_command_info("*1\r\n" + entry("script", -2, {}, 0, 0, 0, script_subs), "MYSCRIPT"));
+  const CommandSpec* debug = find_subcommand(*find_command("myscript"), "DEBUG");
+  REQUIRE(debug);
+  CHECK(debug->route == Route::refused);
+  CHECK(debug->effect == Effect::connection);
+  CHECK(find_subcommand(*find_command("myscript"), "load")->route == Route::shared);
+  // rename-command SELECT myselect: Corral's SELECT handler goes by name; Redis's SELECT on a
+  // shared connection would move every client to that database.
+  REQUIRE(learn_command_info("*1\r\n" + entry("select", 2, {"loading"}, 0, 0, 0), "myselect"));
+  CHECK(find_command("myselect")->route == Route::refused);
+
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MYSCRIPT", "DEBUG", "YES"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR"));
+  CHECK(client.send({"myselect", "1"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR"));
+  CHECK(client.send({"MYSCRIPT", "LOAD", "return 1"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes() ==
+        std::vector<std::string>{wire({"MYSCRIPT", "LOAD", "return 1"})});
+}
+
 TEST_CASE("a learned command in Redis's @dangerous category is refused unless allowed",
           "[learned]") {
   std::string dangerous = "*1\r\n*10\r\n";
@@ -173,4 +231,34 @@ TEST_CASE("a learned command in Redis's @dangerous category is refused unless al
   const CommandSpec* learned = find_command("newdanger");
   REQUIRE(learned);
   CHECK((learned->flags & kDangerous));
+  CHECK(learned->route == Route::dedicated);  // once allowed
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"NEWDANGER"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR"));
+  CHECK(proxy.links.shared.count(0) == 0);  // nothing reached a shared connection
+  CHECK(proxy.links.dedicated.empty());
+}
+
+TEST_CASE("a learned command shares a connection only when its flags say it only reads keys",
+          "[learned]") {
+  const auto learned = learn_commands(
+      "*7\r\n" + entry("ro.get", 2, {"readonly", "fast"}, 1, 1, 1, "*0\r\n", kReadSpecs) +
+      entry("ro.nospecs", 2, {"readonly"}, 1, 1, 1) +
+      entry("ro.rwspec", 2, {"readonly"}, 1, 1, 1, "*0\r\n",
+            "*1\r\n" + key_spec({"RW", "ACCESS"})) +
+      entry("ro.nokeys", 1, {"readonly"}, 0, 0, 0, "*0\r\n", kReadSpecs) +
+      entry("ro.movable", -2, {"readonly", "movablekeys"}, 1, 1, 1, "*0\r\n", kReadSpecs) +
+      entry("ro.blocking", 3, {"readonly", "blocking"}, 1, 1, 1, "*0\r\n", kReadSpecs) +
+      entry("ro.admin", 2, {"readonly", "admin"}, 1, 1, 1, "*0\r\n", kReadSpecs));
+  REQUIRE(learned);
+  CHECK(learned->rows().size() == 7);
+  for (const CommandSpec& row : learned->rows()) {
+    INFO(row.name);
+    CHECK(effect_rule_violation(row).empty());
+    const bool shares = row.name == "ro.get";
+    CHECK((row.route == Route::shared) == shares);
+    CHECK((row.effect == Effect::reply) == shares);
+    CHECK((row.effect == Effect::unknown) == !shares);
+  }
 }
