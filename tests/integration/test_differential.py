@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from differential import ClientGen, Cmd, Conn, run_action  # noqa: E402
+from harness import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="compares Corral with Redis")
 
@@ -51,7 +52,10 @@ HOSTILE_LEAKING = [["SELECT", "1"], ["SELECT", "3"], ["CLIENT", "TRACKING", "OFF
 _drop = os.environ.get("DIFF_DROP")  # bisecting: hostile commands whose name starts so are left out
 if _drop:
     HOSTILE = [c for c in HOSTILE if not any(" ".join(c).startswith(d) for d in _drop.split(","))]
-if os.environ.get("DIFF_LEAKS") == "1":  # shows that the test catches a leak
+# DIFF_LEAKS=1 shows that the test catches a leak: the hostile client sends these too, and now and
+# then the reproduced one (a fresh connection: CLIENT TRACKING OFF, then SELECT 1).
+LEAKS = os.environ.get("DIFF_LEAKS") == "1"
+if LEAKS:
     HOSTILE += HOSTILE_LEAKING
 
 
@@ -134,6 +138,12 @@ def drive_hostile(run, seed, corral_port):
                 if conn is not None:
                     conn.close()  # mid-MULTI, subscribed, blocked or with replies off
                 conn = Conn(corral_port, timeout=0.02)
+            if LEAKS and rng.random() < 0.02:
+                conn.close()
+                conn = Conn(corral_port, timeout=0.02)
+                for cmd in (["CLIENT", "TRACKING", "OFF"], ["SELECT", "1"]):
+                    conn.send(Cmd(cmd).encode())
+                    wait_until(lambda: conn.sock.recv(1 << 16), 1.0, what="a reply")
             cmds = [rng.choice(HOSTILE) for _ in range(rng.randint(1, 6))]
             conn.send(b"".join(Cmd(c).encode() for c in cmds))
             run.hostile.update(Cmd(c).name() for c in cmds)
