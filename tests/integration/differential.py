@@ -1,6 +1,7 @@
 # The differential isolation test's pieces (test_differential.py runs them): a seeded generator of
 # one client's command sequence on its own keys, a connection that reads replies as raw RESP bytes,
 # and the normalisation of what may legitimately differ between Corral and redis-server.
+import hashlib
 import os
 import random
 import re
@@ -290,7 +291,6 @@ class ClientGen:
         keys = [self.key("s"), self.key("s")]
         if r.random() < 0.5:
             return [["EVAL", body, "2"] + keys + [self.val()]]
-        import hashlib
         sha = hashlib.sha1(body.encode()).hexdigest()
         return [r.choice([["EVALSHA", sha, "2"] + keys + [self.val()],
                           ["SCRIPT", "EXISTS", sha, "0" * 40], ["SCRIPT", "LOAD", body],
