@@ -303,8 +303,15 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     return answer_lost_transaction(client, row, tag, target);
   }
   // Inside MULTI, Redis answers even a RESP3 SUBSCRIBE with +QUEUED: an ordinary reply.
-  const Path path =
-      path_for(row, request.argv, client.protocol == kResp3 && !client.mode.in_multi());
+  Path path = path_for(row, request.argv, client.protocol == kResp3 && !client.mode.in_multi());
+  if (row.change == StateChange::select) {
+    // SELECT reaches Redis only on the client's own connection (a shared one's database is other
+    // clients' too), and outside MULTI only with an index Redis accepts: the session follows it.
+    if (!client.mode.in_multi() && database_index(request.argv[1]) < 0) {
+      return answer_locally(client, request, row, tag, target, awaiting);  // Redis's error
+    }
+    path = Path::dedicated;
+  }
   const TableShape shape(row);
   const upstream::Routed command{shape,           request.argv, wire_bytes(request),
                                  client.database, client.id,    client.protocol};
@@ -408,7 +415,8 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.
   if (row.change == StateChange::select) {
-    client.database = std::atoi(std::string(command.argv[1]).c_str());
+    // Queued in MULTI, a bad index fails at EXEC and changes nothing.
+    if (const int index = database_index(command.argv[1]); index >= 0) client.database = index;
   }
   if (path == Path::pushed) {
     client.mode.keep_for_pushes();

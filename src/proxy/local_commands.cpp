@@ -245,6 +245,15 @@ Action corral_cluster(LocalCall& call) {
   return Action::done;
 }
 
+}  // namespace
+
+int database_index(std::string_view text) {
+  long long index = 0;
+  return parse_int(text, index) && index >= 0 && index < kDatabases ? static_cast<int>(index) : -1;
+}
+
+namespace {
+
 Action select(LocalCall& call) {
   long long index = 0;
   if (!parse_int(call.argv[1], index)) {

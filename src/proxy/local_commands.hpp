@@ -47,6 +47,9 @@ struct LocalCall {
 
 using LocalHandler = Action (*)(LocalCall&);
 
+// SELECT's argument as Redis accepts it (an integer from 0 to 15), else -1.
+int database_index(std::string_view text);
+
 // The handler for a table row, or nullptr when the row is forwarded upstream after all.
 LocalHandler find_local_handler(const CommandSpec& spec);
 

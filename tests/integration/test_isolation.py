@@ -204,3 +204,36 @@ def test_a_protected_setup_reports_no_weakened_setting(stack):
     status, body = stack.corral.http("/metrics")
     assert status == 200
     assert "corral_weakened_setting{" not in body, body
+
+
+# Found by the differential test: SELECT must move only its own client, and only to a database
+# Redis accepts. Each case is a list of round trips, run through Corral and on a direct
+# connection (keys apart), whose replies must match; then no other client may have moved.
+SELECT_CASES = [
+    [["CLIENT", "TRACKING", "OFF"], ["SELECT", "1"], ["SET", "{k}", "v"], ["GET", "{k}"]],
+    [["MULTI"], ["EXEC"], ["SELECT", "99"], ["SET", "{k}", "v0"], ["GET", "{k}"]],
+    [["MULTI"], ["EXEC"], ["SELECT", "1"], ["SET", "{k}", "v"], ["CLIENT", "REPLY", "ON"],
+     ["GET", "{k}"]],
+    [["DECR", "{k}"], ["BLPOP", "{l}", "0.02"], ["SELECT", "3"], ["MULTI"], ["INCR", "{k}"],
+     ["EXEC"]],
+]
+
+
+@pytest.mark.parametrize("case", range(len(SELECT_CASES)))
+def test_select_moves_only_its_own_client(stack, case):
+    def run(conn, tag):
+        replies = []
+        for step in SELECT_CASES[case]:
+            args = [a.replace("{k}", "iso:sel:%s:%d" % (tag, case))
+                     .replace("{l}", "iso:sel:l:%s:%d" % (tag, case)) for a in step]
+            replies.append(conn.call(*args))
+        return replies
+    direct = stack.redis.client(password="upstream-pw")
+    with client(stack) as c, client(stack) as bystander:
+        through_corral = run(c, "c")
+        with harness.Raw(stack.redis.port) as d:
+            assert d.call("AUTH", "upstream-pw") == b"OK"
+            assert run(d, "d") == through_corral
+        # A bystander in db 0 still writes db 0.
+        assert bystander.call("SET", "iso:sel:bystander", "here") == b"OK"
+        assert direct.get("iso:sel:bystander") == b"here"
