@@ -117,16 +117,18 @@ TEST_CASE("QUIT answers OK and closes; later requests are not answered") {
 
 TEST_CASE("a client that reads gets every reply, however far past max_output_buffer") {
   // The slow-reader clock does not run while every held reply waits behind an earlier one: the
-  // client had nothing to read for 200 ms, four times the timeout.
+  // client had nothing to read for 1.5 s, three times the timeout. (The timeout stays well above
+  // a loaded machine's scheduling gaps: once the replies flow, this client reads them as fast as
+  // its thread runs, and a 50 ms timeout cut it on a busy CI machine.)
   RunningServer server([](corral::config::Settings& settings) {
     settings.client.max_output_buffer = 64 * 1024;
-    settings.client.slow_reader_timeout = std::chrono::milliseconds(50);
+    settings.client.slow_reader_timeout = std::chrono::milliseconds(500);
   });
   const int fd = connect_loopback(server.port());
   REQUIRE(fd >= 0);
   // Parked replies count too: a slow first reply holds 200 KB of later ones back; Corral stops
   // reading the client's requests meanwhile instead of cutting it.
-  std::string requests = "*3\r\n$5\r\nLATER\r\n$3\r\n200\r\n$1\r\na\r\n";
+  std::string requests = "*3\r\n$5\r\nLATER\r\n$4\r\n1500\r\n$1\r\na\r\n";
   for (int i = 0; i < 4; ++i) requests += "*2\r\n$3\r\nBIG\r\n$5\r\n50000\r\n";
   requests += "PING\r\n";
   send_all(fd, requests);
