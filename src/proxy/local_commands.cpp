@@ -17,6 +17,7 @@
 #include "proxy/command_upstream.hpp"
 #include "proxy/hot_keys_command.hpp"
 #include "proxy/monitor_feed.hpp"
+#include "proxy/resp3.hpp"
 #include "proxy/server_info.hpp"
 #include "proxy/slowlog_commands.hpp"
 #include "resp/encoder.hpp"
@@ -281,7 +282,9 @@ Action client_setname(LocalCall& call) {
 }
 
 Action client_getname(LocalCall& call) {
-  if (call.client.name.empty()) {
+  if (call.client.name.empty() && call.client.protocol == kResp3) {
+    call.reply.append("_\r\n");  // RESP3's null, as Redis answers a HELLO 3 client
+  } else if (call.client.name.empty()) {
     resp::append_null(call.reply);
   } else {
     resp::append_bulk(call.reply, call.client.name);
