@@ -29,7 +29,9 @@ void close_after_queued_commands(const std::shared_ptr<upstream::Link>& link) {
 void ConnectionMode::apply(StateChange change, std::span<const std::string_view> argv) {
   switch (change) {
     case StateChange::multi:
-      state_ = State::multi;
+      // A nested MULTI is Redis's error and changes nothing: a transaction already doomed (a
+      // queued command was refused) must still abort at EXEC.
+      if (!in_multi()) state_ = State::multi;
       break;
     case StateChange::exec:
     case StateChange::discard:

@@ -207,23 +207,25 @@ def test_a_protected_setup_reports_no_weakened_setting(stack):
 
 
 # Found by the differential test: SELECT must move only its own client, and only to a database
-# Redis accepts. Each case is a list of round trips, run through Corral and on a direct
-# connection (keys apart), whose replies must match; then no other client may have moved.
-SELECT_CASES = [
+# Redis accepts; a nested MULTI must not revive a doomed transaction. Each case is a list of round
+# trips, run through Corral and on a direct connection (keys apart), whose replies must match;
+# then no other client may have moved.
+SAME_AS_REDIS_CASES = [
     [["CLIENT", "TRACKING", "OFF"], ["SELECT", "1"], ["SET", "{k}", "v"], ["GET", "{k}"]],
     [["MULTI"], ["EXEC"], ["SELECT", "99"], ["SET", "{k}", "v0"], ["GET", "{k}"]],
     [["MULTI"], ["EXEC"], ["SELECT", "1"], ["SET", "{k}", "v"], ["CLIENT", "REPLY", "ON"],
      ["GET", "{k}"]],
     [["DECR", "{k}"], ["BLPOP", "{l}", "0.02"], ["SELECT", "3"], ["MULTI"], ["INCR", "{k}"],
      ["EXEC"]],
+    [["MULTI"], ["SET", "{k}"], ["MULTI"], ["INCR", "{k}"], ["EXEC"], ["GET", "{k}"]],
 ]
 
 
-@pytest.mark.parametrize("case", range(len(SELECT_CASES)))
-def test_select_moves_only_its_own_client(stack, case):
+@pytest.mark.parametrize("case", range(len(SAME_AS_REDIS_CASES)))
+def test_replies_match_redis_and_move_no_one_else(stack, case):
     def run(conn, tag):
         replies = []
-        for step in SELECT_CASES[case]:
+        for step in SAME_AS_REDIS_CASES[case]:
             args = [a.replace("{k}", "iso:sel:%s:%d" % (tag, case))
                      .replace("{l}", "iso:sel:l:%s:%d" % (tag, case)) for a in step]
             replies.append(conn.call(*args))
