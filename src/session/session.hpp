@@ -125,6 +125,7 @@ class Session : public upstream::ReplyTarget,
   void on_slow_reader_clock();
   // The writer took bytes off the output: wakes process_input once under the limit.
   void note_output_taken();
+  void note_output_available();
   void abort();
   void close_if_idle(std::chrono::milliseconds idle);
   void finish_loop();

@@ -79,6 +79,15 @@ void Session<Stream>::on_slow_reader_clock() {
   abort();
 }
 
+// The client had nothing it could read (everything held waits behind an earlier reply) and now
+// has: the slow-reader clock counts from here, not from its last deadline check.
+template <class Stream>
+void Session<Stream>::note_output_available() {
+  if (slow_reader_clock_running_ && output_.empty() && written_ == writing_.size()) {
+    taken_at_ = std::chrono::steady_clock::now();
+  }
+}
+
 template <class Stream>
 void Session<Stream>::note_output_taken() {
   if (!slow_reader_clock_running_) return;
@@ -93,11 +102,13 @@ template void Session<PlainStream>::start_slow_reader_clock();
 template void Session<PlainStream>::wait_slow_reader_clock();
 template void Session<PlainStream>::on_slow_reader_clock();
 template void Session<PlainStream>::note_output_taken();
+template void Session<PlainStream>::note_output_available();
 template bool Session<TlsStream>::over_output_limit() const;
 template void Session<TlsStream>::check_output_limit(bool);
 template void Session<TlsStream>::start_slow_reader_clock();
 template void Session<TlsStream>::wait_slow_reader_clock();
 template void Session<TlsStream>::on_slow_reader_clock();
 template void Session<TlsStream>::note_output_taken();
+template void Session<TlsStream>::note_output_available();
 
 }  // namespace corral::session

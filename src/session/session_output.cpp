@@ -50,6 +50,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     return;
   }
   // The common case: the oldest request completes, so its reply goes straight to the output.
+  note_output_available();
   output_.append(reply);
   bool close_after = slot.close_after;
   slots_.pop_front();
@@ -73,6 +74,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
 
 template <class Stream>
 void Session<Stream>::push(std::string_view bytes) {
+  note_output_available();
   output_.append(bytes);
   want_write();
   check_output_limit(true);

@@ -84,6 +84,16 @@ for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         pass
 
 
+def sanitized_corral():
+    """True when CORRAL_BIN is an AddressSanitizer build: its shadow memory and quarantine make
+    its RSS several times a release build's, so memory bounds scale with it."""
+    try:
+        out = subprocess.run(["ldd", CORRAL_BIN], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "libasan" in out.stdout
+
+
 def make_tmpdir(prefix="corral-integ-"):
     d = tempfile.mkdtemp(prefix=prefix)
     with _lock:

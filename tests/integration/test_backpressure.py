@@ -135,7 +135,9 @@ def test_client_that_stops_reading_is_cut_after_the_timeout(small):
            "cut as a slow reader, not as an overflow")
         peak = small.corral.rss_peak_kb()
         # 4096 requests at most in flight x 100 KB, plus the 1 MB limit: not the 200 MB asked.
-        check(peak is None or peak < 600 * 1024, "corral peak RSS %d kB" % (peak or 0))
+        # (An ASan build holds freed memory in its quarantine: three times the room.)
+        bound_kb = 600 * 1024 * (3 if harness.sanitized_corral() else 1)
+        check(peak is None or peak < bound_kb, "corral peak RSS %d kB" % (peak or 0))
     finally:
         r.close()
     with small.raw() as other:

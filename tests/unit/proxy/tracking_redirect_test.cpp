@@ -185,7 +185,8 @@ TEST_CASE("On a Redis Cluster REDIRECT is refused with a clear error", "[trackin
   Posted tracker(proxy);
   ClientState state;
   state.id = tracker.handler->client_id();
-  const std::vector<std::string_view> argv{"CLIENT", "TRACKING", "ON", "REDIRECT", tracker.id()};
+  const std::string target_id = tracker.id();  // argv views it: it must outlive them
+  const std::vector<std::string_view> argv{"CLIENT", "TRACKING", "ON", "REDIRECT", target_id};
   std::string reply;
   const auto plan = plan_tracking(state, *proxy.upstream, true, argv, tracker.slots, reply);
   CHECK(plan.step == TrackingStep::answered);
