@@ -32,6 +32,10 @@ inline upstream::SlotMap two_shards() {
 
 class RecordingClusterLinks final : public upstream::ClusterLinks {
  public:
+  // Out-of-band commands hold their link until answered; a test may leave them unanswered.
+  ~RecordingClusterLinks() override {
+    for (auto& [port, link] : dedicated) link->forget_targets();
+  }
   upstream::SlotMap& routes() override { return map; }
   upstream::Link& node_link(int node, std::size_t, int) override {
     auto& link = shared[map.nodes[node].endpoint.port];

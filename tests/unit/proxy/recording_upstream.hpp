@@ -89,6 +89,14 @@ class RecordingLink final : public upstream::Link {
   }
   // The connection dies by itself (not closed by the dispatcher).
   void die() { state_ = State::closed; }
+  // At the end of a test: targets left waiting for a reply that never comes (a command a test
+  // did not answer) may hold this link in turn; drop them so that nothing outlives the test.
+  void forget_targets() {
+    pending.clear();
+    for (auto& s : sent) s.target.reset();
+    unsolicited.reset();
+    held_client_id.reset();
+  }
   // Still connecting (it queues what it is sent meanwhile).
   void start_connecting() { state_ = State::connecting; }
 
@@ -120,6 +128,9 @@ class RecordingLink final : public upstream::Link {
 
 class RecordingLinks final : public upstream::Links {
  public:
+  ~RecordingLinks() override {
+    for (auto& link : dedicated) link->forget_targets();
+  }
   bool send_shared(int database, std::size_t affinity, std::string_view command,
                    std::shared_ptr<upstream::ReplyTarget> target, std::uint64_t tag,
                    int protocol) override {
