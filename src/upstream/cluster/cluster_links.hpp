@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "upstream/link.hpp"
 #include "upstream/cluster/slot_map.hpp"
 #include "upstream/cluster/topology.hpp"
+#include "upstream/link.hpp"
 
 namespace corral::upstream {
 

@@ -29,8 +29,7 @@ TEST_CASE("the defaults weaken nothing", "[config][weakened]") {
 TEST_CASE("each weakening setting is named", "[config][weakened]") {
   CHECK(named(must_load("upstream: { address: rediss://h:6379, tls: { verify: false } }\n")) ==
         std::vector<std::string>{"upstream.tls.verify"});
-  CHECK(named(must_load("listen: 0.0.0.0:6380\n")) ==
-        std::vector<std::string>{"client.password"});
+  CHECK(named(must_load("listen: 0.0.0.0:6380\n")) == std::vector<std::string>{"client.password"});
   const auto allowed = weakened_settings(must_load("client: { allow_commands: [FLUSHALL] }\n"));
   REQUIRE(allowed.size() == 1);
   CHECK(allowed[0].setting == "client.allow_commands");

@@ -303,8 +303,8 @@ TEST_CASE("limits", "[request][limits]") {
   CHECK(parse("a b c d\r\n", limits).result.status == ParseStatus::ok);
   check_error("a b c d e\r\n", kTooLarge, "Protocol error: too many arguments in inline request",
               limits);
-  check_error("a 'b' c d e\r\n", kTooLarge,
-              "Protocol error: too many arguments in inline request", limits);
+  check_error("a 'b' c d e\r\n", kTooLarge, "Protocol error: too many arguments in inline request",
+              limits);
 
   const std::string digits(31, '1');
   CHECK(parse("*" + digits, limits).result.status == ParseStatus::need_more);

@@ -15,9 +15,9 @@
 #include "redis_server_process.hpp"
 #include "upstream/call.hpp"
 #include "upstream/cluster/cluster_command.hpp"
-#include "upstream/connection.hpp"
 #include "upstream/cluster/key_slot.hpp"
 #include "upstream/cluster/topology.hpp"
+#include "upstream/connection.hpp"
 
 namespace asio = boost::asio;
 using namespace corral::upstream;
