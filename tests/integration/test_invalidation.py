@@ -55,6 +55,12 @@ def tracking_client_id(stack):
 def wait_tracking(stack):
     harness.wait_until(lambda: tracking_client_id(stack) is not None, 5.0,
                        what="corral's tracking connection")
+    # Redis lists the connection before Corral has finished with it: a link that replaces a lost
+    # one flushes the cache once it is up (an earlier test of the module may have cut it), and a
+    # value cached before that flush would be gone. Ready means connected with no gap left.
+    harness.wait_until(lambda: stack.corral.metric("corral_tracking_connected") == 1 and
+                       stack.corral.metric("corral_tracking_gaps") == 0, 5.0,
+                       what="the tracking link up with no gap to flush")
 
 
 def info(client, key):
