@@ -70,7 +70,7 @@ def worker(args, seed, rate, counts):
             break
         due = int((now - start) * rate) - sent
         if due <= 0:
-            time.sleep(min(0.002, deadline - now))
+            time.sleep(min(0.002, deadline - now))  # pacing to the offered rate, not a wait
             continue
         n = min(due, args.batch)
         batch = []

@@ -251,8 +251,8 @@ TEST_CASE("a shard channel the node ends because its slot moved is subscribed ag
   config::UpstreamSettings settings;
   settings.max_redirects = 3;
   upstream::ClusterRouter router(links, settings);
-  auto link = std::dynamic_pointer_cast<upstream::NodeBoundLink>(
-      router.dedicated_for_slot(static_cast<int>(key_slot("foo")), 0, 2));
+  const std::shared_ptr<upstream::Link> link =
+      router.dedicated_for_slot(static_cast<int>(key_slot("foo")), 0, 2);
   REQUIRE(link);
   auto client = std::make_shared<Replies>();
   link->set_unsolicited_target(client);

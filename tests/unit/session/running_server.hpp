@@ -2,8 +2,9 @@
 // MemoryHandler, served on a thread of its own for as long as the object lives.
 #pragma once
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -26,7 +27,9 @@ class RunningServer {
     server_.bind();
     thread_ = std::thread([this] {
       server_.serve();
+      std::lock_guard lock(served_mutex_);
       served_ = true;
+      served_changed_.notify_all();
     });
   }
   ~RunningServer() {
@@ -38,11 +41,8 @@ class RunningServer {
   corral::session::Server& server() { return server_; }
   // serve() returned by itself (a drain ended it).
   bool wait_served(std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!served_ && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return served_;
+    std::unique_lock lock(served_mutex_);
+    return served_changed_.wait_for(lock, limit, [this] { return served_; });
   }
   corral::metrics::ProcessInfo& info() { return info_; }
 
@@ -60,7 +60,9 @@ class RunningServer {
   corral::metrics::ProcessInfo info_;
   corral::session::Server server_;
   MemoryHandler handler_;
-  std::atomic<bool> served_{false};
+  std::mutex served_mutex_;
+  std::condition_variable served_changed_;
+  bool served_ = false;
   std::thread thread_;
 };
 
