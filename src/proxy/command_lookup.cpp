@@ -4,6 +4,7 @@
 
 #include "upstream/upstream.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -50,14 +51,21 @@ class LookupReply : public upstream::ReplyTarget {
   std::weak_ptr<Table> table_;
   std::string name_;
 };
+
+// Command names are printable ASCII without spaces. Anything else is not asked about: Redis
+// compares names with strcasecmp, so "GET\0X" can find GET's row in COMMAND INFO (when its hash
+// lands in GET's bucket, which depends on the server's random seed) and would be learned as GET.
+bool could_name_a_command(std::string_view name) {
+  if (name.empty() || name.size() > kMaxCommandName) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return c > ' ' && c < 0x7f && c != '|'; });
+}
 }  // namespace
 
 CommandLookup::Answer CommandLookup::lookup(std::string_view name, upstream::Upstream& upstream) {
+  if (!could_name_a_command(name)) return Answer::unknown;
   std::string lower;
   for (char c : name) lower += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  if (lower.empty() || lower.size() > kMaxCommandName || lower.find('|') != std::string::npos) {
-    return Answer::unknown;
-  }
   const auto now = std::chrono::steady_clock::now();
   if (auto it = table_->find(lower); it != table_->end()) {
     if (it->second.state == State::pending) return Answer::ask_later;

@@ -250,9 +250,10 @@ void Server::run() {
 
 // ReadyRead's one blind spot (a client whose last bytes and hang-up arrived in one wake-up): each
 // session whose last read was taken as draining the socket, and quiet for a whole interval since,
-// is checked once.
+// is checked once. The interval bounds how long such a client's socket stays open (one to two
+// intervals) and costs a timer wake-up per interval per thread, idle or not.
 static awaitable<void> hangup_sweep(Worker& worker) {
-  constexpr auto kEvery = std::chrono::milliseconds(500);
+  constexpr auto kEvery = std::chrono::milliseconds(100);
   asio::steady_timer timer(worker.io);
   for (;;) {
     timer.expires_after(kEvery);

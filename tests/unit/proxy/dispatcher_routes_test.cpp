@@ -311,4 +311,19 @@ TEST_CASE("unknown commands and wrong arity are answered by Corral", "[dispatche
   CHECK(proxy.links.shared_of(0).sent.size() == 1);
 }
 
+TEST_CASE("a name no command can have is unknown without asking the upstream", "[dispatcher]") {
+  // Redis finds "GET\0X" as GET in COMMAND INFO when the hashes meet (strcasecmp stops at the
+  // NUL); learning that would make the name run GET.
+  Proxy proxy;
+  Client client(proxy);
+  for (std::string name : {std::string("GET\0X", 5), std::string("GET X"),
+                           std::string("g\xff"
+                                       "et"),
+                           std::string("GET\r\n")}) {
+    CHECK(client.send({name, "k"}) == Action::done);
+    CHECK(client.reply().starts_with("-ERR unknown command"));
+  }
+  CHECK(proxy.links.shared.empty());
+}
+
 }  // namespace corral::proxy::test
