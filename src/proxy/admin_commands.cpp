@@ -106,12 +106,15 @@ Action corral_info(LocalCall& call) {
   const std::string_view state_name = entry->negative                     ? "negative"
                                       : state == cache::EntryState::fresh ? "fresh"
                                                                           : "stale";
-  resp::append_array_header(call.reply, 16);
+  resp::append_array_header(call.reply, 18);
   resp::append_field(call.reply, "policy", policies->settings[*index].prefix);
   resp::append_field(call.reply, "state", state_name);
   resp::append_field(call.reply, "age_ms", millis_between(entry->stored_at, now));
   resp::append_field(call.reply, "ttl_ms",
                      std::max<std::int64_t>(0, millis_between(now, entry->soft_expiry)));
+  // The freshness it was stored with (the policy's ttl or the origin's Cache-Control): a test or
+  // an operator can check it without racing the clock.
+  resp::append_field(call.reply, "lifetime_ms", duration_cast<milliseconds>(entry->ttl()).count());
   resp::append_field(call.reply, "grace_ms",
                      std::max<std::int64_t>(0, millis_between(now, entry->hard_expiry)));
   resp::append_field(call.reply, "delta_ms", duration_cast<milliseconds>(entry->delta).count());

@@ -450,15 +450,20 @@ class Corral(Proc):
     def http(self, path, timeout=5.0):
         return http_get(self.metrics_port, path, timeout)
 
-    def entry_state(self, key, password=None):
-        """CORRAL.INFO's state of the cached GET of `key`: fresh, stale, negative, absent or
-        uncached (no policy). `password`: the admin password, when the config sets one."""
+    def entry_info(self, key, password=None):
+        """CORRAL.INFO of the cached GET of `key` as a dict (bytes field names).
+        `password`: the admin password, when the config sets one."""
         with Raw(self.port, timeout=5) as r:
             if password:
                 r.call("AUTH", password)
             flat = r.call("CORRAL.INFO", key)
         check(isinstance(flat, list), "CORRAL.INFO %s answered %r" % (key, flat))
-        return dict(zip(flat[0::2], flat[1::2]))[b"state"]
+        return dict(zip(flat[0::2], flat[1::2]))
+
+    def entry_state(self, key, password=None):
+        """CORRAL.INFO's state of the cached GET of `key`: fresh, stale, negative, absent or
+        uncached (no policy)."""
+        return self.entry_info(key, password)[b"state"]
 
     def wait_expired(self, key, timeout=5.0, password=None):
         """Waits until the cached copy of `key` is no longer fresh (its TTL passed) and returns
