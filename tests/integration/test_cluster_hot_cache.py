@@ -92,6 +92,9 @@ def test_hot_keys_of_every_primary_are_served_from_memory(stack):
             eq(reads_reaching(cluster, port, raw, key, 200), 0, "GETs of %s on %d" % (key, port))
             eq(burst(raw, key, 1), [b"home-%d" % port], "value of %s" % key)
             assert stack.corral.metric("corral_hot_cache_hits_total") - before >= 200
+    # Hot caching alone is tracked by one io thread's links: that counts as tracking up.
+    eq(stack.corral.metric("corral_tracking_wanted"), 1.0, "tracking wanted")
+    eq(stack.corral.metric("corral_tracking_connected"), 1.0, "tracking connected")
 
 
 def test_written_straight_to_its_node_it_is_never_served_stale(stack):
