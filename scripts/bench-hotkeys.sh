@@ -4,12 +4,15 @@
 # hot_keys.cache off and on. Prints the upstream's read rate both ways from INFO commandstats
 # (GET, and GET + PTTL: a hot fill reads the key's expiry too) and the ratio, the min_rate used,
 # then runs the coherence checker (tests/integration/coherence.py) with hot caching on and
-# prints its stale reads.
+# prints its stale reads. --cluster: the same on a Redis Cluster (scripts/cluster.sh: 3 primaries,
+# 1 replica each), the upstream's reads summed over every node.
 # Usage: scripts/bench-hotkeys.sh [--duration S] [--rate R] [--min-rate R] [--coherence S]
+#                                 [--cluster]
 #   --duration S    seconds of measured load per mode (default 20, after a warm-up of 2 windows)
 #   --rate R        requests per second offered (default 20000)
 #   --min-rate R    hot_keys.min_rate, reads/s (default 0.2)
 #   --coherence S   seconds of the coherence check (default 20; 0 skips it)
+#   --cluster       a Redis Cluster upstream instead of one redis-server
 # Env: CORRAL_BIN (use this binary, skip the build).
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
@@ -22,6 +25,7 @@ coherence=20
 keys=100000
 skew=1.1
 window=2s
+cluster=0
 need_value() { [ "$2" -ge 2 ] || { echo "$1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +33,8 @@ while [ $# -gt 0 ]; do
     --rate) need_value "$1" $#; rate=$2; shift 2 ;;
     --min-rate) need_value "$1" $#; min_rate=$2; shift 2 ;;
     --coherence) need_value "$1" $#; coherence=$2; shift 2 ;;
-    -h|--help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --cluster) cluster=1; shift ;;
+    -h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,36 +67,78 @@ wait_ready() {
   exit 1
 }
 
-redis_port=$(free_port)
-redis-server --bind "$host" --port "$redis_port" --save '' --appendonly no --dir "$workdir" \
-  >"$workdir/redis.log" 2>&1 &
-redis_pid=$!
-pids+=("$redis_pid")
-wait_ready "$redis_port" "$redis_pid" redis
-"${load[@]}" --port "$redis_port" --preload
+stat_ports=()
+if [ "$cluster" = 1 ]; then
+  cluster_dir=$workdir/cluster
+  stop_cluster() {
+    local status=$?
+    [ ! -f "$cluster_dir/ports" ] || "$CORRAL_ROOT/scripts/cluster.sh" stop "$cluster_dir" || true
+    (exit "$status")
+    cleanup_processes
+  }
+  trap stop_cluster EXIT
+  read -r -a stat_ports <<<"$(CLUSTER_OWNER_PID=$$ "$CORRAL_ROOT/scripts/cluster.sh" start \
+    "$cluster_dir" --primaries 3 --replicas 1)"
+  upstream_yaml="upstream: { cluster: [redis://$host:${stat_ports[0]}] }"
+else
+  redis_port=$(free_port)
+  redis-server --bind "$host" --port "$redis_port" --save '' --appendonly no --dir "$workdir" \
+    >"$workdir/redis.log" 2>&1 &
+  redis_pid=$!
+  pids+=("$redis_pid")
+  wait_ready "$redis_port" "$redis_pid" redis
+  stat_ports=("$redis_port")
+  upstream_yaml="upstream: { address: redis://$host:$redis_port }"
+fi
 
-stat_calls() {  # stat_calls NAME: calls of one command on the upstream since CONFIG RESETSTAT
-  redis-cli -h "$host" -p "$redis_port" INFO commandstats |
-    awk -F'[:,=]' -v name="cmdstat_$1" '$1 == name {print $3; found=1} END {if (!found) print 0}'
+stat_calls() {  # stat_calls NAME: calls of one command on the upstream (every node) since RESETSTAT
+  local port
+  for port in "${stat_ports[@]}"; do
+    redis-cli -h "$host" -p "$port" INFO commandstats |
+      awk -F'[:,=]' -v name="cmdstat_$1" '$1 == name {print $3; found=1} END {if (!found) print 0}'
+  done | awk '{sum += $1} END {print sum + 0}'
 }
+reset_stats() {
+  local port
+  for port in "${stat_ports[@]}"; do redis-cli -h "$host" -p "$port" CONFIG RESETSTAT >/dev/null; done
+}
+
+# start_corral NAME on|off: a Corral on the upstream, hot caching on or off; sets port, pid
+start_corral() {
+  port=$(free_port)
+  cat >"$workdir/corral-$1.yaml" <<YAML
+listen: $host:$port
+$upstream_yaml
+hot_keys: { sample: 1, capacity: 10000, window: $window, cache: $([ "$2" = on ] && echo true || echo false), min_rate: $min_rate, max_keys: 10000 }
+YAML
+  "$corral_bin" --config "$workdir/corral-$1.yaml" >"$workdir/corral-$1.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  wait_ready "$port" "$pid" "corral-$1"
+}
+
+stop_corral() {
+  kill "$1"
+  wait "$1" 2>/dev/null || true
+  forget_pid "$1"
+}
+
+if [ "$cluster" = 1 ]; then
+  # Through a Corral: it routes each SET to its key's node.
+  start_corral preload off
+  "${load[@]}" --port "$port" --preload
+  stop_corral "$pid"
+else
+  "${load[@]}" --port "$redis_port" --preload
+fi
 
 # run_mode on|off: sets gets, pttls, client_reads, seconds
 run_mode() {
   local cache=$1
-  local port metrics_port
-  port=$(free_port)
-  cat >"$workdir/corral-$cache.yaml" <<YAML
-listen: $host:$port
-upstream: { address: redis://$host:$redis_port }
-hot_keys: { sample: 1, capacity: 10000, window: $window, cache: $([ "$cache" = on ] && echo true || echo false), min_rate: $min_rate, max_keys: 10000 }
-YAML
-  "$corral_bin" --config "$workdir/corral-$cache.yaml" >"$workdir/corral-$cache.log" 2>&1 &
-  local pid=$!
-  pids+=("$pid")
-  wait_ready "$port" "$pid" "corral-$cache"
+  start_corral "$cache" "$cache"
   # Two windows first: the hot set is chosen from a closed window.
   "${load[@]}" --port "$port" --rate "$rate" --duration 5 --seed 7 >/dev/null
-  redis-cli -h "$host" -p "$redis_port" CONFIG RESETSTAT >/dev/null
+  reset_stats
   local out
   out=$("${load[@]}" --port "$port" --rate "$rate" --duration "$duration" --seed 11)
   gets=$(stat_calls get)
@@ -99,12 +146,11 @@ YAML
   client_reads=$(sed -E 's/.*reads=([0-9]+).*/\1/' <<<"$out")
   seconds=$(sed -E 's/.*seconds=([0-9.]+).*/\1/' <<<"$out")
   echo "   corral hot_keys.cache $cache: $out" >&2
-  kill "$pid"
-  wait "$pid" 2>/dev/null || true
-  forget_pid "$pid"
+  stop_corral "$pid"
 }
 
 echo "== $(date -u +%FT%TZ) $(nproc) cores, $("$corral_bin" --version 2>/dev/null || echo corral), $(redis-server --version | cut -d' ' -f1-3)"
+echo "== upstream: $([ "$cluster" = 1 ] && echo "Redis Cluster, 3 primaries + 3 replicas" || echo "one redis-server")"
 echo "== Zipf skew $skew over $keys keys, 5% SET, $rate req/s offered for ${duration}s, no policies"
 echo "== hot_keys: { sample: 1, capacity: 10000, window: $window, cache: on|off, min_rate: $min_rate, max_keys: 10000 }"
 run_mode off
@@ -123,6 +169,8 @@ awk -v og="$off_gets" -v op="$off_pttls" -v or="$off_reads" -v os="$off_seconds"
 
 if [ "$coherence" != 0 ]; then
   echo "== coherence checker with hot_keys.cache on (no policies), ${coherence}s"
+  coherence_args=(--hot-cache --duration "$coherence")
+  [ "$cluster" = 0 ] || coherence_args+=(--cluster)
   CORRAL_BIN=$corral_bin /usr/bin/python3 "$CORRAL_ROOT/tests/integration/coherence.py" \
-    --hot-cache --duration "$coherence"
+    "${coherence_args[@]}"
 fi

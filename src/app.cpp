@@ -233,8 +233,11 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     }
     const auto all = cluster_tracking_;
     tracking = {
+        // Hot-key caching alone is tracked by thread 0's listeners only (see ClusterInvalidation).
         [all] {
-          return std::all_of(all.begin(), all.end(), [](const auto& t) { return t->tracking(); });
+          return std::any_of(all.begin(), all.end(), [](const auto& t) { return t->wanted(); }) &&
+                 std::all_of(all.begin(), all.end(),
+                             [](const auto& t) { return !t->wanted() || t->tracking(); });
         },
         [all] {
           return std::any_of(all.begin(), all.end(), [](const auto& t) { return t->wanted(); });

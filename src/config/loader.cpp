@@ -326,11 +326,6 @@ LoadResult load(const std::string& text, const std::string& source) {
   // A TLS listener alone replaces the plain one; both run when both are written.
   settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
   finalize(settings);
-  if (settings.hot_keys.cache && settings.upstream.cluster) {
-    const auto hot = locate(root, "hot_keys");
-    r.error(locate(hot, "cache"), "hot_keys.cache",
-            "not supported with upstream.cluster yet: hot keys are cached on a single Redis only");
-  }
   if (!r.ok()) return ConfigErrors{r.messages()};
   return settings;
 }

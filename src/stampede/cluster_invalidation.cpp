@@ -16,6 +16,7 @@
 #include "cache/store.hpp"
 #include "config/values.hpp"
 #include "stampede/cache_runtime.hpp"
+#include "stampede/hot_cache.hpp"
 #include "stampede/invalidation_listener.hpp"
 #include "upstream/cluster/key_slot.hpp"
 #include "upstream/cluster/topology.hpp"
@@ -113,8 +114,11 @@ void ClusterInvalidation::sync() {
     auto settings = upstream_;
     settings.servers = {endpoint};
     settings.cluster = false;
+    // Thread 0's listener of each node is also the node's hot-key link: hot entries live in one
+    // store for the process, so one link per node is enough, as on a single Redis.
     InvalidationListener::NodeRole role{node_scope(topology_, endpoint),
-                                        thread_ < cache::Store::kMaxFillers, thread_ == 0};
+                                        thread_ < cache::Store::kMaxFillers, thread_ == 0,
+                                        thread_ == 0, key};
     auto listener = std::make_shared<InvalidationListener>(executor_, settings, runtime_,
                                                            invalidated_, std::move(role));
     listener->start();
@@ -125,12 +129,15 @@ void ClusterInvalidation::sync() {
 void ClusterInvalidation::drop_slots(const upstream::SlotSet& slots) {
   const auto moved = static_cast<std::size_t>(std::count(slots.begin(), slots.end(), true));
   if (moved == 0) return;
+  const auto in_moved_slot = [&slots](std::string_view key) {
+    return static_cast<bool>(slots[upstream::key_slot(key)]);
+  };
+  // A hot entry of a moved slot was tracked by the node that no longer holds the key.
+  if (auto* hot = runtime_.hot()) hot->drop_matching(in_moved_slot);
   const auto prefixes = tracked_prefixes(*runtime_.policies());
   if (prefixes.empty()) return;
-  const std::size_t dropped = runtime_.invalidate_in_scope(
-      prefixes,
-      [&slots](std::string_view key) { return static_cast<bool>(slots[upstream::key_slot(key)]); },
-      InvalidationSource::tracking);
+  const std::size_t dropped =
+      runtime_.invalidate_in_scope(prefixes, in_moved_slot, InvalidationSource::tracking);
   spdlog::info("{} slots changed owner: {} cached entries of theirs dropped", moved, dropped);
 }
 

@@ -55,8 +55,8 @@ Engine::Engine(const boost::asio::any_io_executor& executor, CacheRuntime& runti
       make_origin_(std::move(options.make_origin)),
       random_(options.random),
       sweeper_wanted_(options.sweeper) {
-  if (runtime_.hot() != nullptr && options.hot_connect) {
-    hot_reads_ = std::make_shared<HotReads>(*runtime_.hot(), std::move(options.hot_connect),
+  if (runtime_.hot() != nullptr && options.hot_routes) {
+    hot_reads_ = std::make_shared<HotReads>(*runtime_.hot(), std::move(options.hot_routes),
                                             runtime_.clock());
   }
 }

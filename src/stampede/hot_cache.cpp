@@ -55,27 +55,33 @@ void HotCache::publish(std::shared_ptr<const HotSet> next) {
   count_eviction(HotEviction::cooled, cooled);
 }
 
-void HotCache::link_up(std::string client_id) {
+void HotCache::link_up(const std::string& server, std::string client_id) {
   {
     std::lock_guard lock(mutex_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
-    link_ = Link{generation_.load(std::memory_order_relaxed), std::move(client_id)};
+    links_[server] = std::move(client_id);
   }
   flush();
 }
 
-void HotCache::link_down() {
+void HotCache::link_down(const std::string& server) {
   {
     std::lock_guard lock(mutex_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
-    link_.reset();
+    links_.erase(server);
   }
   flush();
 }
 
-std::optional<HotCache::Link> HotCache::link() const {
+std::optional<HotCache::Link> HotCache::link(const std::string& server) const {
   std::lock_guard lock(mutex_);
-  return link_;
+  const auto found = links_.find(server);
+  if (found == links_.end()) return std::nullopt;
+  return Link{generation_.load(std::memory_order_relaxed), found->second};
+}
+
+void HotCache::drop_matching(const std::function<bool(std::string_view)>& matches) {
+  count_eviction(HotEviction::flushed, store_.invalidate_matching(matches));
 }
 
 void HotCache::invalidate(std::string_view key) {

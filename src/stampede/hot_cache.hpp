@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,18 +40,25 @@ class HotCache {
   void choose(const HotKeys& detected, const PolicySet& policies);
   void publish(std::shared_ptr<const HotSet> next);
 
-  // The invalidation link fills are tracked for: a fill connection sends CLIENT TRACKING on
-  // REDIRECT <client_id> before its reads. Every change of link (a new session, or none) drops
-  // every hot entry and bumps the generation, so a fill sent under another link is not stored:
-  // the keys it tracked report to a connection that is gone.
+  // The invalidation links fills are tracked for, one per server ("" for a single Redis,
+  // "host:port" for each cluster primary): a fill connection to that server sends CLIENT TRACKING
+  // on REDIRECT <client_id> before its reads (Redis redirects only to a client of the same server).
+  // Every change of any link (a new session, or none) drops every hot entry and bumps the
+  // generation, so a fill sent under another link is not stored: the keys it tracked report to a
+  // connection that is gone. All, not the server's keys only: the store does not record which
+  // server filled an entry, and a link changes rarely (a reconnect, a failover), after which hot
+  // keys refill in one read each.
   struct Link {
-    std::uint64_t generation = 0;
+    std::uint64_t generation = 0;  // generation() when link() answered
     std::string client_id;
   };
-  void link_up(std::string client_id);
-  void link_down();
-  std::optional<Link> link() const;  // nullopt while no link is tracking
+  void link_up(const std::string& server, std::string client_id);
+  void link_down(const std::string& server);
+  std::optional<Link> link(const std::string& server) const;  // nullopt while none tracks
   std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // A slot moved to another node (a reshard, a failover): its keys' entries were tracked by the
+  // node that no longer holds them.
+  void drop_matching(const std::function<bool(std::string_view)>& matches);
 
   // A write (tracking message, or one through Corral) to `key`; superseding fills in flight.
   void invalidate(std::string_view key);
@@ -75,9 +84,9 @@ class HotCache {
 
   config::HotKeySettings settings_;
   cache::Store store_;
-  mutable std::mutex mutex_;  // keys_ and link_
+  mutable std::mutex mutex_;  // keys_ and links_
   std::shared_ptr<const HotSet> keys_;
-  std::optional<Link> link_;
+  std::map<std::string, std::string, std::less<>> links_;  // client id by server
   std::atomic<std::uint64_t> version_{0};
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::uint64_t> hits_{0};

@@ -1,5 +1,5 @@
-// HotReads: hot-key hits, coalesced fills on the tracked fill connection, and the rule that
-// keeps a fill from storing a value an invalidation has already overtaken.
+// HotReads: hot-key hits, coalesced fills on the tracked fill connection of the key's server, and
+// the rule that keeps a fill from storing a value an invalidation has already overtaken.
 #include "stampede/hot_reads.hpp"
 
 #include <charconv>
@@ -29,6 +29,17 @@ std::optional<long long> parse_pttl(std::string_view reply) {
   if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   return value;
 }
+
+// Answers a server gives a command for a key it does not hold now (a cluster slot moved, is
+// moving, or has no primary): the routed path follows or waits them out, a reader never sees them.
+bool turned_away(std::string_view reply) {
+  return reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
+         reply.starts_with("-TRYAGAIN") || reply.starts_with("-CLUSTERDOWN");
+}
+
+bool slot_moved(std::string_view reply) {
+  return reply.starts_with("-MOVED ") || reply.starts_with("-ASK ");
+}
 }  // namespace
 
 // The answer to CLIENT TRACKING on REDIRECT <id>: fills sent after it store only once it is OK.
@@ -47,8 +58,10 @@ class HotReads::TrackingConfirm final : public upstream::ReplyTarget {
 };
 
 // One fill: the GET's reply answers every reader that joined it; the PTTL's reply (right behind
-// it on the connection) decides whether and for how long it is stored.
-class HotReads::Fill final : public upstream::ReplyTarget {
+// it on the connection) decides whether and for how long it is stored. A GET the server turned
+// away, or lost with its connection, is asked again on the routed path and not stored.
+class HotReads::Fill final : public upstream::ReplyTarget,
+                             public std::enable_shared_from_this<HotReads::Fill> {
  public:
   Fill(std::weak_ptr<HotReads> owner, HotCache& hot, std::string key, std::uint64_t ticket,
        std::uint64_t generation, std::shared_ptr<TrackingConfirm> tracking)
@@ -65,6 +78,7 @@ class HotReads::Fill final : public upstream::ReplyTarget {
   std::uint64_t ticket() const { return ticket_; }
 
   void on_reply(std::uint64_t, std::string_view reply) override {
+    if (turned_away(reply) && reroute(slot_moved(reply))) return;
     outcome_ = origin::classify_reply(reply);
     value_.assign(reply);
     ended();
@@ -72,6 +86,7 @@ class HotReads::Fill final : public upstream::ReplyTarget {
     readers_.clear();
   }
   void on_failure(std::uint64_t, std::string_view error) override {
+    if (reroute(false)) return;
     ended();
     for (const auto& reader : readers_) reader.target->on_failure(reader.tag, error);
     readers_.clear();
@@ -83,7 +98,7 @@ class HotReads::Fill final : public upstream::ReplyTarget {
     const bool coherent =
         tracking_->state() == TrackingConfirm::State::tracking && hot_.generation() == generation_;
     const bool cacheable = outcome_ == origin::Outcome::value || outcome_ == origin::Outcome::nil;
-    if (!pttl || *pttl == 0 || !coherent || !cacheable) {
+    if (!pttl || *pttl == 0 || !coherent || !cacheable || rerouted_) {
       hot_.count_fill(false);
       return;
     }
@@ -104,6 +119,17 @@ class HotReads::Fill final : public upstream::ReplyTarget {
   void ended() {
     if (const auto owner = owner_.lock()) owner->fill_ended(key_, this);
   }
+  // Once only, and not while HotReads is going away (a shutdown fails what it had sent). A slot
+  // that moved (MOVED, ASK) loses its hot entries: the server that tracked them holds them no
+  // more, or is handing them over.
+  bool reroute(bool moved) {
+    const auto owner = owner_.lock();
+    if (rerouted_ || !owner) return false;
+    rerouted_ = true;
+    if (moved) owner->drop_partition_of(key_);
+    owner->reroute(key_, shared_from_this());
+    return true;
+  }
 
   std::weak_ptr<HotReads> owner_;
   HotCache& hot_;
@@ -114,6 +140,7 @@ class HotReads::Fill final : public upstream::ReplyTarget {
   std::vector<Reader> readers_;
   origin::Outcome outcome_ = origin::Outcome::failure;
   std::string value_;
+  bool rerouted_ = false;
 };
 
 namespace {
@@ -143,13 +170,14 @@ class ExpiryTarget final : public upstream::ReplyTarget {
 };
 }  // namespace
 
-HotReads::HotReads(HotCache& hot, Connect connect, const cache::Clock& clock)
-    : hot_(hot), connect_(std::move(connect)), clock_(clock) {}
+HotReads::HotReads(HotCache& hot, HotFillRoutes routes, const cache::Clock& clock)
+    : hot_(hot), routes_(std::move(routes)), clock_(clock) {}
 
 HotReads::~HotReads() {
-  if (!connection_) return;
-  connection_->set_unsolicited_target(nullptr);  // a shutdown, not a lost connection
-  connection_->close();
+  for (auto& [server, link] : fill_links_) {
+    link.connection->set_unsolicited_target(nullptr);  // a shutdown, not a lost connection
+    link.connection->close();
+  }
 }
 
 bool HotReads::serve(std::string_view key, std::uint64_t tag,
@@ -178,46 +206,76 @@ bool HotReads::serve(std::string_view key, std::uint64_t tag,
   return true;
 }
 
-std::shared_ptr<HotReads::Fill> HotReads::start_fill(std::string_view key) {
-  const auto link = hot_.link();
-  if (!link || !connect_) return nullptr;
-  if (!connection_ || connection_->state() == upstream::Link::State::closed) {
-    connection_ = connect_();
-    redirect_.clear();
-    if (!connection_) return nullptr;
-    connection_->set_unsolicited_target(std::make_shared<FillConnectionWatch>(hot_));
-    const std::string_view set_name[] = {"CLIENT", "SETNAME", kFillConnectionName};
-    command_.clear();
-    resp::append_command(command_, set_name);
-    connection_->send(command_, std::make_shared<upstream::DiscardTarget>(), 0);
+HotReads::FillLink* HotReads::fill_link(const std::string& server) {
+  const auto found = fill_links_.find(server);
+  if (found != fill_links_.end() &&
+      found->second.connection->state() != upstream::Link::State::closed) {
+    return &found->second;
   }
-  if (tracking_ && tracking_->state() == TrackingConfirm::State::refused) redirect_.clear();
-  if (redirect_ != link->client_id) {
+  // Servers that left the topology keep no closed connection here.
+  std::erase_if(fill_links_, [](const auto& entry) {
+    return entry.second.connection->state() == upstream::Link::State::closed;
+  });
+  auto connection = routes_.connect(server);
+  if (!connection) return nullptr;
+  connection->set_unsolicited_target(std::make_shared<FillConnectionWatch>(hot_));
+  const std::string_view set_name[] = {"CLIENT", "SETNAME", kFillConnectionName};
+  command_.clear();
+  resp::append_command(command_, set_name);
+  connection->send(command_, std::make_shared<upstream::DiscardTarget>(), 0);
+  auto& link = fill_links_[server];
+  link = FillLink{std::move(connection), {}, nullptr};
+  return &link;
+}
+
+std::shared_ptr<HotReads::Fill> HotReads::start_fill(std::string_view key) {
+  const auto server = routes_.server_of(key);
+  if (!server) return nullptr;
+  // The server's tracking link, and the generation it is valid in.
+  const auto link = hot_.link(*server);
+  if (!link) return nullptr;
+  auto* own = fill_link(*server);
+  if (!own) return nullptr;
+  auto& connection = *own->connection;
+  if (own->tracking && own->tracking->state() == TrackingConfirm::State::refused) {
+    own->redirect.clear();
+  }
+  if (own->redirect != link->client_id) {
     const std::string_view redirect[] = {"CLIENT", "TRACKING", "on", "REDIRECT", link->client_id};
     command_.clear();
     resp::append_command(command_, redirect);
     auto confirm = std::make_shared<TrackingConfirm>();
-    if (!connection_->send(command_, confirm, 0)) return nullptr;
-    tracking_ = std::move(confirm);
-    redirect_ = link->client_id;
+    if (!connection.send(command_, confirm, 0)) return nullptr;
+    own->tracking = std::move(confirm);
+    own->redirect = link->client_id;
   }
   // Taken before the read leaves: an invalidation of the key from now on voids this fill.
   const auto ticket = hot_.store().fill_ticket(key);
   auto fill = std::make_shared<Fill>(weak_from_this(), hot_, std::string(key), ticket,
-                                     link->generation, tracking_);
+                                     link->generation, own->tracking);
   const std::string_view get[] = {kGet, key};
   command_.clear();
   resp::append_command(command_, get);
-  if (!connection_->send(command_, fill, 0)) return nullptr;
+  if (!connection.send(command_, fill, 0)) return nullptr;
   const std::string_view pttl[] = {"PTTL", key};
   command_.clear();
   resp::append_command(command_, pttl);
   const auto expiry = std::make_shared<ExpiryTarget>(
       [fill, &clock = clock_](std::string_view reply) { fill->expiry(reply, clock); });
   // Refused (a full queue): the GET still answers its readers, and is simply not stored.
-  if (!connection_->send(command_, expiry, 0)) hot_.count_fill(false);
+  if (!connection.send(command_, expiry, 0)) hot_.count_fill(false);
   fills_[std::string(key)] = fill;
   return fill;
+}
+
+void HotReads::reroute(std::string_view key, std::shared_ptr<upstream::ReplyTarget> fill) {
+  routes_.reroute(key, std::move(fill));
+}
+
+void HotReads::drop_partition_of(std::string_view key) {
+  const int partition = routes_.partition_of(key);
+  hot_.drop_matching(
+      [&](std::string_view cached) { return routes_.partition_of(cached) == partition; });
 }
 
 void HotReads::fill_ended(const std::string& key, const Fill* fill) {

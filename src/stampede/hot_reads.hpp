@@ -4,12 +4,13 @@
 //
 //   hit    serve -> hot set has the key, link up, no write of it pending here -> store -> reply
 //   miss   serve -> fill (joined by later misses of the key on this thread) -> GET + PTTL on
-//          the fill connection -> reply; stored if no invalidation, link change or write
-//          superseded it since it was sent (the fill ticket and the link's generation)
+//          the fill connection to the key's server -> reply; stored if no invalidation, link
+//          change or write superseded it since it was sent (the fill ticket and the generation)
+//   moved  the server turned the fill away (MOVED, ASK: a cluster slot that moved) or the fill
+//          connection failed -> GET again on the routed path -> reply; not stored
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "cache/clock.hpp"
 #include "cache/entry.hpp"
 #include "stampede/core/hot_set.hpp"
+#include "stampede/hot_fill_routes.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
@@ -30,10 +32,7 @@ class HotCache;
 
 class HotReads : public std::enable_shared_from_this<HotReads> {
  public:
-  // Opens a connection to the upstream, in the cache's database (started, not reconnecting).
-  using Connect = std::function<std::shared_ptr<upstream::Link>()>;
-
-  HotReads(HotCache& hot, Connect connect, const cache::Clock& clock);
+  HotReads(HotCache& hot, HotFillRoutes routes, const cache::Clock& clock);
   ~HotReads();
 
   // A GET of `key`, which no policy covers. True: the reply will reach target->on_*(tag) on
@@ -50,20 +49,32 @@ class HotReads : public std::enable_shared_from_this<HotReads> {
   class TrackingConfirm;
   friend class Fill;
 
+  // The fill connection to one server, and the tracking redirect it runs.
+  struct FillLink {
+    std::shared_ptr<upstream::Link> connection;
+    std::string redirect;  // the client id its tracking reports to ("" : not set)
+    std::shared_ptr<TrackingConfirm> tracking;
+  };
+
   bool write_pending(std::string_view key) const;
-  // Sends GET and PTTL of `key` on the fill connection (and the tracking redirect first when
-  // the link changed); null when it cannot.
+  // Sends GET and PTTL of `key` on the fill connection to its server (and the tracking redirect
+  // first when the server's link changed); null when it cannot.
   std::shared_ptr<Fill> start_fill(std::string_view key);
+  // The fill connection to `server`, opened (and named) when there is none; null when it cannot.
+  FillLink* fill_link(const std::string& server);
   void fill_ended(const std::string& key, const Fill* fill);
+  // A fill the server turned away: its readers are answered by the routed path.
+  void reroute(std::string_view key, std::shared_ptr<upstream::ReplyTarget> fill);
+  // Drops the hot entries of `key`'s partition (its cluster slot moved).
+  void drop_partition_of(std::string_view key);
 
   HotCache& hot_;
-  Connect connect_;
+  HotFillRoutes routes_;
   const cache::Clock& clock_;
   std::shared_ptr<const HotSet> keys_;
   std::uint64_t keys_version_ = ~std::uint64_t{0};
-  std::shared_ptr<upstream::Link> connection_;
-  std::string redirect_;  // the client id connection_'s tracking reports to ("" : not set)
-  std::shared_ptr<TrackingConfirm> tracking_;
+  // By server; a few (one per cluster primary), each closed when it fails and opened again.
+  std::unordered_map<std::string, FillLink> fill_links_;
   struct KeyHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view key) const {

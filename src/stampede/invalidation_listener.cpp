@@ -150,7 +150,7 @@ void InvalidationListener::stop() {
   // A listener retired with its node (failover, reshard) leaves no gap behind: the moved slots'
   // entries were dropped with the move.
   close_gap();
-  if (auto* hot_cache = hot()) hot_cache->link_down();
+  if (auto* hot_cache = hot()) hot_cache->link_down(hot_server());
   if (current_) {
     current_->close();
     if (current_->inbox) current_->inbox->wake();
@@ -184,7 +184,7 @@ awaitable<void> InvalidationListener::run() {
       current_ = std::move(next);
       if (!seamless) flush(*prefixes);
       // Hot keys read under the previous session's id report to a connection that is going.
-      if (auto* hot_cache = hot()) hot_cache->link_up(current_->client_id);
+      if (auto* hot_cache = hot()) hot_cache->link_up(hot_server(), current_->client_id);
       close_gap();
       // Fleet waiters may now rely on pushes (once every primary's listener is live); any that
       // waited meanwhile look again at once.
@@ -221,7 +221,7 @@ void InvalidationListener::end_current() {
   current_.reset();
   ended.close();
   // Unlike the policies' copies, hot entries are not kept for stale-if-error: they go now.
-  if (auto* hot_cache = hot()) hot_cache->link_down();
+  if (auto* hot_cache = hot()) hot_cache->link_down(hot_server());
   // The tracked prefixes are flushed when tracking is re-established, not now: if Redis itself
   // went away, the cached copies are what stale-if-error serves meanwhile.
   if (tracking_.exchange(false)) {
@@ -362,7 +362,14 @@ void InvalidationListener::apply(std::string_view message,
   }
 }
 
-HotCache* InvalidationListener::hot() const { return role_ ? nullptr : runtime_.hot(); }
+HotCache* InvalidationListener::hot() const {
+  return !role_ || role_->hot_link ? runtime_.hot() : nullptr;
+}
+
+const std::string& InvalidationListener::hot_server() const {
+  static const std::string kOneServer;
+  return role_ ? role_->server : kOneServer;
+}
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
   if (auto* hot_cache = hot()) hot_cache->flush();

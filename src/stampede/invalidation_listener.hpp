@@ -47,6 +47,10 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
     // threads' listeners read the same message for theirs.
     bool this_thread_only = false;
     bool counts = true;  // the one listener of the node that counts invalidations
+    // The node's hot-key link (one listener per node in the process): the node's hot-key fill
+    // connections redirect their tracking here, registered in the HotCache under `server`.
+    bool hot_link = false;
+    std::string server;  // "host:port"
   };
 
   // `invalidated` is called (on `executor`) for each key a tracking message dropped.
@@ -92,8 +96,11 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   void close_gap();
   void apply(std::string_view message, const std::vector<std::string>& prefixes);
   void flush(const std::vector<std::string>& prefixes);
-  // The process's hot-key cache, when this listener is its link (a single Redis); else null.
+  // The process's hot-key cache, when this listener is a link of it (a single Redis, or the
+  // node's hot link on a cluster); else null.
   HotCache* hot() const;
+  // The server the hot cache knows this listener's link by ("" for a single Redis).
+  const std::string& hot_server() const;
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings upstream_;

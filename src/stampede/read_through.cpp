@@ -2,6 +2,7 @@
 #include "stampede/read_through.hpp"
 
 #include "origin/redis_origin.hpp"
+#include "resp/encoder.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy_origins.hpp"
 #include "upstream/upstream.hpp"
@@ -19,12 +20,39 @@ namespace {
 // a lock the lost first try took only makes this fetch wait for it to expire.
 constexpr int kFleetFailoverRetries = 80;
 
-// Hot-key fills need a connection of their own: its CLIENT TRACKING (default mode, redirected)
-// cannot share a connection with other clients' commands or with the BCAST tracking link.
-std::function<std::shared_ptr<upstream::Link>()> hot_connect(CacheRuntime& runtime,
-                                                             upstream::Upstream& upstream) {
+// A hot key's read as the upstream places it: GET, its one key first.
+class GetShape final : public upstream::CommandShape {
+ public:
+  std::string_view name() const override { return "get"; }
+  bool read_only() const override { return true; }
+  std::size_t key_step() const override { return 1; }
+  void find_keys(std::span<const std::string_view>, std::vector<std::size_t>& out) const override {
+    out.assign(1, 1);
+  }
+};
+const GetShape kGetShape;
+
+// Hot-key fills need a connection of their own per server: its CLIENT TRACKING (default mode,
+// redirected) cannot share a connection with other clients' commands or with the BCAST tracking
+// link, and a cluster node tracks only the keys read on it.
+HotFillRoutes hot_routes(CacheRuntime& runtime, upstream::Upstream& upstream) {
   if (runtime.hot() == nullptr) return {};
-  return [&upstream, database = runtime.database()] { return upstream.open_own_link(database, 2); };
+  const int database = runtime.database();
+  return {
+      [&upstream](std::string_view key) { return upstream.server_of_key(key); },
+      [&upstream](std::string_view key) {
+        const std::string_view argv[] = {"GET", key};
+        return upstream.partition_of({kGetShape, argv, {}});
+      },
+      [&upstream, database](const std::string& server) {
+        return upstream.open_own_link_to(server, database, 2);
+      },
+      [&upstream, database](std::string_view key, std::shared_ptr<upstream::ReplyTarget> target) {
+        const std::string_view argv[] = {"GET", key};
+        std::string bytes;
+        resp::append_command(bytes, argv);
+        upstream.fetch(argv, bytes, database, target);
+      }};
 }
 }  // namespace
 
@@ -38,7 +66,7 @@ ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRunt
               policy_origins(executor,
                              upstream.keyed_caller({runtime.database(), 5, kFleetFailoverRetries}),
                              runtime),
-              hot_connect(runtime, upstream)}) {}
+              hot_routes(runtime, upstream)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
                          ReadThroughOptions options)

@@ -15,6 +15,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "stampede/cache_runtime.hpp"
+#include "stampede/hot_fill_routes.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {
@@ -39,8 +40,8 @@ struct ReadThroughOptions {
   cache::Random* random = nullptr;               // jitter, XFetch, backoff; null: thread_random()
   bool sweeper = true;  // this thread may run the store's sweeper (one thread per process does)
   OriginFactory make_origin;  // null: every policy reads through `redis_origin` (tests)
-  // Opens the connection hot-key fills are read on (hot_keys.cache); null: no hot caching here.
-  std::function<std::shared_ptr<upstream::Link>()> hot_connect;
+  // Where hot-key fills are read (hot_keys.cache); empty: no hot caching here.
+  HotFillRoutes hot_routes;
 };
 
 class ReadThrough {

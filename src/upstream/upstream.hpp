@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -123,6 +124,15 @@ class Upstream {
   // CLIENT TRACKING of hot-key fills, a CLIENT TRACKING REDIRECT's sink. Null when the upstream is
   // partitioned (its keys live on several servers) or none can be opened. It does not reconnect.
   virtual std::shared_ptr<Link> open_own_link(int database, int protocol) = 0;
+  // The server that holds `key` now, named as open_own_link_to() and the tracking links name it
+  // ("host:port" of a cluster node, "" for the one server of an unpartitioned upstream); nullopt
+  // when no server serves it yet.
+  virtual std::optional<std::string> server_of_key(std::string_view key) = 0;
+  // open_own_link() to one server as server_of_key() named it, for state kept per connection on
+  // a partitioned upstream too (each cluster node tracks the keys read on it). Null when the
+  // server is unknown here or no connection can be opened. It does not reconnect.
+  virtual std::shared_ptr<Link> open_own_link_to(std::string_view server, int database,
+                                                 int protocol) = 0;
   // Corral's own keyed conversations (fleet lock, versioned pointer, purge).
   virtual std::shared_ptr<KeyedCaller> keyed_caller(const KeyedCallerOptions& options) = 0;
   // A cache fill: an idempotent read (GET-like, or MGET) of the configured database that waits

@@ -11,6 +11,8 @@
 # after its reply arrived, so a delay in this process can hide a stale read but never invent one.
 # Every process shares CLOCK_MONOTONIC (time.monotonic), so the comparisons are exact.
 #
+# With --cluster the fleet is in front of a Redis Cluster (3 primaries, 1 replica each): direct
+# writes and the control reader go to each key's primary.
 # Library: Fleet(...).start(), Run(fleet, ...).start() ... .finish() -> Report.
 # CLI:     CORRAL_BIN=build/release/src/corral python3 coherence.py --duration 60 [--seed N]
 import argparse
@@ -67,9 +69,17 @@ class Fleet:
     """redis-server and `size` Corral processes on it; with through_proxy each Corral reaches
     Redis through a FaultProxy of its own (proxies[i]), so a test can degrade one Corral's links."""
 
-    def __init__(self, size=3, through_proxy=False, config=None, name="coherence"):
+    def __init__(self, size=3, through_proxy=False, config=None, name="coherence",
+                 cluster=False):
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
-        self.redis = harness.RedisServer(self.workdir)
+        if cluster:
+            from cluster_process import ClusterNodes
+            assert not through_proxy, "no fault proxies in front of a cluster"
+            self.cluster = ClusterNodes(self.workdir)
+            self.redis = self.cluster
+        else:
+            self.cluster = None
+            self.redis = harness.RedisServer(self.workdir)
         self.size = size
         self.through_proxy = through_proxy
         self.config = config or fleet_config()
@@ -80,6 +90,12 @@ class Fleet:
         try:
             self.redis.start()
             for i in range(self.size):
+                if self.cluster:
+                    from cluster_process import corral_overrides
+                    corral = harness.Corral(self.workdir, 0, corral_overrides(
+                        self.cluster.seeds(), self.config), name="corral%d" % i)
+                    self.corrals.append(corral.start())
+                    continue
                 upstream = self.redis.port
                 if self.through_proxy:
                     from fault_proxy import FaultProxy
@@ -95,10 +111,23 @@ class Fleet:
         return self
 
     def wait_tracking(self, timeout=5.0):
+        ports = self.cluster.primaries() if self.cluster else [self.redis.port]
+
         def tracking():
-            names = [c.get("name") for c in self.redis.client().client_list()]
-            return names.count("corral-tracking") >= len(self.corrals)
+            return all([c.get("name") for c in self.server(port).client_list()]
+                       .count("corral-tracking") >= len(self.corrals) for port in ports)
         harness.wait_until(tracking, timeout, what="every corral's tracking connection")
+
+    def server(self, port):
+        return self.cluster.node(port) if self.cluster else self.redis.client()
+
+    def key_ports(self, keys):
+        """The port serving each key: its primary's on a cluster."""
+        if not self.cluster:
+            return [self.redis.port] * len(keys)
+        owners = self.cluster.slot_map()
+        from cluster_process import key_slot
+        return [owners[key_slot(k)] for k in keys]
 
     def stop(self):
         for corral in self.corrals:
@@ -111,8 +140,10 @@ class Fleet:
         return self.redis.alive() and all(c.alive() for c in self.corrals)
 
     def describe_failure(self):
-        return "\n".join("--- %s log tail ---\n%s" % (p.name, p.log_text(3000))
-                         for p in self.corrals + [self.redis])
+        servers = self.cluster.describe_failure() if self.cluster else \
+            "--- %s log tail ---\n%s" % (self.redis.name, self.redis.log_text(3000))
+        return "\n".join(["--- %s log tail ---\n%s" % (p.name, p.log_text(3000))
+                          for p in self.corrals] + [servers])
 
 
 class Write:
@@ -150,10 +181,9 @@ class Writer(threading.Thread):
 
     def run(self):
         r = self.run_
-        links = {DIRECT: Raw(r.redis_port)}
-        for name, port in r.corral_ports.items():
-            links[name] = Raw(port)
-        paths = sorted(links)
+        direct = {port: Raw(port) for port in set(r.direct_ports)}
+        links = {name: Raw(port) for name, port in r.corral_ports.items()}
+        paths = sorted(list(links) + [DIRECT])
         rng = random.Random(r.seed)
         interval = 1.0 / r.write_rate
         next_at = time.monotonic()
@@ -162,20 +192,21 @@ class Writer(threading.Thread):
                 next_at += interval
                 key = rng.randrange(len(r.keys))
                 path = rng.choice(paths)
-                r.write(key, path, links[path])
+                r.write(key, path, direct[r.direct_ports[key]] if path == DIRECT else links[path])
                 # Pacing to the write rate, not a wait for some state.
                 r.stopping.wait(max(0.0, next_at - time.monotonic()))
         except Exception as e:  # noqa: BLE001 - reported as a hard failure of the run
             self.error = "writer: %r" % (e,)
         finally:
-            for link in links.values():
+            for link in list(links.values()) + list(direct.values()):
                 link.close()
 
 
 class Reader(threading.Thread):
-    def __init__(self, run, corral, port, number):
+    def __init__(self, run, corral, ports, number):
+        """`ports`: the port each key is read on (a Corral's for all, or each key's server)."""
         super().__init__(name="coherence-reader-%s-%d" % (corral, number), daemon=True)
-        self.run_, self.corral, self.port = run, corral, port
+        self.run_, self.corral, self.ports = run, corral, ports
         self.rng = random.Random("%s/%s/%d" % (run.seed, corral, number))
         self.reads = []  # (key index, t_send, t_reply, reply)
         self.error = None
@@ -183,10 +214,11 @@ class Reader(threading.Thread):
     def run(self):
         r = self.run_
         commands = [encode_command("GET", k) for k in r.keys]
-        link = Raw(self.port, timeout=30)
+        links = {port: Raw(port, timeout=30) for port in set(self.ports)}
         try:
             while not r.stopping.is_set():
                 key = self.rng.randrange(len(commands))
+                link = links[self.ports[key]]
                 t_send = time.monotonic()
                 link.send(commands[key])
                 reply = link.read()
@@ -194,7 +226,8 @@ class Reader(threading.Thread):
         except (Closed, OSError) as e:
             self.error = "reader %s: %r" % (self.name, e)
         finally:
-            link.close()
+            for link in links.values():
+                link.close()
 
 
 class Run:
@@ -204,11 +237,11 @@ class Run:
 
     def __init__(self, fleet, duration=10.0, seed=None, key_count=64, readers_per_corral=2,
                  write_rate=200.0):
-        self.redis_port = fleet.redis.port
         self.corral_ports = {c.name: c.port for c in fleet.corrals}
         self.duration = duration
         self.seed = seed if seed is not None else random.randrange(1 << 31)
         self.keys = checked_keys(key_count)
+        self.direct_ports = fleet.key_ports(self.keys)
         self.readers_per_corral = readers_per_corral
         self.write_rate = write_rate
         self.history = [KeyHistory() for _ in self.keys]
@@ -235,14 +268,18 @@ class Run:
               % (self.seed, len(self.keys), len(self.corral_ports), self.readers_per_corral,
                  self.write_rate, self.duration), flush=True)
         # Version 0 of every key, acknowledged before any read, so nil is never a right answer.
-        with Raw(self.redis_port) as direct:
+        direct = {port: Raw(port) for port in set(self.direct_ports)}
+        try:
             for key in range(len(self.keys)):
-                self.write(key, DIRECT, direct)
+                self.write(key, DIRECT, direct[self.direct_ports[key]])
+        finally:
+            for link in direct.values():
+                link.close()
         self.threads = [Writer(self)]
         for name, port in sorted(self.corral_ports.items()):
             for n in range(self.readers_per_corral):
-                self.threads.append(Reader(self, name, port, n))
-        self.threads.append(Reader(self, CONTROL, self.redis_port, 0))
+                self.threads.append(Reader(self, name, [port] * len(self.keys), n))
+        self.threads.append(Reader(self, CONTROL, self.direct_ports, 0))
         self.started_at = time.monotonic()
         for t in self.threads:
             t.start()
@@ -421,6 +458,9 @@ def main(argv=None):
                              "is stalled for SECONDS from a third of the run")
     parser.add_argument("--hot-cache", action="store_true",
                         help="no policies: the keys are cached as hot keys (hot_keys.cache)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="a Redis Cluster (3 primaries, 1 replica each) instead of one "
+                             "redis-server")
     parser.add_argument("--max-staleness", type=float, default=None,
                         help="exit 1 when the max staleness exceeds this many seconds")
     args = parser.parse_args(argv)
@@ -432,8 +472,11 @@ def main(argv=None):
             parser.error("--%s must be at least 1" % name)
     if args.stall_tracking is not None and not 0 < args.stall_tracking < args.duration:
         parser.error("--stall-tracking must be positive and shorter than --duration")
+    if args.cluster and args.stall_tracking is not None:
+        parser.error("--stall-tracking needs one redis-server (its fault proxies), not --cluster")
     fleet = Fleet(size=args.corrals, through_proxy=args.stall_tracking is not None,
-                  config=hot_cache_config() if args.hot_cache else None).start()
+                  config=hot_cache_config() if args.hot_cache else None,
+                  cluster=args.cluster).start()
     try:
         run = Run(fleet, args.duration, args.seed, args.keys, args.readers,
                   args.write_rate).start()

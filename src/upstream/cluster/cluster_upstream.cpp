@@ -200,4 +200,24 @@ std::shared_ptr<Link> ClusterUpstream::open_own_link(int, int) {
   return nullptr;  // one server per slot: no single connection sees every key
 }
 
+// This thread's routing view decides, as it does for the key's commands: a fill then reads the
+// node its clients' writes go to, and a MOVED it answers is absorbed by the caller's routed path.
+std::optional<std::string> ClusterUpstream::server_of_key(std::string_view key) {
+  const auto& routes = links_.routes();
+  const auto slot = key_slot(key);
+  if (routes.owner.size() <= slot || routes.owner[slot] < 0) return std::nullopt;
+  return config::format_endpoint(routes.nodes[routes.owner[slot]].endpoint);
+}
+
+std::shared_ptr<Link> ClusterUpstream::open_own_link_to(std::string_view server, int,
+                                                        int protocol) {
+  const auto& nodes = links_.routes().nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (config::format_endpoint(nodes[i].endpoint) == server) {
+      return links_.dedicated_node_link(static_cast<int>(i), protocol);
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace corral::upstream

@@ -67,4 +67,9 @@ std::shared_ptr<Link> SingleUpstream::open_own_link(int database, int protocol) 
   return links_.dedicated_link(database, protocol);
 }
 
+std::shared_ptr<Link> SingleUpstream::open_own_link_to(std::string_view server, int database,
+                                                       int protocol) {
+  return server.empty() ? links_.dedicated_link(database, protocol) : nullptr;
+}
+
 }  // namespace corral::upstream

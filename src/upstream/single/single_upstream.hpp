@@ -41,6 +41,9 @@ class SingleUpstream final : public Upstream {
                    const std::shared_ptr<ReplyTarget>& client) override;
   bool report_topology(std::string&) override { return false; }
   std::shared_ptr<Link> open_own_link(int database, int protocol) override;
+  std::optional<std::string> server_of_key(std::string_view) override { return std::string(); }
+  std::shared_ptr<Link> open_own_link_to(std::string_view server, int database,
+                                         int protocol) override;
   std::shared_ptr<KeyedCaller> keyed_caller(const KeyedCallerOptions& options) override;
   void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
              const std::shared_ptr<ReplyTarget>& target) override;

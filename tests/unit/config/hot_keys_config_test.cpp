@@ -33,9 +33,13 @@ hot_keys: {cache: true, max_bytes: 1kb}
   CHECK(errors_of(yaml(R"(
 hot_keys: {cache: true, min_rate: 0}
 )")) == std::vector<std::string>{"t.yaml:1: hot_keys.min_rate: must be >= 0.001"});
-  CHECK(errors_of(yaml(R"(
+}
+
+TEST_CASE("hot_keys.cache works on a cluster too", "[config]") {
+  const auto s = must_load(yaml(R"(
 upstream: {cluster: [redis://127.0.0.1:7000]}
 hot_keys: {cache: true}
-)")) == std::vector<std::string>{"t.yaml:2: hot_keys.cache: not supported with upstream.cluster "
-                                 "yet: hot keys are cached on a single Redis only"});
+)"));
+  CHECK(s.upstream.cluster);
+  CHECK(s.hot_keys.cache);
 }

@@ -110,6 +110,10 @@ class RecordingUpstream final : public upstream::Upstream {
                    const std::shared_ptr<upstream::ReplyTarget>&) override {}
   bool report_topology(std::string&) override { return false; }
   std::shared_ptr<upstream::Link> open_own_link(int, int) override { return nullptr; }
+  std::optional<std::string> server_of_key(std::string_view) override { return std::nullopt; }
+  std::shared_ptr<upstream::Link> open_own_link_to(std::string_view, int, int) override {
+    return nullptr;
+  }
   std::shared_ptr<upstream::KeyedCaller> keyed_caller(
       const upstream::KeyedCallerOptions&) override {
     return nullptr;

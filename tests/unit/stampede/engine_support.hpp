@@ -173,7 +173,7 @@ struct Node {
       : origin(std::make_shared<ManualOrigin>(io.get_executor())),
         read_through(
             io.get_executor(), runtime,
-            stampede::ReadThroughOptions{origin, &random, /*sweeper=*/false, nullptr, nullptr}) {}
+            stampede::ReadThroughOptions{origin, &random, /*sweeper=*/false, nullptr, {}}) {}
   asio::io_context io{1};
   std::shared_ptr<ManualOrigin> origin;
   stampede::ReadThrough read_through;
