@@ -13,8 +13,11 @@ import harness
 from cluster_process import ClusterStack, slot_tags
 from harness import HOST, eq, wait_until
 
-HOT = {"hot_keys": {"detect": True, "sample": 1, "capacity": 64, "window": "500ms",
-                    "cache": True, "min_rate": 100, "max_keys": 16}}
+# A key cools down when one window closes with fewer than min_rate reads: the window is long and
+# the rate low, so that a pause of the test between two bursts (a metrics scrape, a direct write,
+# on a loaded machine) does not let a hot key cool between make_hot and the reads it counts.
+HOT = {"hot_keys": {"detect": True, "sample": 1, "capacity": 64, "window": "2s",
+                    "cache": True, "min_rate": 10, "max_keys": 16}}
 # The periodic map refresh is rare here: after a slot moves, this Corral's map is stale until a
 # MOVED tells it, so the first fill of a moved key meets the old owner's MOVED.
 CONFIG = harness.deep_merge(HOT, {"upstream": {"topology_refresh": "1h"}})
