@@ -126,6 +126,10 @@ TEST_CASE("a client that reads gets every reply, however far past max_output_buf
   });
   const int fd = connect_loopback(server.port());
   REQUIRE(fd >= 0);
+  // The first reply comes after 1.5 s by design: the loopback client's 2 s read deadline left a
+  // loaded machine half a second, and it ran out (the test read nothing).
+  const timeval deadline{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
   // Parked replies count too: a slow first reply holds 200 KB of later ones back; Corral stops
   // reading the client's requests meanwhile instead of cutting it.
   std::string requests = "*3\r\n$5\r\nLATER\r\n$4\r\n1500\r\n$1\r\na\r\n";
