@@ -37,7 +37,7 @@ ClusterCommand::ClusterCommand(ClusterLinks& links, std::string command,
 
 void ClusterCommand::start() {
   if (options_.hold.count() > 0 && arrived_ == Clock::time_point{}) arrived_ = links_.now();
-  if (options_.hold.count() > 0 && options_.slot >= 0 && links_.held().holding(options_.slot)) {
+  if (options_.hold.count() > 0 && options_.slot >= 0 && waits_behind()) {
     // Requests of a held slot queue behind it: they reach the promoted replica in order.
     if (!hold()) fail(ErrorKind::clusterdown, kErrPrimaryFailing);
     return;
@@ -53,6 +53,13 @@ void ClusterCommand::start() {
     return wait_or_fail(ErrorKind::clusterdown, kErrPrimaryFailing);
   }
   send_to(node, false);
+}
+
+// A new request waits behind every held one of its slot; a held one being retried, behind those
+// of its slot that went back to wait ahead of it.
+bool ClusterCommand::waits_behind() const {
+  const auto& held = links_.held();
+  return held_ ? held.requeued(options_.slot) : held.holding(options_.slot);
 }
 
 // The node for this command: -1 none serves the slot, -2 its primary is marked failing.

@@ -82,6 +82,7 @@ class ClusterCommand final : public ReplyTarget,
   void on_error(std::uint64_t, ErrorKind kind, std::string_view error) override;
 
  private:
+  bool waits_behind() const;
   int pick_node();
   void send_to(int node, bool asking);
   // True when `reply`, of `kind`, was a redirect this command follows (it has been re-sent).
