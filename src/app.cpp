@@ -56,8 +56,7 @@ struct App::ThreadParts {
         upstream(make_upstream(io, settings, pool.get(), cluster_pool.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
-        keyed_caller(
-            upstream->keyed_caller({cache.database(), settings.upstream.max_redirects, 0})),
+        keyed_caller(upstream->keyed_caller({cache.database(), 0})),
         read_through(io.get_executor(), cache, *upstream),
         dispatcher(settings, *upstream, info, &read_through, &cache),
         probe(pool ? std::make_shared<upstream::ReadyProbe>(

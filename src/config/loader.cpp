@@ -208,6 +208,8 @@ const Table<UpstreamSettings>& upstream_table() {
       cluster_only(choice("read_from", &S::read_from, kReadFrom)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
       cluster_only(integer("max_redirects", &S::max_redirects, 0, 100)),
+      cluster_only(duration("failover_hold", &S::failover_hold, Min::zero)),
+      cluster_only(integer("failover_hold_max", &S::failover_hold_max, 1, 10'000'000)),
   };
   return table;
 }
@@ -220,7 +222,8 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
             "must be <= reconnect_backoff_max (" + format_duration(s.reconnect_backoff_max) + ")");
   // The cluster keys mean nothing to a single Redis: written there, they are a mistake.
   if (!s.cluster) {
-    for (std::string_view key : {"read_from", "topology_refresh", "max_redirects"}) {
+    for (std::string_view key :
+         {"read_from", "topology_refresh", "max_redirects", "failover_hold", "failover_hold_max"}) {
       if (has_key(map, key))
         r.error(locate(map, key), child(p, key), "only applies with upstream.cluster");
     }

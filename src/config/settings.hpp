@@ -63,6 +63,11 @@ struct UpstreamSettings {
   ReadFrom read_from = ReadFrom::primary;  // replicas get READONLY on their connections
   Duration topology_refresh{5000};         // periodic slot map refresh (also on events)
   int max_redirects = 5;                   // MOVED/ASK/TRYAGAIN hops per command
+  // How long a request for a slot whose primary is failing or unreachable waits for the promoted
+  // replica (at least command_timeout): Redis's default cluster-node-timeout (15 s) plus its
+  // election and Corral's next slot map refresh.
+  Duration failover_hold{20000};
+  std::size_t failover_hold_max = 50000;  // requests held at once, process-wide
 };
 
 struct ClientSettings {

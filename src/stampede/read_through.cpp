@@ -64,7 +64,7 @@ ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRunt
               std::make_shared<origin::RedisOrigin>(upstream, runtime.database(), runtime.clock()),
               nullptr, true,
               policy_origins(executor,
-                             upstream.keyed_caller({runtime.database(), 5, kFleetFailoverRetries}),
+                             upstream.keyed_caller({runtime.database(), kFleetFailoverRetries}),
                              runtime),
               hot_routes(runtime, upstream)}) {}
 

@@ -42,9 +42,9 @@ class KeyedCaller : public std::enable_shared_from_this<KeyedCaller> {
 // How a cluster caller rides out a failover: calls wait for the promoted replica up to about
 // `failover_retries` * 100 ms. Give 0 to calls that must not run twice (a lost connection
 // leaves them run or not).
+// Redirects are followed up to the upstream's own upstream.max_redirects, not the caller's choice.
 struct KeyedCallerOptions {
   int database = 0;
-  int max_redirects = 5;  // Upstream::keyed_caller puts the upstream's own setting here
   int failover_retries = 0;
 };
 

@@ -17,9 +17,9 @@ namespace {
 class ClusterCaller final : public KeyedCaller {
  public:
   ClusterCaller(const boost::asio::any_io_executor& executor, ClusterLinks& links,
-                const KeyedCallerOptions& options)
+                const KeyedCallerOptions& options, int max_redirects)
       : executor_(executor), links_(links) {
-    options_.max_redirects = options.max_redirects;
+    options_.max_redirects = max_redirects;
     options_.unreachable_retries = options.failover_retries;
     // CLUSTERDOWN means nothing ran: always safe to ask again.
     options_.clusterdown_retries = std::max(options.failover_retries, kClusterDownRetries);
@@ -90,8 +90,9 @@ class ClusterCaller final : public KeyedCaller {
 
 std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
                                                  ClusterLinks& links,
-                                                 const KeyedCallerOptions& options) {
-  return std::make_shared<ClusterCaller>(executor, links, options);
+                                                 const KeyedCallerOptions& options,
+                                                 int max_redirects) {
+  return std::make_shared<ClusterCaller>(executor, links, options, max_redirects);
 }
 
 }  // namespace corral::upstream

@@ -10,9 +10,11 @@
 
 namespace corral::upstream {
 
-// By the key's slot through `links`, which must outlive the caller.
+// By the key's slot through `links`, which must outlive the caller; MOVED/ASK/TRYAGAIN followed
+// up to `max_redirects` hops (upstream.max_redirects).
 std::shared_ptr<KeyedCaller> make_cluster_caller(const boost::asio::any_io_executor& executor,
                                                  ClusterLinks& links,
-                                                 const KeyedCallerOptions& options);
+                                                 const KeyedCallerOptions& options,
+                                                 int max_redirects);
 
 }  // namespace corral::upstream

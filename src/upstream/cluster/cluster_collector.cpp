@@ -61,12 +61,40 @@ class ClusterMetrics final : public prometheus::Collectable {
                                  MetricType::Counter);
     add(crossslot, static_cast<double>(counters.crossslot_refused.load()));
     out.push_back(std::move(crossslot));
+    add_hold_series(out, counters);
     add_map_gauges(out);
     add_node_series(out);
     return out;
   }
 
  private:
+  static void add_hold_series(std::vector<MetricFamily>& out, const ClusterCounters& counters) {
+    auto held = make_family("corral_cluster_requests_held",
+                            "Client requests waiting for their slot's primary (a failover), or "
+                            "sent again after waiting and not answered yet.",
+                            MetricType::Gauge);
+    add(held, static_cast<double>(counters.requests_held.load()));
+    out.push_back(std::move(held));
+    auto holds =
+        make_family("corral_cluster_holds_total",
+                    "Client requests that waited for their slot's primary.", MetricType::Counter);
+    add(holds, static_cast<double>(counters.holds.load()));
+    out.push_back(std::move(holds));
+    auto errors = make_family("corral_cluster_hold_errors_total",
+                              "Client requests answered with the error instead of waiting longer: "
+                              "their hold expired, or failover_hold_max requests were waiting.",
+                              MetricType::Counter);
+    add(errors, static_cast<double>(counters.holds_expired.load()), "reason", "expired");
+    add(errors, static_cast<double>(counters.holds_refused.load()), "reason", "full");
+    out.push_back(std::move(errors));
+    auto unknown = make_family("corral_cluster_unknown_fate_writes_total",
+                               "Writes in flight on a node connection that died or timed out, "
+                               "answered with the error since they may have run.",
+                               MetricType::Counter);
+    add(unknown, static_cast<double>(counters.unknown_fate_writes.load()));
+    out.push_back(std::move(unknown));
+  }
+
   void add_map_gauges(std::vector<MetricFamily>& out) const {
     const auto map = topology_->current();
     double primaries = 0;

@@ -12,8 +12,10 @@ class Topology;
 
 // corral_cluster_redirects_total{kind}, corral_cluster_topology_refreshes_total{reason},
 // corral_cluster_nodes{role}, corral_cluster_slots_served, corral_cluster_crossslot_refused_total,
-// and per node of the map: corral_cluster_node_connections{node,role},
-// corral_cluster_node_slots{node,role}, corral_cluster_node_topology_answers_total{node}.
+// corral_cluster_requests_held, corral_cluster_holds_total,
+// corral_cluster_hold_errors_total{reason}, corral_cluster_unknown_fate_writes_total, and per node
+// of the map: corral_cluster_node_connections{node,role}, corral_cluster_node_slots{node,role},
+// corral_cluster_node_topology_answers_total{node}.
 std::shared_ptr<prometheus::Collectable> make_cluster_metrics(
     std::shared_ptr<const Topology> topology);
 

@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::chrono::milliseconds kTryAgainBackoff{20};
 constexpr std::chrono::milliseconds kClusterDownBackoff{100};
+using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -35,6 +36,12 @@ ClusterCommand::ClusterCommand(ClusterLinks& links, std::string command,
       tag_(tag) {}
 
 void ClusterCommand::start() {
+  if (options_.hold.count() > 0 && arrived_ == Clock::time_point{}) arrived_ = links_.now();
+  if (options_.hold.count() > 0 && options_.slot >= 0 && waits_behind()) {
+    // Requests of a held slot queue behind it: they reach the promoted replica in order.
+    if (!hold()) fail(ErrorKind::clusterdown, kErrPrimaryFailing);
+    return;
+  }
   const int node = pick_node();
   if (node == -1) {
     links_.request_refresh(RefreshReason::clusterdown);
@@ -43,9 +50,16 @@ void ClusterCommand::start() {
   if (node == -2) {
     // The map says the primary failed: the promoted replica shows in a refresh soon.
     links_.request_refresh(RefreshReason::clusterdown);
-    return fail_or_retry(ErrorKind::clusterdown, kErrPrimaryFailing);
+    return wait_or_fail(ErrorKind::clusterdown, kErrPrimaryFailing);
   }
   send_to(node, false);
+}
+
+// A new request waits behind every held one of its slot; a held one being retried, behind those
+// of its slot that went back to wait ahead of it.
+bool ClusterCommand::waits_behind() const {
+  const auto& held = links_.held();
+  return held_ ? held.requeued(options_.slot) : held.holding(options_.slot);
 }
 
 // The node for this command: -1 none serves the slot, -2 its primary is marked failing.
@@ -70,22 +84,61 @@ void ClusterCommand::send_to(int node, bool asking) {
   auto& link = links_.node_link(node, options_.affinity, options_.protocol);
   if (asking && !link.send(kAskingCommand, std::make_shared<DiscardTarget>(), 0)) {
     links_.request_refresh(RefreshReason::connection);
-    return fail_or_retry(ErrorKind::upstream_unavailable, kErrUnavailable);
+    return wait_or_fail(ErrorKind::upstream_unavailable, kErrUnavailable);
   }
   if (!link.send(command_, shared_from_this(), tag_)) {
     // The node's connection is backing off (refused, dead): the map may be stale.
     links_.request_refresh(RefreshReason::connection);
-    fail_or_retry(ErrorKind::upstream_unavailable, kErrUnavailable);
+    wait_or_fail(ErrorKind::upstream_unavailable, kErrUnavailable);
   }
 }
 
 void ClusterCommand::fail_or_retry(ErrorKind kind, std::string_view error) {
-  if (unreachable_retries_ >= options_.unreachable_retries) {
-    target_->on_error(tag_, kind, error);
-    return;
-  }
+  if (unreachable_retries_ >= options_.unreachable_retries) return fail(kind, error);
   ++unreachable_retries_;
   links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
+}
+
+void ClusterCommand::wait_or_fail(ErrorKind kind, std::string_view error) {
+  if (options_.hold.count() == 0) return fail_or_retry(kind, error);
+  if (!hold()) fail(kind, error);
+}
+
+bool ClusterCommand::hold() {
+  auto& counters = links_.counters();
+  const auto now = links_.now();
+  if (!held_) {
+    // The hold counts from the request's arrival: a client waits at most `hold` in all.
+    const auto until = (arrived_ == Clock::time_point{} ? now : arrived_) + options_.hold;
+    if (now >= until) {
+      counters.holds_expired.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (counters.requests_held.fetch_add(1, std::memory_order_relaxed) >= options_.hold_limit) {
+      counters.requests_held.fetch_sub(1, std::memory_order_relaxed);
+      counters.holds_refused.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    held_ = true;
+    hold_until_ = until;
+    counters.holds.fetch_add(1, std::memory_order_relaxed);
+  } else if (now >= hold_until_) {
+    counters.holds_expired.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  links_.held().add(options_.slot, shared_from_this());
+  return true;
+}
+
+void ClusterCommand::release_hold() {
+  if (!held_) return;
+  held_ = false;
+  links_.counters().requests_held.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ClusterCommand::fail(ErrorKind kind, std::string_view error) {
+  release_hold();
+  target_->on_error(tag_, kind, error);
 }
 
 bool ClusterCommand::follow_redirect(ErrorKind kind, std::string_view reply) {
@@ -108,7 +161,9 @@ void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
   if (const auto kind = cluster_handling(reply)) {
     if (follow_redirect(*kind, reply)) return;
     if (*kind == ErrorKind::clusterdown) {
+      // Nothing ran: the cluster is between a primary's failure and its replica's promotion.
       links_.request_refresh(RefreshReason::clusterdown);
+      if (options_.slot >= 0 && options_.hold.count() > 0 && hold()) return;
       if (options_.slot >= 0 && clusterdown_retries_ < options_.clusterdown_retries) {
         ++clusterdown_retries_;
         links_.run_after(kClusterDownBackoff, [self = shared_from_this()] { self->start(); });
@@ -119,17 +174,27 @@ void ClusterCommand::on_reply(std::uint64_t, std::string_view reply) {
       std::string error = "ERR too many cluster redirects (max_redirects ";
       error += std::to_string(options_.max_redirects) + "), last: ";
       error += reply.substr(1, reply.size() - 3);
-      target_->on_error(tag_, *kind, error);
-      return;
+      return fail(*kind, error);
     }
   }
+  release_hold();
   target_->on_reply(tag_, reply);
 }
 
 void ClusterCommand::on_error(std::uint64_t, ErrorKind kind, std::string_view error) {
   // A lost or timed-out connection: the node may have died; the map must say who took over.
   links_.request_refresh(RefreshReason::connection);
-  fail_or_retry(kind, error);
+  if (options_.hold.count() == 0) return fail_or_retry(kind, error);
+  if (kind == ErrorKind::timeout && arrived_ == Clock::time_point{}) {
+    arrived_ = links_.now() - options_.command_timeout;  // sent on the fast path, then waited
+  }
+  const bool may_have_run = kind == ErrorKind::connection_lost || kind == ErrorKind::timeout;
+  if (kind == ErrorKind::upstream_unavailable || (may_have_run && options_.read_only)) {
+    return wait_or_fail(kind, error);  // nothing ran, or a read that may run again
+  }
+  // A write the dead node may have run: sent again, it could run twice.
+  if (may_have_run) links_.counters().unknown_fate_writes.fetch_add(1, std::memory_order_relaxed);
+  fail(kind, error);
 }
 
 // A failure without a kind: its fate is unknown, as after a lost connection.

@@ -3,6 +3,7 @@
 // (a short backoff), at most max_redirects hops: the client never sees a redirect.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +24,14 @@ struct ClusterCommandOptions {
   std::size_t affinity = 0;
   int protocol = 2;
   int max_redirects = 5;
+  // Client requests: how long after its arrival one may still wait for its slot's primary
+  // (failing, unreachable, the cluster down) in the thread's ClusterHold, and how many may wait
+  // at once process-wide. Reads lost with a connection wait too (a timed-out one arrived
+  // command_timeout ago); writes that may have run are answered with the error. 0: Corral's own
+  // calls, which count their retries below instead.
+  std::chrono::milliseconds hold{0};
+  std::chrono::milliseconds command_timeout{0};
+  std::int64_t hold_limit = 0;
   // CLUSTERDOWN (no command ran) is retried this many times, 100 ms apart: a failover's window
   // where the cluster reports itself down passes without client errors when it is short.
   int clusterdown_retries = 0;
@@ -65,17 +74,28 @@ class ClusterCommand final : public ReplyTarget,
   // Sends the command; its outcome reaches target->on_*(tag) exactly once, later or at once.
   void start();
 
+  // Ends a held command with `error` (its thread's connections are closing).
+  void abandon(ErrorKind kind, std::string_view error) { fail(kind, error); }
+
   void on_reply(std::uint64_t, std::string_view reply) override;
   void on_failure(std::uint64_t, std::string_view error) override;
   void on_error(std::uint64_t, ErrorKind kind, std::string_view error) override;
 
  private:
+  bool waits_behind() const;
   int pick_node();
   void send_to(int node, bool asking);
   // True when `reply`, of `kind`, was a redirect this command follows (it has been re-sent).
   bool follow_redirect(ErrorKind kind, std::string_view reply);
   // Fails the command with `error`, unless unreachable_retries allow another try later.
   void fail_or_retry(ErrorKind kind, std::string_view error);
+  // Nothing ran: a client request waits in its hold, Corral's own call retries as it may.
+  void wait_or_fail(ErrorKind kind, std::string_view error);
+  // Queues the command in the thread's hold; false when it must be answered now instead (its
+  // hold ran out, or hold_limit requests wait already).
+  bool hold();
+  void release_hold();
+  void fail(ErrorKind kind, std::string_view error);
 
   ClusterLinks& links_;
   std::string command_;
@@ -85,6 +105,10 @@ class ClusterCommand final : public ReplyTarget,
   int hops_ = 0;
   int clusterdown_retries_ = 0;
   int unreachable_retries_ = 0;
+  bool held_ = false;  // counted in ClusterCounters::requests_held
+  // When the client's request arrived, as far as known (a fast-path command's is not: epoch).
+  std::chrono::steady_clock::time_point arrived_{};
+  std::chrono::steady_clock::time_point hold_until_{};
 };
 
 }  // namespace corral::upstream

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "upstream/cluster/cluster_hold.hpp"
 #include "upstream/cluster/slot_map.hpp"
 #include "upstream/cluster/topology.hpp"
 #include "upstream/link.hpp"
@@ -32,6 +33,12 @@ class ClusterLinks {
   virtual ClusterCounters& counters() = 0;
   // Connections this thread has open to the node (shared ones), for CORRAL.CLUSTER and INFO.
   virtual std::size_t node_connections(int node) = 0;
+  // This thread's requests waiting for their slot's primary (a failover).
+  virtual ClusterHold& held() = 0;
+  // The clock a hold's deadline is measured by (a test's manual one).
+  virtual std::chrono::steady_clock::time_point now() const {
+    return std::chrono::steady_clock::now();
+  }
   // Why no slot map came yet (the topology's last failure, e.g. a node refusing AUTH); empty
   // when unknown. Clients waiting for the first map are told it.
   virtual std::string map_failure() const { return {}; }

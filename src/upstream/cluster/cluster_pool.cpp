@@ -18,6 +18,7 @@ ClusterPool::ClusterPool(const boost::asio::any_io_executor& executor,
 ClusterPool::~ClusterPool() { close(); }
 
 void ClusterPool::close() {
+  held_.close();
   for (auto& [key, node] : connections_) {
     for (auto& list : node.by_protocol) {
       for (auto& connection : list) connection->close();

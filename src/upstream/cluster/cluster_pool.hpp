@@ -33,6 +33,7 @@ class ClusterPool final : public ClusterLinks {
   void run_after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   ClusterCounters& counters() override { return topology_->counters(); }
   std::string map_failure() const override { return topology_->last_failure(); }
+  ClusterHold& held() override { return held_; }
 
   std::size_t node_connections(int node) override;
 
@@ -53,6 +54,7 @@ class ClusterPool final : public ClusterLinks {
   SlotMap routes_;
   std::map<std::string, NodeConnections> connections_;  // by "host:port"
   std::vector<NodeConnections*> by_node_;               // parallel to routes_.nodes
+  ClusterHold held_{*this};
 };
 
 }  // namespace corral::upstream

@@ -70,10 +70,6 @@ int ClusterRouter::slot_of(const Routed& command) {
   return slot;
 }
 
-int ClusterRouter::clusterdown_retries() const {
-  return static_cast<int>(std::max<std::int64_t>(1, settings_.command_timeout.count() / 100));
-}
-
 // Before the first slot map (start-up, or every node unreachable so far) a request waits for one,
 // a little longer than one refresh attempt on a hanging seed takes, instead of failing at once.
 void ClusterRouter::send_when_mapped(const Routed& command, std::uint64_t tag,
@@ -117,6 +113,8 @@ void ClusterRouter::send(const Routed& command, std::uint64_t tag,
       return fan_out(command, *route, tag, target);
     case ClusterRoute::scan:
       return scan(command, tag, target);
+    case ClusterRoute::refused:
+      return target->on_failure(tag, kErrRefusedOnCluster);
     case ClusterRoute::random_primary:
       random_ = random_ * 6364136223846793005ull + 1442695040888963407ull;
       return to_node(command, primaries[(random_ >> 33) % primaries.size()], command.bytes, tag,
@@ -127,15 +125,18 @@ void ClusterRouter::send(const Routed& command, std::uint64_t tag,
   }
 }
 
-// What every command routed by its keys' slot carries: redirects and CLUSTERDOWN are followed,
-// reads may go to replicas as read_from says.
+// What every command routed by its keys' slot carries: redirects are followed, a failover is
+// waited out (failover_hold, at least command_timeout, as CLUSTERDOWN always was), reads may go
+// to replicas as read_from says.
 ClusterCommandOptions ClusterRouter::keyed_options(const Routed& command) const {
   ClusterCommandOptions options;
   options.read_only = command.shape.read_only();
   options.affinity = command.affinity;
   options.protocol = command.protocol;
   options.max_redirects = settings_.max_redirects;
-  options.clusterdown_retries = clusterdown_retries();
+  options.hold = std::max(settings_.failover_hold, settings_.command_timeout);
+  options.command_timeout = settings_.command_timeout;
+  options.hold_limit = static_cast<std::int64_t>(settings_.failover_hold_max);
   options.read_from = settings_.read_from;
   return options;
 }
@@ -145,11 +146,12 @@ void ClusterRouter::send_keyed(const Routed& command, int slot, std::uint64_t ta
   ClusterCommandOptions options = keyed_options(command);
   options.slot = slot;
   // The common case needs no redirect-following object: the slot's primary is known, healthy and
-  // connected. Anything else (a replica read, a failing primary, a connection backing off) takes
-  // the ClusterCommand, as does a redirect reply to a command sent here.
+  // connected, and no request of the slot is held. Anything else (a replica read, a failing
+  // primary, a connection backing off, a failover being waited out) takes the ClusterCommand, as
+  // does a redirect reply to a command sent here.
   auto& routes = links_.routes();
   const int owner = routes.owner[slot];
-  if (owner >= 0 && routes.nodes[owner].healthy &&
+  if (owner >= 0 && routes.nodes[owner].healthy && !links_.held().holding(slot) &&
       (!options.read_only || options.read_from == config::ReadFrom::primary)) {
     auto& link = links_.node_link(owner, options.affinity, options.protocol);
     if (link.state() == Link::State::ready &&

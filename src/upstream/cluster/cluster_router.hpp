@@ -52,7 +52,6 @@ class ClusterRouter {
   void to_node(const Routed& command, int node, std::string_view bytes, std::uint64_t tag,
                const std::shared_ptr<ReplyTarget>& target);
   std::uint16_t fingerprint();
-  int clusterdown_retries() const;
   ClusterCommandOptions keyed_options(const Routed& command) const;
   void send_when_mapped(const Routed& command, std::uint64_t tag,
                         const std::shared_ptr<ReplyTarget>& target, int waited);

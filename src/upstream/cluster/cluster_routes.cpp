@@ -29,6 +29,7 @@ constexpr ClusterRouteRow kClusterRoutes[] = {
     {"function|kill", all_primaries, killed_anywhere},
     {"randomkey", random_primary},
     {"scan", scan},
+    {"shutdown", refused},
 };
 
 }  // namespace

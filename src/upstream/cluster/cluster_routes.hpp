@@ -16,7 +16,15 @@ enum class ClusterRoute : std::uint8_t {
   random_primary,  // keyless: a random primary (RANDOMKEY)
   all_primaries,   // keyless: every primary, replies merged (see ClusterMerge)
   scan,            // SCAN: walks the primaries one after the other
+  refused,         // no node is the right one: answered with kErrRefusedOnCluster
 };
+
+// SHUTDOWN to a cluster: one arbitrary primary would stop and fail its slots over, which is not
+// what "shut the server down" means; a single Redis stops as asked (when allowed).
+inline constexpr std::string_view kErrRefusedOnCluster =
+    "ERR SHUTDOWN is refused with a Redis Cluster upstream: it would stop one arbitrary primary "
+    "and "
+    "fail its slots over; shut nodes down on the nodes themselves";
 
 struct ClusterRouteRow {
   std::string_view name;  // the command table's row name ("script|load")

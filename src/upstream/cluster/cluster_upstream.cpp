@@ -100,8 +100,12 @@ bool ClusterUpstream::send_out_of_band(const Routed& command, std::uint64_t tag,
   for (const int p : routes.primaries) {
     if (routes.nodes[p].healthy) primaries.push_back(p);
   }
-  if (primaries.empty()) return false;
   const ClusterRouteRow* route = find_cluster_route(command.shape.name());
+  if (route != nullptr && route->route == ClusterRoute::refused) {
+    target->on_failure(tag, kErrRefusedOnCluster);
+    return true;
+  }
+  if (primaries.empty()) return false;
   if (route == nullptr || route->route != ClusterRoute::all_primaries) {
     const int node = primaries[command.affinity % primaries.size()];
     return send_once(links_.dedicated_node_link(node, 2), command.bytes, target, tag);
@@ -165,9 +169,7 @@ bool ClusterUpstream::report_topology(std::string& reply) {
 }
 
 std::shared_ptr<KeyedCaller> ClusterUpstream::keyed_caller(const KeyedCallerOptions& options) {
-  auto configured = options;
-  configured.max_redirects = settings_.max_redirects;  // the upstream's setting, not the caller's
-  return make_cluster_caller(executor_, links_, configured);
+  return make_cluster_caller(executor_, links_, options, settings_.max_redirects);
 }
 
 // The cached commands are GET-like (the key first) or MGET; a cluster command may answer at once

@@ -37,6 +37,15 @@ struct ClusterCounters {
   std::atomic<std::uint64_t> crossslot_refused{0};
   std::atomic<std::uint64_t> refresh_failures{0};
   std::atomic<std::uint64_t> refreshes{0};  // every reason
+  // Client requests waiting for their slot's primary (cluster_hold.hpp): now, ever, and those
+  // answered with an error because their hold ran out or failover_hold_max were waiting.
+  std::atomic<std::int64_t> requests_held{0};
+  std::atomic<std::uint64_t> holds{0};
+  std::atomic<std::uint64_t> holds_expired{0};
+  std::atomic<std::uint64_t> holds_refused{0};
+  // Writes in flight on a connection that died or timed out: they may have run, so they are
+  // answered with the error instead of being sent again.
+  std::atomic<std::uint64_t> unknown_fate_writes{0};
 
   void redirected(RedirectKind kind) {
     redirects[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);

@@ -109,6 +109,8 @@ upstream:
   CHECK(s.upstream.read_from == ReadFrom::primary);
   CHECK(s.upstream.topology_refresh == 5s);
   CHECK(s.upstream.max_redirects == 5);
+  CHECK(s.upstream.failover_hold == 20s);
+  CHECK(s.upstream.failover_hold_max == 50000);
 
   s = must_load(yaml(R"(
 upstream:
@@ -116,7 +118,11 @@ upstream:
   read_from: prefer_replica
   topology_refresh: 2s
   max_redirects: 0
+  failover_hold: 0s
+  failover_hold_max: 10
 )"));
+  CHECK(s.upstream.failover_hold == 0s);
+  CHECK(s.upstream.failover_hold_max == 10);
   CHECK(s.upstream.read_from == ReadFrom::prefer_replica);
   CHECK(s.upstream.topology_refresh == 2s);
   CHECK(s.upstream.max_redirects == 0);

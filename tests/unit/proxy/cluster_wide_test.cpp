@@ -1,9 +1,10 @@
 // Commands about the server as a whole on a cluster upstream (over the recording cluster links):
-// SCRIPT KILL to every primary with its merge rule, and questions about the server asked of the
-// next primary when one cannot answer.
+// SCRIPT KILL to every primary with its merge rule, SHUTDOWN refused, and questions about the
+// server asked of the next primary when one cannot answer.
 #include <catch2/catch.hpp>
 
 #include "recording_cluster.hpp"
+#include "upstream/cluster/cluster_routes.hpp"
 
 namespace corral::proxy::test {
 
@@ -56,6 +57,21 @@ TEST_CASE("SCRIPT KILL skips a primary the map knows to be failing", "[cluster]"
   client.send({"SCRIPT", "KILL"});
   REQUIRE(c.links.dedicated.size() == 1);
   CHECK(c.links.dedicated[0].first == 7001);
+}
+
+TEST_CASE("SHUTDOWN, even allowed, is refused on a cluster instead of stopping one primary",
+          "[cluster]") {
+  auto settings = ClusterProxy::cluster_settings();
+  settings.client.allow_commands = {"SHUTDOWN"};
+  ClusterProxy c(settings);
+  Client client(c.proxy);
+  for (const auto& words : {std::initializer_list<std::string_view>{"SHUTDOWN"},
+                            std::initializer_list<std::string_view>{"SHUTDOWN", "NOSAVE"}}) {
+    client.send(words);
+    CHECK(client.failure() == upstream::kErrRefusedOnCluster);
+  }
+  CHECK(c.links.dedicated.empty());
+  CHECK(c.links.shared.empty());
 }
 
 TEST_CASE("a name the table lacks is asked of the next primary when one cannot take it",

@@ -27,7 +27,7 @@ std::string key_on(std::uint16_t port) {
   }
 }
 
-struct Replies {
+struct CallReplies {
   std::vector<std::string> got;
   std::shared_ptr<upstream::ReplyTarget> target() {
     return upstream::CallbackTarget::make([this](std::string_view reply, bool failed) {
@@ -40,8 +40,8 @@ struct CallerFixture {
   boost::asio::io_context io;
   RecordingClusterLinks links;
   std::shared_ptr<upstream::KeyedCaller> caller =
-      upstream::make_cluster_caller(io.get_executor(), links, {0, 3, 0});
-  Replies replies;
+      upstream::make_cluster_caller(io.get_executor(), links, {0, 0}, 3);
+  CallReplies replies;
 
   void run() {
     io.restart();
@@ -127,6 +127,37 @@ TEST_CASE("commands for every primary go to the primary they name", "[keyed_call
   CHECK(f.replies.got[0].starts_with("failed: ERR cluster node 127.0.0.1:7999"));
   f.links.at(7001).answer("*2\r\n$1\r\n0\r\n*0\r\n");
   CHECK(f.replies.got.size() == 2);
+}
+
+TEST_CASE("the upstream's keyed caller follows redirects up to upstream.max_redirects",
+          "[keyed_caller]") {
+  // Not a number of the caller's (read-through's fleet caller once passed 5 of its own).
+  for (const int max_redirects : {1, 7}) {
+    auto settings = ClusterProxy::cluster_settings();
+    settings.upstream.max_redirects = max_redirects;
+    ClusterProxy c(settings);
+    auto caller = c.proxy.upstream->keyed_caller({0, 0});
+    CallReplies replies;
+    const std::string key = key_on(7000);
+    const auto slot = upstream::key_slot(key);
+    const std::string_view argv[] = {"GET", key};
+    std::string command;
+    resp::append_command(command, argv);
+    REQUIRE(caller->send(key, command, replies.target(), 1));
+    c.proxy.io.poll();
+    // The two nodes keep sending the slot to each other.
+    for (int hop = 0; hop <= max_redirects; ++hop) {
+      const std::uint16_t from = hop % 2 == 0 ? 7000 : 7001;
+      const std::uint16_t to = hop % 2 == 0 ? 7001 : 7000;
+      c.links.at(from).answer("-MOVED " + std::to_string(slot) +
+                              " 127.0.0.1:" + std::to_string(to) + "\r\n");
+    }
+    REQUIRE(replies.got.size() == 1);
+    CHECK(replies.got[0].starts_with("failed: ERR too many cluster redirects (max_redirects " +
+                                     std::to_string(max_redirects) + ")"));
+    CHECK(c.links.at(7000).sent.size() + c.links.at(7001).sent.size() ==
+          static_cast<std::size_t>(max_redirects + 1));
+  }
 }
 
 }  // namespace corral::proxy::test

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,9 +50,11 @@ class RecordingClusterLinks final : public upstream::ClusterLinks {
   void request_refresh(upstream::RefreshReason reason) override { refreshes.push_back(reason); }
   void run_after(std::chrono::milliseconds delay, std::function<void()> fn) override {
     delays.push_back(delay);
-    later.push_back(std::move(fn));
+    later.push_back({clock + delay, std::move(fn)});
   }
   upstream::ClusterCounters& counters() override { return counters_; }
+  upstream::ClusterHold& held() override { return held_; }
+  std::chrono::steady_clock::time_point now() const override { return clock; }
   std::size_t node_connections(int node) override {
     return shared.count(map.nodes[node].endpoint.port);
   }
@@ -62,10 +65,12 @@ class RecordingClusterLinks final : public upstream::ClusterLinks {
     return *shared[port];
   }
   bool used(std::uint16_t port) const { return shared.count(port) == 1; }
+  // Runs what was scheduled so far, the manual clock moved to when the last of it was due.
   void run_later() {
     auto due = std::move(later);
     later.clear();
-    for (auto& fn : due) fn();
+    for (auto& [when, fn] : due) clock = std::max(clock, when);
+    for (auto& [when, fn] : due) fn();
   }
 
   upstream::SlotMap map = two_shards();
@@ -73,8 +78,10 @@ class RecordingClusterLinks final : public upstream::ClusterLinks {
   std::vector<std::pair<std::uint16_t, std::shared_ptr<RecordingLink>>> dedicated;
   std::vector<upstream::RefreshReason> refreshes;
   std::vector<std::chrono::milliseconds> delays;
-  std::vector<std::function<void()>> later;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::function<void()>>> later;
+  std::chrono::steady_clock::time_point clock{std::chrono::hours(1)};
   upstream::ClusterCounters counters_;
+  upstream::ClusterHold held_{*this};
 };
 
 // A dispatcher in cluster mode over the recording seam.
