@@ -63,6 +63,10 @@ struct UpstreamSettings {
   ReadFrom read_from = ReadFrom::primary;  // replicas get READONLY on their connections
   Duration topology_refresh{5000};         // periodic slot map refresh (also on events)
   int max_redirects = 5;                   // MOVED/ASK/TRYAGAIN hops per command
+  // Clients that AUTH as an upstream ACL user: a pool per user and io thread, at most this many
+  // per thread, closed once no client has used it for the idle timeout.
+  int max_user_pools = 64;
+  Duration user_pool_idle_timeout{60000};
 };
 
 struct ClientSettings {
@@ -78,6 +82,7 @@ struct ClientSettings {
   Duration slow_reader_timeout{10000};
   Duration idle_timeout{0};                 // 0: never
   std::vector<std::string> allow_commands;  // dangerous commands let through (upper case)
+  bool refuse_scripts = false;  // EVAL, FCALL, FUNCTION LOAD ... refused (setups without ACLs)
 };
 
 struct CacheSettings {

@@ -5,6 +5,7 @@
 
 #include "upstream/out_of_band.hpp"
 #include "upstream/single/single_caller.hpp"
+#include "upstream/single/user_pools.hpp"
 
 namespace corral::upstream {
 
@@ -65,6 +66,11 @@ void SingleUpstream::fetch(std::span<const std::string_view>, std::string_view b
 
 std::shared_ptr<Link> SingleUpstream::open_own_link(int database, int protocol) {
   return links_.dedicated_link(database, protocol);
+}
+
+UserUpstreamResult SingleUpstream::as_user(std::string_view user, std::string_view password) {
+  if (users_ == nullptr) return {};
+  return users_->acquire(user, password);
 }
 
 }  // namespace corral::upstream
