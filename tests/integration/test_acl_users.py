@@ -4,6 +4,7 @@
 # links, scripts), per-user pools bounded and reaped; the cache never widens a user's rights.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_acl_users.py
 import os
+import signal
 import sys
 
 import pytest
@@ -33,7 +34,8 @@ def stack():
     s = harness.Stack({"threads": 1,
                        "upstream": {"username": "corral", "password": CORRAL_USER_PASSWORD,
                                     "max_user_pools": 2, "user_pool_idle_timeout": "300ms"},
-                       "client": {"password": CLIENT_PASSWORD},
+                       "client": {"password": CLIENT_PASSWORD,
+                                  "allow_commands": ["ACL SETUSER"]},
                        "policies": [{"prefix": "c:", "origin": "redis", "ttl": "60s"},
                                     {"prefix": "app:c:", "origin": "redis", "ttl": "60s"}]},
                       redis_args=["--requirepass", ADMIN_PASSWORD], name="acl-users")
@@ -150,3 +152,107 @@ def test_user_pools_are_bounded_and_reaped_when_idle(stack):
     with stack.raw() as c:
         assert c.call("AUTH", "third", "third-pw") == b"OK"
         assert c.call("ACL", "WHOAMI") == b"third"
+    # The later tests need both pools of this one-thread Corral.
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the third user's pool reaped")
+
+
+def cache_hits(stack, policy):
+    return stack.corral.metric("corral_cache_lookups_total", policy=policy, outcome="hit")
+
+
+def cached_for(stack, client, key, value):
+    """Reads `key` until Corral answers it from its cache: a user's first read of a key goes to
+    the upstream while Corral asks whether that user may read it."""
+    def served_from_cache():
+        before = cache_hits(stack, "c:" if key.startswith("c:") else "app:c:")
+        assert client.call("GET", key) == value
+        return cache_hits(stack, "c:" if key.startswith("c:") else "app:c:") == before + 1
+    harness.wait_until(served_from_cache, what="%s served from the cache" % key)
+
+
+def test_a_value_cached_for_a_wider_user_is_not_served_to_a_narrower_one(stack):
+    admin(stack).set("c:secret", "s1")
+    with stack.raw() as wide, stack.raw() as app:
+        assert wide.call("AUTH", "wide", "wide-pw") == b"OK"
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, wide, "c:secret", b"s1")
+        hits = cache_hits(stack, "c:")
+        for _ in range(3):
+            reply = app.call("GET", "c:secret")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+            reply = app.call("MGET", "c:secret", "app:c:none")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+        assert cache_hits(stack, "c:") == hits
+        assert wide.call("GET", "c:secret") == b"s1"  # the wider user still reads the cache
+        assert cache_hits(stack, "c:") == hits + 1
+
+
+def test_a_user_reads_what_it_may_from_the_cache(stack):
+    admin(stack).set("app:c:1", "v1")
+    with stack.raw() as app:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, app, "app:c:1", b"v1")
+
+
+def test_an_acl_change_through_corral_is_seen_at_once(stack):
+    admin(stack).set("app:c:2", "v2")
+    with stack.raw() as app, stack.raw() as operator:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, app, "app:c:2", b"v2")
+        assert operator.call("AUTH", CLIENT_PASSWORD) == b"OK"
+        try:
+            assert operator.call("ACL", "SETUSER", "app", "resetkeys", "~app:x*") == b"OK"
+            reply = app.call("GET", "app:c:2")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+        finally:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
+
+
+def test_a_reload_forgets_what_was_learned(stack):
+    admin(stack).set("app:c:3", "v3")
+    with stack.raw() as app:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, app, "app:c:3", b"v3")
+        try:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:x*")
+            assert app.call("GET", "app:c:3") == b"v3"  # learned before the change: the cache
+            stack.corral.signal(signal.SIGHUP)
+            harness.wait_until(lambda: app.call("GET", "app:c:3").startswith(b"NOPERM"),
+                               what="the reload to forget app's rights")
+        finally:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
+
+
+def test_corral_reports_that_its_own_user_may_run_what_it_refuses(stack):
+    # Corral's user here has +@all: every probe but ACL SETUSER (let through by allow_commands).
+    harness.wait_until(
+        lambda: stack.corral.metric("corral_upstream_user_refused_commands") == 16,
+        what="the refusal audit's gauge")
+    log = stack.corral.log_text(1 << 20)
+    assert "upstream user 'corral' may run 16 command(s) that Corral refuses" in log, log
+    assert "acl|setuser" not in log
+
+
+@pytest.fixture(scope="module")
+def scripts_refused():
+    s = harness.Stack({"client": {"refuse_scripts": True}}, name="refuse-scripts").start()
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("command", [
+    ["EVAL", "return redis.call('FLUSHALL')", "0"],
+    ["EVALSHA", "a" * 40, "0"],
+    ["EVAL_RO", "return 1", "0"],
+    ["FCALL", "f", "0"],
+    ["FCALL_RO", "f", "0"],
+    ["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return 1 end)"],
+])
+def test_refuse_scripts_refuses_every_way_to_run_code(scripts_refused, command):
+    scripts_refused.direct().set("script:survivor", "here")
+    with scripts_refused.raw() as c:
+        reply = c.call(*command)
+        assert isinstance(reply, Err) and b"is not allowed through this proxy" in reply, reply
+        assert c.call("GET", "script:survivor") == b"here"
+    assert scripts_refused.direct().function_list() == []
