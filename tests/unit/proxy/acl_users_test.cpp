@@ -129,8 +129,8 @@ TEST_CASE("client.refuse_scripts refuses the commands that run server-side code"
            {"FCALL", "f", "0"},
            {"FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', function() end)"}}) {
     const resp::Request request{words, {}};
-    client.handler->handle(request, client.handler->classify(request), ++client.tag,
-                           client.slots, 0);
+    client.handler->handle(request, client.handler->classify(request), ++client.tag, client.slots,
+                           0);
     CHECK(client.reply().find("is not allowed through this proxy") != std::string::npos);
   }
   CHECK(proxy.links.shared.empty());  // nothing reached the upstream
