@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "proxy/acl_verdicts.hpp"
+#include "recording_cluster.hpp"
 #include "recording_upstream.hpp"
 #include "resp/encoder.hpp"
 
@@ -139,4 +140,17 @@ TEST_CASE("client.refuse_scripts refuses the commands that run server-side code"
   Client other(open);
   other.send({"EVAL", "return 1", "0"});
   CHECK(open.links.shared_of(0).sent.size() == 1);
+}
+
+TEST_CASE("AUTH with a user name is refused on a cluster: every client runs as Corral's user",
+          "[acl][cluster]") {
+  ClusterProxy c;
+  Client client(c.proxy);
+  CHECK(client.send({"AUTH", "app", "app-pw"}) == Action::done);
+  CHECK(
+      client.reply().starts_with("-ERR AUTH with a user name is not supported through Corral on "
+                                 "a Redis Cluster upstream"));
+  CHECK(client.send({"HELLO", "3", "AUTH", "app", "app-pw"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR AUTH with a user name is not supported"));
+  CHECK(c.proxy.info.auth_failures.load() == 0);  // not a wrong password
 }
