@@ -234,6 +234,20 @@ def test_corral_reports_that_its_own_user_may_run_what_it_refuses(stack):
     assert "acl|setuser" not in log
 
 
+def test_a_reload_asks_again(stack):
+    harness.wait_until(
+        lambda: stack.corral.metric("corral_upstream_user_refused_commands") == 16,
+        what="the refusal audit's gauge")
+    try:
+        admin(stack).execute_command("ACL", "SETUSER", "corral", "-flushall", "-flushdb")
+        stack.corral.signal(signal.SIGHUP)
+        harness.wait_until(
+            lambda: stack.corral.metric("corral_upstream_user_refused_commands") == 14,
+            what="the audit after SIGHUP to see FLUSHALL and FLUSHDB taken away")
+    finally:
+        admin(stack).execute_command("ACL", "SETUSER", "corral", "+flushall", "+flushdb")
+
+
 @pytest.fixture(scope="module")
 def scripts_refused():
     s = harness.Stack({"client": {"refuse_scripts": True}}, name="refuse-scripts").start()
