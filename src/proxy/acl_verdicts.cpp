@@ -13,16 +13,9 @@ std::atomic<std::uint64_t> rules_epoch{0};
 
 constexpr std::string_view kDryRunAllowed = "+OK\r\n";
 
-bool is_acl_command(const CommandSpec& row) { return row.name.starts_with("acl|"); }
 }  // namespace
 
 void forget_acl_rules() { rules_epoch.fetch_add(1, std::memory_order_relaxed); }
-
-void AclVerdicts::note_forwarded(const CommandSpec& row) {
-  // ACL WHOAMI, CAT, GENPASS and HELP change nothing; every other ACL subcommand may (and those
-  // that only read are rare enough that relearning after them costs nothing).
-  if (is_acl_command(row) && (row.flags & kDangerous)) forget_acl_rules();
-}
 
 AclVerdicts::AclVerdicts(upstream::Upstream& upstream, std::size_t capacity)
     : upstream_(upstream),

@@ -39,8 +39,12 @@ class AclVerdicts {
   bool may_serve_cached(std::string_view user, const CommandSpec& row,
                         std::span<const std::string_view> argv);
 
-  // An ACL command on its way upstream: what was learned may be wrong once it has run.
-  static void note_forwarded(const CommandSpec& row);
+  // Every command on its way upstream: after an ACL command that may change users (every ACL
+  // subcommand but WHOAMI, CAT, GENPASS and HELP, which are not kDangerous), what was learned may
+  // be wrong. Inline: the flag test is all most commands cost.
+  static void note_forwarded(const CommandSpec& row) {
+    if ((row.flags & kDangerous) && row.name.starts_with("acl|")) forget_acl_rules();
+  }
 
   std::size_t size() const { return table_->size(); }
 
