@@ -63,7 +63,7 @@ void UserPools::reap() {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = pools_.begin(); it != pools_.end();) {
     auto& entry = *it->second;
-    // Held by a client (or a reply in flight): its idle time starts when the last one lets go.
+    // Held by a connected client: its idle time starts when the last one lets go.
     if (it->second.use_count() > 1) {
       entry.last_held = now;
       ++it;
