@@ -13,9 +13,11 @@
 
 #include "cache/clock.hpp"
 #include "metrics/slowlog_metrics.hpp"
+#include "proxy/acl_verdicts.hpp"
 #include "proxy/command_learner.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/idle_reaper.hpp"
+#include "proxy/refusal_audit.hpp"
 #include "slowlog/slow_log.hpp"
 #include "stampede/cache_runtime.hpp"
 #include "stampede/cluster_invalidation.hpp"
@@ -34,6 +36,7 @@
 #include "upstream/single/pool.hpp"
 #include "upstream/single/ready_probe.hpp"
 #include "upstream/single/single_upstream.hpp"
+#include "upstream/single/user_pools.hpp"
 
 namespace corral {
 
@@ -53,7 +56,10 @@ struct App::ThreadParts {
         cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
                                     io.get_executor(), settings.upstream, topology, &stats)
                               : nullptr),
-        upstream(make_upstream(io, settings, pool.get(), cluster_pool.get())),
+        user_pools(topology ? nullptr
+                            : std::make_unique<upstream::UserPools>(
+                                  io.get_executor(), settings.upstream, &stats, &info.user_pools)),
+        upstream(make_upstream(io, settings, pool.get(), cluster_pool.get(), user_pools.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
         keyed_caller(upstream->keyed_caller({cache.database(), 0})),
@@ -70,13 +76,16 @@ struct App::ThreadParts {
   static std::unique_ptr<upstream::Upstream> make_upstream(asio::io_context& io,
                                                            const config::Settings& settings,
                                                            upstream::Pool* pool,
-                                                           upstream::ClusterPool* cluster_pool) {
+                                                           upstream::ClusterPool* cluster_pool,
+                                                           upstream::UserPools* user_pools) {
     if (cluster_pool != nullptr) {
       return std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
                                                          settings.upstream);
     }
-    return std::make_unique<upstream::SingleUpstream>(io.get_executor(), *pool,
-                                                      settings.upstream.database);
+    auto single = std::make_unique<upstream::SingleUpstream>(io.get_executor(), *pool,
+                                                             settings.upstream.database);
+    single->set_user_pools(user_pools);
+    return single;
   }
 
   // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
@@ -90,6 +99,7 @@ struct App::ThreadParts {
 
   std::unique_ptr<upstream::Pool> pool;                 // one Redis
   std::unique_ptr<upstream::ClusterPool> cluster_pool;  // a Redis Cluster
+  std::unique_ptr<upstream::UserPools> user_pools;      // one Redis: clients' upstream ACL users
   std::unique_ptr<upstream::Upstream> upstream;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
@@ -135,6 +145,13 @@ class App::StatusCollector final : public prometheus::Collectable {
             "Slots whose primary answers this Corral's PINGs (16384 when every slot is served).",
             static_cast<double>(cluster_probe_->slots_ready()));
     }
+    gauge(out, "corral_upstream_user_pools",
+          "Connection pools open for clients' upstream ACL users (AUTH user pass), all io threads.",
+          info_.user_pools.load(std::memory_order_relaxed));
+    gauge(out, "corral_upstream_user_refused_commands",
+          "Commands Corral refuses that its own upstream user may run (ACL DRYRUN at start-up and "
+          "reload; a script can call them); -1 when the upstream could not be asked.",
+          info_.refused_but_runnable.load(std::memory_order_relaxed));
     gauge(out, "corral_upstream_stalled_threads",
           "Io threads whose upstream did not answer the readiness PING in time.", stalled);
     gauge(out, "corral_tracking_connected",
@@ -304,8 +321,15 @@ void App::run() {
     });
   }
   asio::post(first_io, [learner] { learner->start(); });
-  server_.on_reload([this, &first_io](const config::Settings& fresh) {
+  const auto audit = std::make_shared<proxy::RefusalAudit>(first_io.get_executor(), *first.upstream,
+                                                           info_.refused_but_runnable);
+  asio::post(first_io,
+             [audit, allowed = settings_.client.allow_commands] { audit->start(allowed); });
+  server_.on_reload([this, &first_io, audit](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
+    // The upstream's users may have changed with the file: learned again from Redis.
+    proxy::forget_acl_rules();
+    asio::post(first_io, [audit, allowed = fresh.client.allow_commands] { audit->start(allowed); });
     if (listener_) asio::post(first_io, [listener = listener_] { listener->restart(); });
     for (std::size_t i = 0; i < cluster_tracking_.size(); ++i) {
       asio::post(server_.io(static_cast<int>(i)),

@@ -204,6 +204,8 @@ const Table<UpstreamSettings>& upstream_table() {
       duration("reconnect_backoff_min", &S::reconnect_backoff_min, Min::positive),
       duration("reconnect_backoff_max", &S::reconnect_backoff_max, Min::positive),
       duration("tracking_timeout", &S::tracking_timeout, Min::positive),
+      integer("max_user_pools", &S::max_user_pools, 1, 4096),
+      duration("user_pool_idle_timeout", &S::user_pool_idle_timeout, Min::positive),
       section("tls", &S::tls, upstream_tls_table),
       cluster_only(choice("read_from", &S::read_from, kReadFrom)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
@@ -243,6 +245,7 @@ const Table<ClientSettings>& client_table() {
       duration("slow_reader_timeout", &S::slow_reader_timeout, Min::positive),
       duration("idle_timeout", &S::idle_timeout, Min::zero),
       commands("allow_commands", &S::allow_commands, {}, false),
+      boolean("refuse_scripts", &S::refuse_scripts),
   };
   return table;
 }

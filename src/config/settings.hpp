@@ -68,6 +68,10 @@ struct UpstreamSettings {
   // election and Corral's next slot map refresh.
   Duration failover_hold{20000};
   std::size_t failover_hold_max = 50000;  // requests held at once, process-wide
+  // Clients that AUTH as an upstream ACL user: a pool per user and io thread, at most this many
+  // per thread, closed once no client has used it for the idle timeout.
+  int max_user_pools = 64;
+  Duration user_pool_idle_timeout{60000};
 };
 
 struct ClientSettings {
@@ -83,6 +87,7 @@ struct ClientSettings {
   Duration slow_reader_timeout{10000};
   Duration idle_timeout{0};                 // 0: never
   std::vector<std::string> allow_commands;  // dangerous commands let through (upper case)
+  bool refuse_scripts = false;  // EVAL, FCALL, FUNCTION LOAD ... refused (setups without ACLs)
 };
 
 struct CacheSettings {

@@ -20,6 +20,10 @@ struct ProcessInfo {
   std::atomic<bool> draining{false};
   // AUTH and HELLO ... AUTH attempts refused (a password guesser shows here).
   std::atomic<std::uint64_t> auth_failures{0};
+  // Pools open for clients that authenticated as an upstream ACL user (upstream::UserPools).
+  std::atomic<int> user_pools{0};
+  // Commands Corral refuses that its own upstream user may run (-1: not known; RefusalAudit).
+  std::atomic<int> refused_but_runnable{-1};
 };
 
 }  // namespace corral::metrics

@@ -17,11 +17,13 @@
 namespace corral::upstream {
 class Link;
 class ReplyTarget;
+class Upstream;
 }  // namespace corral::upstream
 
 namespace corral::proxy {
 
 class TrackingRedirect;
+struct UserCheck;
 
 // The state Redis keeps for the client's dedicated connection, driven by the table's StateChange
 // column. `state` is the transaction/tunnel axis; pins are what holds the connection besides it
@@ -107,6 +109,11 @@ struct ClientState {
   bool monitoring = false;
   // CLIENT TRACKING ... REDIRECT: the connection Redis redirects to and the client it stands for.
   std::shared_ptr<TrackingRedirect> tracking_redirect;
+  // AUTH user pass with an upstream ACL user: the upstream that runs this client's commands as
+  // that user (null: Corral's own upstream user), the user's name, and a check still due.
+  std::shared_ptr<upstream::Upstream> user_upstream;
+  std::string upstream_user;
+  std::shared_ptr<UserCheck> user_check;
 };
 
 // Closes the client's dedicated connection (if any) and leaves every mode that held it.

@@ -27,6 +27,7 @@ enum CommandFlag : std::uint32_t {
   kDeletesKeys = 1u << 13,  // only removes its keys (DEL UNLINK): allowed where writes are refused
   kFlushesAll = 1u << 14,   // empties databases (FLUSHDB FLUSHALL): the whole cache goes
   kQueuedInMulti = 1u << 15,  // a local row Redis answers alike: queued inside MULTI (PING ...)
+  kRunsScript = 1u << 16,     // runs or loads server-side code: refused with client.refuse_scripts
 };
 
 // Where a command is sent. A cluster adds "keyed by slot", "split by slot" and "broadcast" here.

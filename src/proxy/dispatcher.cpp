@@ -21,6 +21,7 @@
 #include "proxy/tracking_redirect.hpp"
 #include "proxy/version_commands.hpp"
 #include "resp/encoder.hpp"
+#include "stampede/cached_command.hpp"
 #include "stampede/read_through.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
@@ -54,6 +55,9 @@ class FlushOnReply : public upstream::ReplyTarget {
   stampede::ReadThrough& cache_;
 };
 
+// Per io thread; a verdict is one DRYRUN to learn again, so dropping them all when full is cheap.
+constexpr std::size_t kMaxAclVerdicts = 65536;
+
 std::string normalized_command_name(std::string_view configured) {
   std::string name;
   for (char c : configured) {
@@ -69,9 +73,12 @@ Dispatcher::Dispatcher(const config::Settings& settings, upstream::Upstream& ups
     : settings_(settings),
       upstream_(upstream),
       partitioned_(upstream.partitioned()),
+      refused_flags_(kDangerous | (settings.client.refuse_scripts ? kRunsScript : 0u)),
       info_(info),
       read_through_(read_through),
-      cache_(cache) {
+      cache_(cache),
+      user_auth_(upstream),
+      acl_verdicts_(upstream, kMaxAclVerdicts) {
   for (const auto& allowed : settings_.client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
@@ -152,7 +159,7 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
     append_wrong_arity(scratch_, resolved.row().name);
   } else if (!client.authenticated && !(resolved.row().flags & kNoAuth)) {
     append_noauth(scratch_);
-  } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & kDangerous) &&
+  } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & refused_flags_) &&
              !command_allowed(resolved)) {
     append_not_allowed(scratch_, resolved.row().name);
   } else if (resolved.row().route == Route::refused) {
@@ -205,7 +212,8 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   const LocalHandler local = find_local_handler(row);
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
-  call.upstream = &upstream_;
+  call.upstream = &upstream_for(client);
+  call.user_auth = &user_auth_;
   call.keyed = keyed_caller_.get();
   call.slowlog = slowlog_;
   call.hot_keys = hot_keys_;
@@ -254,7 +262,7 @@ Action Dispatcher::forward_tracking(ClientState& client, const Request& request,
                                     const std::shared_ptr<upstream::ReplyTarget>& target,
                                     std::size_t awaiting) {
   const TrackingPlan plan =
-      plan_tracking(client, upstream_, partitioned_, request.argv, target, scratch_);
+      plan_tracking(client, upstream_for(client), partitioned_, request.argv, target, scratch_);
   if (plan.step == TrackingStep::wait) return Action::wait_then_retry;
   if (plan.step == TrackingStep::answered) {
     client.mode.refused_in_multi();
@@ -275,6 +283,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
                            std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                            std::size_t awaiting,
                            const std::shared_ptr<upstream::ReplyTarget>& answer) {
+  auto& client_upstream = upstream_for(client);
   // A countdown per request; a key is looked at only when it reaches zero.
   if (hot_sampler_ && hot_sampler_->due()) sample_hot_key(row, request.argv);
   if (client.dedicated && client.dedicated->state() == upstream::Link::State::closed) {
@@ -317,7 +326,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
                                  client.database, client.id,    client.protocol};
   // A client holding a connection (in MULTI ...) keeps it: Redis must see the command there.
   if (path == Path::out_of_band && !client.dedicated) {
-    if (!upstream_.send_out_of_band(command, tag, target)) {
+    if (!client_upstream.send_out_of_band(command, tag, target)) {
       target->on_failure(tag, upstream::kErrUnavailable);
     }
     return Action::done;
@@ -345,8 +354,8 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   if (!acquire_dedicated(client, path, awaiting, command)) return Action::drain_then_retry;
   if (path != Path::shared && !client.dedicated) {  // keys on several servers, or none serves
     client.mode.refused_in_multi();                 // their partition
-    if (upstream_.partition_of(command) == upstream::kSpansPartitions) {
-      upstream_.note_cross_partition_refusal();
+    if (client_upstream.partition_of(command) == upstream::kSpansPartitions) {
+      client_upstream.note_cross_partition_refusal();
       std::string error;
       resp::append_error(error, upstream::kErrCrossSlot);
       target->on_reply(tag, error);
@@ -362,6 +371,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // The cache holds the configured database only; other databases pass through.
   const bool cacheable = read_through_ && client.database == settings_.upstream.database;
   if (cacheable && !client.dedicated && (row.flags & kReadOnly) &&
+      may_serve_cached(client, row, request.argv) &&
       read_through_->handle_read(
           row.name, request.argv, tag,
           client.protocol == kResp3 ? resp3_target(target, row.name, request.argv) : target)) {
@@ -380,16 +390,24 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
                                      : target;
   const auto& named =
       client.tracking_redirect ? redirect_naming_target(client, row, reply_to) : reply_to;
+  AclVerdicts::note_forwarded(row);
   if (!send(client, row, command, path, tag, named, target)) {
     target->on_failure(tag, upstream::kErrUnavailable);
   }
   return Action::done;
 }
 
+bool Dispatcher::may_serve_cached(const ClientState& client, const CommandSpec& row,
+                                  std::span<const std::string_view> argv) {
+  return !client.user_upstream || (stampede::find_cached_command(row.name) &&
+                                   acl_verdicts_.may_serve_cached(client.upstream_user, row, argv));
+}
+
 // Commands of one client must run in order, so it switches connections only when idle; false
 // when it must drain first.
 bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
                                    const upstream::Routed& command) {
+  auto& client_upstream = upstream_for(client);
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
     release_dedicated(client);
@@ -398,9 +416,9 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   if (awaiting > 0) return false;
   // Blocking commands and WATCH go to their keys' server; a keyless one (SUBSCRIBE, MULTI) to
   // any (classic pub/sub reaches every node of a cluster).
-  const int partition = upstream_.partition_of(command);
+  const int partition = client_upstream.partition_of(command);
   if (partition == upstream::kSpansPartitions) return true;  // refused by forward()
-  client.dedicated = upstream_.open_session_link(partition, command).link;
+  client.dedicated = client_upstream.open_session_link(partition, command).link;
   if (client.dedicated) learn_upstream_client_id(client);
   client.cluster_slot = partition;
   return true;
@@ -411,7 +429,7 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
                       const std::shared_ptr<upstream::ReplyTarget>& reply_to,
                       const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto bytes = command.bytes;
-  if (!client.dedicated) return upstream_.send(command, tag, reply_to);
+  if (!client.dedicated) return upstream_for(client).send(command, tag, reply_to);
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.
   if (row.change == StateChange::select) {

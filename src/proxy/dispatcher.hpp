@@ -10,10 +10,12 @@
 
 #include "config/settings.hpp"
 #include "metrics/process_info.hpp"
+#include "proxy/acl_verdicts.hpp"
 #include "proxy/client_state.hpp"
 #include "proxy/command_lookup.hpp"
 #include "proxy/command_table.hpp"
 #include "proxy/request.hpp"
+#include "proxy/upstream_user_auth.hpp"
 #include "session/handler.hpp"
 #include "stampede/core/hot_keys.hpp"
 #include "upstream/reply_target.hpp"
@@ -132,11 +134,22 @@ class Dispatcher : public session::Handler {
             const std::shared_ptr<upstream::ReplyTarget>& target);
   std::string_view wire_bytes(const Request& request);
   bool command_allowed(const Resolved& resolved) const;
+  // A client of an upstream ACL user gets a cached value only for a read the upstream said that
+  // user may run (a value cached from another user's read must not widen its rights).
+  bool may_serve_cached(const ClientState& client, const CommandSpec& row,
+                        std::span<const std::string_view> argv);
+  // The upstream that runs the client's commands: its ACL user's, or Corral's own.
+  upstream::Upstream& upstream_for(const ClientState& client) const {
+    return client.user_upstream ? *client.user_upstream : upstream_;
+  }
   void sample_hot_key(const CommandSpec& row, std::span<const std::string_view> argv);
 
   const config::Settings& settings_;
   upstream::Upstream& upstream_;
   const bool partitioned_;  // upstream_.partitioned(), asked once: it never changes
+  // Refused unless client.allow_commands lists them: kDangerous, and with client.refuse_scripts
+  // the commands that run server-side code (for setups whose upstream has no ACL for scripts).
+  const std::uint32_t refused_flags_;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
   slowlog::SlowLog* slowlog_ = nullptr;
   stampede::HotKeys* hot_keys_ = nullptr;
@@ -144,7 +157,9 @@ class Dispatcher : public session::Handler {
   ProcessInfo& info_;
   stampede::ReadThrough* read_through_;
   stampede::CacheRuntime* cache_;
-  CommandLookup lookup_;              // names the table lacks, asked of the upstream
+  CommandLookup lookup_;  // names the table lacks, asked of the upstream
+  UpstreamUserAuth user_auth_;
+  AclVerdicts acl_verdicts_;
   std::vector<std::size_t> keys_;     // reused for write invalidation
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;

@@ -20,6 +20,7 @@
 #include "proxy/resp3.hpp"
 #include "proxy/server_info.hpp"
 #include "proxy/slowlog_commands.hpp"
+#include "proxy/upstream_user_auth.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/server_version.hpp"
 #include "upstream/upstream.hpp"
@@ -30,6 +31,11 @@ namespace {
 // Redis's default database count; SELECT outside it fails like Redis's would.
 constexpr int kDatabases = 16;
 constexpr std::string_view kImplementedRedisVersion = "7.0.0";
+
+bool has_argument(std::span<const std::string_view> argv, std::string_view word) {
+  return std::any_of(argv.begin() + 1, argv.end(),
+                     [word](std::string_view arg) { return iequals(arg, word); });
+}
 
 bool parse_int(std::string_view text, long long& value) {
   const auto* end = text.data() + text.size();
@@ -59,29 +65,75 @@ void note_auth_failure(LocalCall& call) {
   spdlog::warn("client {}: AUTH refused ({} refused since start)", call.client.id, failures);
 }
 
-// Returns an error message, or empty when the credentials are accepted (and applied).
-std::string_view authenticate(LocalCall& call, std::string_view user, std::string_view password) {
-  const auto& client = call.settings.client;
-  if (client.password.empty() && client.admin_password.empty()) {
-    return "ERR AUTH <password> called without any password configured for the default user. "
-           "Are you sure your configuration is correct?";
+enum class AuthOutcome : std::uint8_t { accepted, refused, pending };
+
+// A client changes identity between commands only (auth() and hello() drained its earlier
+// ones), and not while a link of its own holds Redis state logged in as the old identity.
+bool release_for_new_identity(LocalCall& call, std::string& error) {
+  auto& client = call.client;
+  if (client.dedicated && client.mode.holds_connection()) {
+    error =
+        "ERR Corral cannot change the user of a connection in WATCH, subscribed, tracking or "
+        "another stateful mode";
+    return false;
   }
-  constexpr std::string_view kWrongPass =
-      "WRONGPASS invalid username-password pair or user is disabled.";
-  if (!iequals(user, "default")) {
-    note_auth_failure(call);
-    return kWrongPass;
+  release_dedicated(client);
+  return true;
+}
+
+// `AUTH user pass` naming an upstream ACL user: the upstream checks it (see docs/security.md).
+AuthOutcome authenticate_upstream_user(LocalCall& call, std::string_view user,
+                                       std::string_view password, std::string& error) {
+  if (call.user_auth == nullptr) {
+    error = "ERR AUTH with a user name is not available here";
+    return AuthOutcome::refused;
+  }
+  if (!release_for_new_identity(call, error)) return AuthOutcome::refused;
+  switch (call.user_auth->authenticate(call.client, user, password,
+                                       !call.settings.client.admin_password.empty(), error)) {
+    case UserAuthStep::pending:
+      return AuthOutcome::pending;
+    case UserAuthStep::accepted:
+      return AuthOutcome::accepted;
+    case UserAuthStep::wrong_password:
+      note_auth_failure(call);
+      return AuthOutcome::refused;
+    case UserAuthStep::refused:
+      break;
+  }
+  return AuthOutcome::refused;
+}
+
+// Corral's own passwords answer `AUTH pass` and `AUTH default pass`; a named user (or `default`
+// when Corral has no password of its own) is the upstream's to check. `error` gets the message
+// of a refusal.
+AuthOutcome authenticate(LocalCall& call, std::string_view user, std::string_view password,
+                         bool named, std::string& error) {
+  const auto& client = call.settings.client;
+  const bool own_passwords = !client.password.empty() || !client.admin_password.empty();
+  if (named && !(own_passwords && iequals(user, "default"))) {
+    return authenticate_upstream_user(call, user, password, error);
+  }
+  if (!own_passwords) {
+    error =
+        "ERR AUTH <password> called without any password configured for the default user. "
+        "Are you sure your configuration is correct?";
+    return AuthOutcome::refused;
   }
   const bool admin =
       !client.admin_password.empty() && secret_equals(password, client.admin_password);
   const bool ordinary = !client.password.empty() && secret_equals(password, client.password);
   if (!admin && !ordinary) {
     note_auth_failure(call);
-    return kWrongPass;
+    error = "WRONGPASS invalid username-password pair or user is disabled.";
+    return AuthOutcome::refused;
   }
+  if (!release_for_new_identity(call, error)) return AuthOutcome::refused;
+  call.client.user_upstream.reset();
+  call.client.upstream_user.clear();
   call.client.authenticated = true;
   call.client.admin = admin || client.admin_password.empty();
-  return {};
+  return AuthOutcome::accepted;
 }
 
 Action ping(LocalCall& call) {
@@ -117,12 +169,19 @@ Action auth(LocalCall& call) {
     resp::append_error(call.reply, "ERR syntax error");
     return Action::done;
   }
-  const auto user = call.argv.size() == 3 ? call.argv[1] : std::string_view("default");
-  const auto error = authenticate(call, user, call.argv.back());
-  if (error.empty()) {
-    resp::append_simple(call.reply, "OK");
-  } else {
-    resp::append_error(call.reply, error);
+  // The client's earlier commands run as the identity they were sent with.
+  if (call.awaiting > 0) return Action::drain_then_retry;
+  const bool named = call.argv.size() == 3;
+  std::string error;
+  switch (authenticate(call, named ? call.argv[1] : "default", call.argv.back(), named, error)) {
+    case AuthOutcome::pending:
+      return Action::wait_then_retry;
+    case AuthOutcome::accepted:
+      resp::append_simple(call.reply, "OK");
+      break;
+    case AuthOutcome::refused:
+      resp::append_error(call.reply, error);
+      break;
   }
   return Action::done;
 }
@@ -193,15 +252,19 @@ Action hello(LocalCall& call) {
     }
     protocol = static_cast<int>(version);
   }
-  // The client's later commands leave on connections of the new protocol: its earlier ones, on
-  // the old connections, must have run first, shared connection or dedicated.
-  if (protocol != call.client.protocol && call.awaiting > 0) return Action::drain_then_retry;
+  // The client's later commands leave on connections of the new protocol (or user): its earlier
+  // ones, on the old connections, must have run first, shared connection or dedicated.
+  if ((protocol != call.client.protocol || has_argument(argv, "auth")) && call.awaiting > 0) {
+    return Action::drain_then_retry;
+  }
   std::string_view new_name;
   bool rename = false;
   for (std::size_t i = 2; i < argv.size(); ++i) {
     if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
-      const auto error = authenticate(call, argv[i + 1], argv[i + 2]);
-      if (!error.empty()) {
+      std::string error;
+      const auto outcome = authenticate(call, argv[i + 1], argv[i + 2], true, error);
+      if (outcome == AuthOutcome::pending) return Action::wait_then_retry;
+      if (outcome == AuthOutcome::refused) {
         resp::append_error(call.reply, error);
         return Action::done;
       }
@@ -323,6 +386,8 @@ Action reset(LocalCall& call) {
   client.name.clear();
   client.authenticated = call.settings.client.password.empty();
   client.admin = call.settings.client.admin_password.empty();
+  client.user_upstream.reset();  // back to Corral's own upstream user, as Redis goes to default
+  client.upstream_user.clear();
   resp::append_simple(call.reply, "RESET");
   return Action::done;
 }

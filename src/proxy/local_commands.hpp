@@ -26,6 +26,8 @@ class SlowLog;
 
 namespace corral::proxy {
 
+class UpstreamUserAuth;
+
 struct LocalCall {
   ClientState& client;
   std::span<const std::string_view> argv;
@@ -43,6 +45,7 @@ struct LocalCall {
   upstream::KeyedCaller* keyed = nullptr;  // Corral's own keys (tag counts): by slot on a cluster
   slowlog::SlowLog* slowlog = nullptr;     // null when slowlog.enabled is false
   stampede::HotKeys* hot_keys = nullptr;   // null when hot_keys.detect is false
+  UpstreamUserAuth* user_auth = nullptr;   // AUTH as an upstream ACL user (null: refused)
 };
 
 using LocalHandler = Action (*)(LocalCall&);

@@ -182,7 +182,8 @@ awaitable<void> Connection::run() {
       fail_all(ErrorKind::connection_lost, upstream::kErrConnectionLost);
     }
     timed_out_ = false;
-    if (!options_.reconnect) break;
+    // Closed on purpose (an idle user's pool reaped, a shutdown): nothing was lost.
+    if (!options_.reconnect || closing_) break;
     spdlog::warn("upstream {}:{} connection lost; reconnecting", options_.server.host,
                  options_.server.port);
   }

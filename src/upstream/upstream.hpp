@@ -64,6 +64,16 @@ struct SessionLinkResult {
 // Where a command for a named server went (CLIENT UNBLOCK).
 enum class ServerSend : std::uint8_t { sent, no_such_server, unavailable };
 
+class Upstream;
+
+// Why there is no upstream for an ACL user (see Upstream::as_user).
+enum class UserUpstreamRefusal : std::uint8_t { none, unsupported, too_many_users };
+
+struct UserUpstreamResult {
+  std::shared_ptr<Upstream> upstream;  // null when refused
+  UserUpstreamRefusal refusal = UserUpstreamRefusal::unsupported;
+};
+
 // Contract: one per io thread, used on that thread only. Every send either queues the command,
 // whose outcome then reaches target->on_*(tag) exactly once, or returns false having told nobody.
 class Upstream {
@@ -139,6 +149,13 @@ class Upstream {
   // out a failover. The outcome never arrives from within the call.
   virtual void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
                      const std::shared_ptr<ReplyTarget>& target) = 0;
+
+  // The same upstream with every connection logged in as the ACL user `user` (whose password
+  // the caller has had the server verify): the commands of a client that authenticated as that
+  // user. Kept open while held. Unsupported unless the upstream kind implements it.
+  virtual UserUpstreamResult as_user(std::string_view /*user*/, std::string_view /*password*/) {
+    return {};
+  }
 };
 
 }  // namespace corral::upstream

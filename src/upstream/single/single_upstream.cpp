@@ -5,6 +5,7 @@
 
 #include "upstream/out_of_band.hpp"
 #include "upstream/single/single_caller.hpp"
+#include "upstream/single/user_pools.hpp"
 
 namespace corral::upstream {
 
@@ -70,6 +71,11 @@ std::shared_ptr<Link> SingleUpstream::open_own_link(int database, int protocol) 
 std::shared_ptr<Link> SingleUpstream::open_own_link_to(std::string_view server, int database,
                                                        int protocol) {
   return server.empty() ? links_.dedicated_link(database, protocol) : nullptr;
+}
+
+UserUpstreamResult SingleUpstream::as_user(std::string_view user, std::string_view password) {
+  if (users_ == nullptr) return {};
+  return users_->acquire(user, password);
 }
 
 }  // namespace corral::upstream

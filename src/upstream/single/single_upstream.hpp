@@ -9,6 +9,8 @@
 
 namespace corral::upstream {
 
+class UserPools;
+
 class SingleUpstream final : public Upstream {
  public:
   // `links` (a Pool; a recorder in tests) must outlive this; `database` is the configured one,
@@ -48,10 +50,16 @@ class SingleUpstream final : public Upstream {
   void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
              const std::shared_ptr<ReplyTarget>& target) override;
 
+  // Upstream ACL users get their pools from `users` (which must outlive this); unset, as_user
+  // is unsupported (a user's own upstream hands out no further users).
+  void set_user_pools(UserPools* users) { users_ = users; }
+  UserUpstreamResult as_user(std::string_view user, std::string_view password) override;
+
  private:
   boost::asio::any_io_executor executor_;
   Links& links_;
   int database_;
+  UserPools* users_ = nullptr;
 };
 
 }  // namespace corral::upstream

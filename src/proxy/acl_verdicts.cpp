@@ -1,0 +1,76 @@
+// ACL DRYRUN verdicts per (user, command, key), learned on first use and dropped on ACL changes.
+#include "proxy/acl_verdicts.hpp"
+
+#include <atomic>
+
+#include "resp/encoder.hpp"
+#include "upstream/upstream.hpp"
+
+namespace corral::proxy {
+
+namespace {
+std::atomic<std::uint64_t> rules_epoch{0};
+
+constexpr std::string_view kDryRunAllowed = "+OK\r\n";
+
+}  // namespace
+
+void forget_acl_rules() { rules_epoch.fetch_add(1, std::memory_order_relaxed); }
+
+AclVerdicts::AclVerdicts(upstream::Upstream& upstream, std::size_t capacity)
+    : upstream_(upstream),
+      capacity_(capacity),
+      epoch_(rules_epoch.load(std::memory_order_relaxed)) {}
+
+bool AclVerdicts::may_serve_cached(std::string_view user, const CommandSpec& row,
+                                   std::span<const std::string_view> argv) {
+  const auto epoch = rules_epoch.load(std::memory_order_relaxed);
+  if (epoch != epoch_ || table_->size() >= capacity_) {
+    epoch_ = epoch;
+    table_ = std::make_shared<Table>();
+  }
+  key_indices(row, argv, keys_);
+  if (keys_.empty()) return false;
+  bool allowed = true;
+  for (const auto index : keys_) {
+    // User names hold no NUL byte: the entry's parts cannot run into each other.
+    entry_.assign(user).append(1, '\0').append(row.name).append(1, '\0').append(argv[index]);
+    const auto found = table_->find(entry_);
+    if (found == table_->end()) {
+      ask(entry_, user, argv, argv[index]);
+      allowed = false;
+    } else if (found->second != Verdict::allowed) {
+      allowed = false;
+    }
+  }
+  return allowed;
+}
+
+void AclVerdicts::ask(std::string entry, std::string_view user,
+                      std::span<const std::string_view> argv, std::string_view key) {
+  // A single-key read is asked as it came (DRYRUN checks its arity too); a multi-key one (MGET)
+  // key by key, since each key's cached value is served on its own.
+  std::vector<std::string_view> question{"ACL", "DRYRUN", user};
+  if (keys_.size() == 1) {
+    question.insert(question.end(), argv.begin(), argv.end());
+  } else {
+    question.push_back(argv[0]);
+    question.push_back(key);
+  }
+  std::string command;
+  resp::append_command(command, question);
+  auto target = upstream::CallbackTarget::make(
+      [weak = std::weak_ptr<Table>(table_), entry](std::string_view reply, bool failed) {
+        const auto table = weak.lock();
+        if (!table) return;  // forgotten meanwhile: the answer may predate the change
+        if (failed) {
+          table->erase(entry);  // asked again on the next read
+        } else {
+          (*table)[entry] = reply == kDryRunAllowed ? Verdict::allowed : Verdict::denied;
+        }
+      });
+  (*table_)[entry] = Verdict::pending;
+  if (!upstream_.ask_server(command, 0, target)) table_->erase(entry);
+}
+
+}  // namespace corral::proxy

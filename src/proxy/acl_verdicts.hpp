@@ -1,0 +1,64 @@
+// Whether a client's upstream ACL user may read a key the cache could answer for: a value cached
+// from one user's read reaches another user only if the upstream says that user may run the
+// command on that key (ACL DRYRUN). Until it has said so, the read goes to the upstream as the
+// user.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "proxy/command_table.hpp"
+
+namespace corral::upstream {
+class Upstream;
+}
+
+namespace corral::proxy {
+
+// Everything learned of the upstream's ACL rules is forgotten (on every io thread) when they may
+// have changed: a SIGHUP reload, or an ACL command that went through Corral.
+void forget_acl_rules();
+
+class AclVerdicts {
+ public:
+  enum class Verdict : std::uint8_t { pending, allowed, denied };
+  using Table = std::unordered_map<std::string, Verdict>;
+
+  // DRYRUN questions go through `upstream` (Corral's own user, which needs +acl|dryrun); at most
+  // `capacity` verdicts are kept (then they are all dropped and learned again).
+  AclVerdicts(upstream::Upstream& upstream, std::size_t capacity);
+
+  // True only when the upstream has said `user` may run `row` with every key of `argv`. Any key
+  // not yet asked about is asked now, in the background: the caller forwards this request.
+  bool may_serve_cached(std::string_view user, const CommandSpec& row,
+                        std::span<const std::string_view> argv);
+
+  // Every command on its way upstream: after an ACL command that may change users (every ACL
+  // subcommand but WHOAMI, CAT, GENPASS and HELP, which are not kDangerous), what was learned may
+  // be wrong. Inline: the flag test is all most commands cost.
+  static void note_forwarded(const CommandSpec& row) {
+    if ((row.flags & kDangerous) && row.name.starts_with("acl|")) forget_acl_rules();
+  }
+
+  std::size_t size() const { return table_->size(); }
+
+ private:
+  void ask(std::string entry, std::string_view user, std::span<const std::string_view> argv,
+           std::string_view key);
+
+  upstream::Upstream& upstream_;
+  std::size_t capacity_;
+  std::uint64_t epoch_;
+  // Shared with the DRYRUN replies in flight, which find it replaced after a forget.
+  std::shared_ptr<Table> table_ = std::make_shared<Table>();
+  std::vector<std::size_t> keys_;
+  std::string entry_;
+};
+
+}  // namespace corral::proxy

@@ -1,0 +1,95 @@
+// Per-user pools of one io thread: built on first use, handed out as an Upstream, reaped idle.
+#include "upstream/single/user_pools.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "upstream/single/pool.hpp"
+#include "upstream/single/single_upstream.hpp"
+
+namespace corral::upstream {
+
+// The pool and the upstream over it live and die together; clients hold the upstream through an
+// aliasing pointer, so the entry's use count says whether any client still needs it.
+struct UserPools::Entry {
+  Entry(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
+        metrics::ThreadStats* stats)
+      : pool(executor, settings, stats, nullptr), upstream(executor, pool, settings.database) {}
+  ~Entry() { pool.close(); }
+
+  Pool pool;
+  SingleUpstream upstream;
+  std::chrono::steady_clock::time_point last_held = std::chrono::steady_clock::now();
+};
+
+UserPools::UserPools(const boost::asio::any_io_executor& executor,
+                     const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
+                     std::atomic<int>* user_pools)
+    : executor_(executor),
+      settings_(settings),
+      stats_(stats),
+      user_pools_(user_pools),
+      reaper_(executor) {}
+
+UserPools::~UserPools() {
+  alive_.reset();
+  reaper_.cancel();
+  if (user_pools_ != nullptr) user_pools_->fetch_sub(static_cast<int>(pools_.size()));
+}
+
+UserUpstreamResult UserPools::acquire(std::string_view user, std::string_view password) {
+  std::pair<std::string, std::string> key{user, password};
+  auto found = pools_.find(key);
+  if (found == pools_.end()) {
+    reap();
+    if (pools_.size() >= static_cast<std::size_t>(settings_.max_user_pools)) {
+      return {nullptr, UserUpstreamRefusal::too_many_users};
+    }
+    auto settings = settings_;
+    settings.username = std::string(user);
+    settings.password = std::string(password);
+    found =
+        pools_.emplace(std::move(key), std::make_shared<Entry>(executor_, settings, stats_)).first;
+    if (user_pools_ != nullptr) user_pools_->fetch_add(1);
+    schedule_reap();
+  }
+  const auto& entry = found->second;
+  entry->last_held = std::chrono::steady_clock::now();
+  return {std::shared_ptr<Upstream>(entry, &entry->upstream), UserUpstreamRefusal::none};
+}
+
+void UserPools::reap() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = pools_.begin(); it != pools_.end();) {
+    auto& entry = *it->second;
+    // Held by a connected client: its idle time starts when the last one lets go.
+    if (it->second.use_count() > 1) {
+      entry.last_held = now;
+      ++it;
+    } else if (now - entry.last_held >= settings_.user_pool_idle_timeout) {
+      spdlog::debug("upstream user {}: idle pool closed", it->first.first);
+      it = pools_.erase(it);
+      if (user_pools_ != nullptr) user_pools_->fetch_sub(1);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void UserPools::schedule_reap() {
+  if (reaping_) return;
+  reaping_ = true;
+  // Sweeps a few times per idle timeout: a pool goes within about 1.25 timeouts of its last use.
+  reaper_.expires_after(
+      std::max<config::Duration>(config::Duration(100), settings_.user_pool_idle_timeout / 4));
+  reaper_.async_wait(
+      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;
+        reaping_ = false;
+        reap();
+        if (!pools_.empty()) schedule_reap();
+      });
+}
+
+}  // namespace corral::upstream

@@ -1,0 +1,272 @@
+#!/usr/bin/python3
+# The upstream's own ACL users through Corral (issue 17 item 4): AUTH user pass and HELLO ... AUTH
+# verified by Redis, every command of that client run as that user (shared, session and blocking
+# links, scripts), per-user pools bounded and reaped; the cache never widens a user's rights.
+# Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_acl_users.py
+import os
+import signal
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from resp_client import Err  # noqa: E402
+
+pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's user modes")
+
+ADMIN_PASSWORD = "users-admin-pw"
+CORRAL_USER_PASSWORD = "users-corral-pw"
+CLIENT_PASSWORD = "users-client-pw"
+USERS = [
+    # Corral's own user: what docs/security.md recommends is tested by integration.upstream_acl;
+    # here it only needs to be wider than the clients' users.
+    ["ACL", "SETUSER", "corral", "on", ">" + CORRAL_USER_PASSWORD, "~*", "&*", "+@all"],
+    ["ACL", "SETUSER", "app", "on", ">app-pw", "~app:*", "&app:*", "+@all", "-@dangerous"],
+    ["ACL", "SETUSER", "wide", "on", ">wide-pw", "~*", "&*", "+@all", "-@dangerous"],
+    ["ACL", "SETUSER", "third", "on", ">third-pw", "~*", "+@read", "+acl|whoami"],
+]
+
+
+@pytest.fixture(scope="module")
+def stack():
+    # One io thread: the bound on pools is per thread, and the test counts them.
+    s = harness.Stack({"threads": 1,
+                       "upstream": {"username": "corral", "password": CORRAL_USER_PASSWORD,
+                                    "max_user_pools": 2, "user_pool_idle_timeout": "300ms"},
+                       "client": {"password": CLIENT_PASSWORD,
+                                  "allow_commands": ["ACL SETUSER"]},
+                       "policies": [{"prefix": "c:", "origin": "redis", "ttl": "60s"},
+                                    {"prefix": "app:c:", "origin": "redis", "ttl": "60s"}]},
+                      redis_args=["--requirepass", ADMIN_PASSWORD], name="acl-users")
+    try:
+        s.redis.start()
+        admin = s.redis.client(password=ADMIN_PASSWORD)
+        for line in USERS:
+            assert admin.execute_command(*line) == b"OK"
+        s.corral = harness.Corral(s.workdir, s.redis.port, s.overrides).start()
+    except BaseException:
+        s.stop()
+        raise
+    yield s
+    s.stop()
+
+
+def admin(stack):
+    return stack.redis.client(password=ADMIN_PASSWORD)
+
+
+def upstream_clients_of(stack, user):
+    return [c for c in admin(stack).client_list() if c.get("user") == user]
+
+
+def test_a_client_runs_as_the_upstream_user_it_authenticated_as(stack):
+    admin(stack).set("other:k", "secret")
+    with stack.raw() as c:
+        assert c.call("AUTH", "app", "app-pw") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"app"
+        assert c.call("SET", "app:k", "mine") == b"OK"
+        assert c.call("GET", "app:k") == b"mine"
+        reply = c.call("GET", "other:k")
+        assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+
+
+def test_corral_password_and_upstream_users_are_both_modes(stack):
+    with stack.raw() as c:
+        assert c.call("GET", "app:k").startswith(b"NOAUTH")
+        assert c.call("AUTH", CLIENT_PASSWORD) == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"corral"  # Corral's own upstream user
+        assert c.call("AUTH", "wide", "wide-pw") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"wide"
+        assert c.call("AUTH", "default", CLIENT_PASSWORD) == b"OK"  # back to Corral's password
+        assert c.call("ACL", "WHOAMI") == b"corral"
+
+
+def test_wrong_password_is_relayed_counted_and_logged(stack):
+    before = stack.corral.metric("corral_auth_failures_total")
+    with stack.raw() as c:
+        reply = c.call("AUTH", "app", "not-the-password")
+        assert isinstance(reply, Err) and reply.startswith(b"WRONGPASS"), reply
+        assert c.call("GET", "app:k").startswith(b"NOAUTH")  # still not admitted
+        reply = c.call("HELLO", "3", "AUTH", "nobody", "x")
+        assert isinstance(reply, Err) and reply.startswith(b"WRONGPASS"), reply
+    assert stack.corral.metric("corral_auth_failures_total") == before + 2
+    assert "AUTH refused" in stack.corral.log_text(1 << 20)
+
+
+@pytest.mark.parametrize("protocol", ["2", "3"])
+def test_hello_auth_names_an_upstream_user(stack, protocol):
+    with stack.raw() as c:
+        hello = c.call("HELLO", protocol, "AUTH", "app", "app-pw", "SETNAME", "h" + protocol)
+        assert not isinstance(hello, Err), hello
+        assert c.call("ACL", "WHOAMI") == b"app"
+        assert c.call("CLIENT", "GETNAME") == b"h" + protocol.encode()
+
+
+def test_session_links_run_as_the_user(stack):
+    admin(stack).rpush("other:list", "x")
+    with stack.raw() as c:
+        assert c.call("AUTH", "app", "app-pw") == b"OK"
+        assert c.call("MULTI") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"QUEUED"
+        assert c.call("SET", "app:t", "1") == b"QUEUED"
+        assert c.call("EXEC") == [b"app", b"OK"]
+        assert c.call("WATCH", "app:t") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"app"  # on the WATCH's own link
+        assert c.call("UNWATCH") == b"OK"
+        reply = c.call("BLPOP", "other:list", "1")
+        assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+        assert c.call("RPUSH", "app:list", "v") == 1
+        assert c.call("BLPOP", "app:list", "1") == [b"app:list", b"v"]
+        reply = c.call("SUBSCRIBE", "other:channel")
+        assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+    assert admin(stack).lrange("other:list", 0, -1) == [b"x"]
+
+
+def test_a_script_run_as_a_restricted_user_cannot_flushall(stack):
+    admin(stack).set("app:survivor", "here")
+    with stack.raw() as c:
+        assert c.call("AUTH", "app", "app-pw") == b"OK"
+        reply = c.call("EVAL", "return redis.call('FLUSHALL')", "0")
+        assert isinstance(reply, Err) and b"can't run this command" in reply, reply
+        reply = c.call("EVAL", "return redis.call('GET', 'other:k')", "0")
+        assert isinstance(reply, Err) and b"can't access at least one of the keys" in reply, reply
+    assert admin(stack).get("app:survivor") == b"here"
+
+
+def test_user_pools_are_bounded_and_reaped_when_idle(stack):
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="earlier tests' pools reaped")
+    with stack.raw() as a, stack.raw() as b, stack.raw() as c:
+        assert a.call("AUTH", "app", "app-pw") == b"OK"
+        assert b.call("AUTH", "wide", "wide-pw") == b"OK"
+        assert a.call("GET", "app:k") is not None and b.call("GET", "app:k") is not None
+        assert stack.corral.metric("corral_upstream_user_pools") == 2
+        reply = c.call("AUTH", "third", "third-pw")
+        assert isinstance(reply, Err) and b"upstream.max_user_pools" in reply, reply
+        assert upstream_clients_of(stack, "app") and upstream_clients_of(stack, "wide")
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="idle pools reaped")
+    harness.wait_until(lambda: not upstream_clients_of(stack, "app"),
+                       what="the app user's upstream connections closed")
+    with stack.raw() as c:
+        assert c.call("AUTH", "third", "third-pw") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"third"
+    # The later tests need both pools of this one-thread Corral.
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the third user's pool reaped")
+
+
+def cache_hits(stack, policy):
+    return stack.corral.metric("corral_cache_lookups_total", policy=policy, outcome="hit")
+
+
+def cached_for(stack, client, key, value):
+    """Reads `key` until Corral answers it from its cache: a user's first read of a key goes to
+    the upstream while Corral asks whether that user may read it."""
+    def served_from_cache():
+        before = cache_hits(stack, "c:" if key.startswith("c:") else "app:c:")
+        assert client.call("GET", key) == value
+        return cache_hits(stack, "c:" if key.startswith("c:") else "app:c:") == before + 1
+    harness.wait_until(served_from_cache, what="%s served from the cache" % key)
+
+
+def test_a_value_cached_for_a_wider_user_is_not_served_to_a_narrower_one(stack):
+    admin(stack).set("c:secret", "s1")
+    with stack.raw() as wide, stack.raw() as app:
+        assert wide.call("AUTH", "wide", "wide-pw") == b"OK"
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, wide, "c:secret", b"s1")
+        hits = cache_hits(stack, "c:")
+        for _ in range(3):
+            reply = app.call("GET", "c:secret")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+            reply = app.call("MGET", "c:secret", "app:c:none")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+        assert cache_hits(stack, "c:") == hits
+        assert wide.call("GET", "c:secret") == b"s1"  # the wider user still reads the cache
+        assert cache_hits(stack, "c:") == hits + 1
+
+
+def test_a_user_reads_what_it_may_from_the_cache(stack):
+    admin(stack).set("app:c:1", "v1")
+    with stack.raw() as app:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, app, "app:c:1", b"v1")
+
+
+def test_an_acl_change_through_corral_is_seen_at_once(stack):
+    admin(stack).set("app:c:2", "v2")
+    with stack.raw() as app, stack.raw() as operator:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, app, "app:c:2", b"v2")
+        assert operator.call("AUTH", CLIENT_PASSWORD) == b"OK"
+        try:
+            assert operator.call("ACL", "SETUSER", "app", "resetkeys", "~app:x*") == b"OK"
+            reply = app.call("GET", "app:c:2")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+        finally:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
+
+
+def test_a_reload_forgets_what_was_learned(stack):
+    admin(stack).set("app:c:3", "v3")
+    with stack.raw() as app:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        cached_for(stack, app, "app:c:3", b"v3")
+        try:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:x*")
+            assert app.call("GET", "app:c:3") == b"v3"  # learned before the change: the cache
+            stack.corral.signal(signal.SIGHUP)
+            harness.wait_until(lambda: app.call("GET", "app:c:3").startswith(b"NOPERM"),
+                               what="the reload to forget app's rights")
+        finally:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
+
+
+def test_corral_reports_that_its_own_user_may_run_what_it_refuses(stack):
+    # Corral's user here has +@all: every probe but ACL SETUSER (let through by allow_commands).
+    harness.wait_until(
+        lambda: stack.corral.metric("corral_upstream_user_refused_commands") == 16,
+        what="the refusal audit's gauge")
+    log = stack.corral.log_text(1 << 20)
+    assert "upstream user 'corral' may run 16 command(s) that Corral refuses" in log, log
+    assert "acl|setuser" not in log
+
+
+def test_a_reload_asks_again(stack):
+    harness.wait_until(
+        lambda: stack.corral.metric("corral_upstream_user_refused_commands") == 16,
+        what="the refusal audit's gauge")
+    try:
+        admin(stack).execute_command("ACL", "SETUSER", "corral", "-flushall", "-flushdb")
+        stack.corral.signal(signal.SIGHUP)
+        harness.wait_until(
+            lambda: stack.corral.metric("corral_upstream_user_refused_commands") == 14,
+            what="the audit after SIGHUP to see FLUSHALL and FLUSHDB taken away")
+    finally:
+        admin(stack).execute_command("ACL", "SETUSER", "corral", "+flushall", "+flushdb")
+
+
+@pytest.fixture(scope="module")
+def scripts_refused():
+    s = harness.Stack({"client": {"refuse_scripts": True}}, name="refuse-scripts").start()
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("command", [
+    ["EVAL", "return redis.call('FLUSHALL')", "0"],
+    ["EVALSHA", "a" * 40, "0"],
+    ["EVAL_RO", "return 1", "0"],
+    ["FCALL", "f", "0"],
+    ["FCALL_RO", "f", "0"],
+    ["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return 1 end)"],
+])
+def test_refuse_scripts_refuses_every_way_to_run_code(scripts_refused, command):
+    scripts_refused.direct().set("script:survivor", "here")
+    with scripts_refused.raw() as c:
+        reply = c.call(*command)
+        assert isinstance(reply, Err) and b"is not allowed through this proxy" in reply, reply
+        assert c.call("GET", "script:survivor") == b"here"
+    assert scripts_refused.direct().function_list() == []
