@@ -266,9 +266,12 @@ const Table<UpstreamSettings>& upstream_table() {
 }
 
 void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, UpstreamSettings& s) {
+  // The kind is one key: the second one written is the mistake.
   int kinds = 0;
-  for (std::string_view key : {"address", "cluster", "sentinel"}) kinds += has_key(map, key);
-  if (kinds > 1) r.error(map, p, "use one of address, cluster or sentinel, not several");
+  for (std::string_view key : {"address", "cluster", "sentinel"}) {
+    if (has_key(map, key) && ++kinds == 2)
+      r.error(locate(map, key), child(p, key), "use one of address, cluster or sentinel");
+  }
   if (s.reconnect_backoff_min > s.reconnect_backoff_max)
     r.error(locate(map, "reconnect_backoff_min"), child(p, "reconnect_backoff_min"),
             "must be <= reconnect_backoff_max (" + format_duration(s.reconnect_backoff_max) + ")");

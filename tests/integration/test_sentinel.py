@@ -5,15 +5,21 @@
 # following the primary, and the cache flushed when the primary changes.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q -rA test_sentinel.py
 import os
+import re
 import sys
 import time
 
 import pytest
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import markdown_blocks as md  # noqa: E402
 from harness import wait_until  # noqa: E402
 from sentinel_harness import MASTER, IncrLoad, SentinelSet  # noqa: E402
+
+ROOT = os.environ.get("CORRAL_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's Sentinel upstream")
 
@@ -154,3 +160,23 @@ def test_session_links_move_to_the_new_primary(sentinel_set):
         assert r.call("EXEC") == [b"OK"]
     assert s.redis[new].client().get("t:k") == b"new"
     assert s.corral.metric("corral_sentinel_session_links_closed_total") >= 1
+
+
+def test_the_docs_config_works_as_written(request):
+    # docs/sentinel.md's config block, with the test's Sentinels in place of 26379..26381.
+    blocks = [b for b in md.fenced_blocks(ROOT, "docs/sentinel.md") if b.kind == "check-config"]
+    assert len(blocks) == 1, "docs/sentinel.md should have one config block"
+    upstream = yaml.safe_load(blocks[0].text)["upstream"]
+    s = SentinelSet("docs-config").start()
+    try:
+        documented = {26379 + i: sentinel.port for i, sentinel in enumerate(s.sentinels)}
+        upstream["sentinel"]["addresses"] = [
+            re.sub(r":(\d+)$", lambda m: ":%d" % documented[int(m.group(1))], address)
+            for address in upstream["sentinel"]["addresses"]]
+        s.corral = harness.Corral(s.workdir, 0, {"upstream": dict(upstream, address=None)}).start()
+        wait_until(lambda: readyz(s.corral)[0] == 200, 10, what="/readyz 200")
+        with harness.Raw(s.corral.port) as r:
+            assert r.call("SET", "docs:k", "v") == b"OK"
+        assert s.primary().client().get("docs:k") == b"v"
+    finally:
+        s.stop()
