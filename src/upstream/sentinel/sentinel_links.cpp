@@ -127,6 +127,8 @@ void SentinelLinks::send_held() {
 
 void SentinelLinks::expire_held() {
   holding_ = false;
+  // A later announcement must start a hold again.
+  status_->holding.store(false, std::memory_order_relaxed);
   std::deque<Held> held;
   held.swap(held_);
   held_bytes_ = 0;

@@ -126,9 +126,7 @@ awaitable<void> SentinelWatch::discover_loop() {
       }
     }
     if (stopping_) break;
-    co_await pause(recheck_timer_, must_ask_
-                                       ? settings_.reconnect_backoff_max / 4 + kRecheckInterval / 5
-                                       : kRecheckInterval);
+    co_await pause(recheck_timer_, kRecheckInterval);
   }
 }
 
@@ -138,19 +136,19 @@ awaitable<std::optional<config::Endpoint>> SentinelWatch::ask_sentinels() {
   // Right after a switch a Sentinel that has not heard of it yet still names the old primary,
   // which keeps answering ROLE as a primary until it is reconfigured: most answers win.
   std::vector<std::pair<config::Endpoint, int>> votes;
+  std::string problems;  // why each Sentinel gave no primary, logged when none does
   for (const auto& address : sentinel.addresses) {
     auto connection = sentinel_connection(address);
     const auto answer = co_await call(*connection, ask);
     connection->close();
     if (!answer.ok() || answer.redis_error()) {
-      spdlog::warn("Sentinel {}: {}", config::format_endpoint(address),
-                   answer.ok() ? answer.reply.substr(1) : answer.error);
+      const auto why = answer.ok() ? answer.reply.substr(1, answer.reply.size() - 3) : answer.error;
+      problems += "; " + config::format_endpoint(address) + ": " + why;
       continue;
     }
     const auto named = parse_master_address(answer.reply);
     if (!named) {
-      spdlog::warn("Sentinel {} knows no master named {}", config::format_endpoint(address),
-                   sentinel.master);
+      problems += "; " + config::format_endpoint(address) + ": knows no master of that name";
       continue;
     }
     auto it = std::find_if(votes.begin(), votes.end(),
@@ -159,6 +157,16 @@ awaitable<std::optional<config::Endpoint>> SentinelWatch::ask_sentinels() {
       votes.emplace_back(*named, 1);
     } else {
       ++it->second;
+    }
+  }
+  // Logged when asking starts or stops failing, not at every retry.
+  if (votes.empty() != asks_failing_) {
+    asks_failing_ = votes.empty();
+    if (asks_failing_) {
+      spdlog::warn("no Sentinel names a primary of {} (asking again every {} ms){}",
+                   sentinel.master, kRecheckInterval.count(), problems);
+    } else {
+      spdlog::info("the Sentinels answer again");
     }
   }
   if (votes.empty()) co_return std::nullopt;
@@ -177,11 +185,17 @@ awaitable<bool> SentinelWatch::is_primary(const config::Endpoint& candidate) {
 
 awaitable<bool> SentinelWatch::adopt(config::Endpoint candidate) {
   auto self = shared_from_this();
+  const auto address = config::format_endpoint(candidate);
   if (!co_await is_primary(candidate)) {
-    spdlog::warn("{} was named primary of {} but ROLE does not confirm it yet",
-                 config::format_endpoint(candidate), settings_.sentinel->master);
+    // Once per candidate: a dead primary is named again at every recheck until the failover.
+    if (address != unconfirmed_) {
+      spdlog::warn("{} is named primary of {} but ROLE does not confirm it (yet)", address,
+                   settings_.sentinel->master);
+      unconfirmed_ = address;
+    }
     co_return false;
   }
+  unconfirmed_.clear();
   if (stopping_) co_return false;
   // Another adoption may have finished while ROLE was asked.
   const bool changed = !primary_ || !same(*primary_, candidate);

@@ -68,6 +68,8 @@ class SentinelWatch : public std::enable_shared_from_this<SentinelWatch> {
   Handlers handlers_;
   std::optional<config::Endpoint> primary_;
   bool must_ask_ = true;
+  bool asks_failing_ = false;
+  std::string unconfirmed_;  // the last candidate ROLE did not confirm, logged once
   bool stopping_ = false;
   boost::asio::steady_timer recheck_timer_;
   std::vector<std::shared_ptr<Connection>> subscriptions_;
