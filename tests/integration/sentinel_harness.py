@@ -49,6 +49,7 @@ class SentinelSet:
         self.redis = {}  # port -> RedisServer (the primary and both replicas)
         self.sentinels = []
         self.corral = None
+        self.others = []  # further processes a caller started here (a bench's proxy)
 
     def start(self, corral_overrides=None):
         try:
@@ -76,8 +77,13 @@ class SentinelSet:
             "addresses": ["redis://%s:%d" % (HOST, s.port) for s in self.sentinels]}}}
         return harness.deep_merge(base, overrides)
 
+    def track(self, proc):
+        """Stops `proc` with the set."""
+        self.others.append(proc)
+        return proc
+
     def stop(self):
-        for p in [self.corral] + self.sentinels + list(self.redis.values()):
+        for p in self.others + [self.corral] + self.sentinels + list(self.redis.values()):
             if p is not None:
                 p.stop()
 
