@@ -355,7 +355,10 @@ void check_hot_keys(Reader& r, const YAML::Node& map, const std::string& p, HotK
 // Defaults that depend on the machine or on other keys, applied after reading.
 void finalize(Settings& s) {
   if (s.threads == 0) s.threads = auto_threads();
-  if (s.upstream.servers.empty()) s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+  // A Sentinel upstream has no server of its own until the Sentinels name the primary.
+  if (s.upstream.servers.empty() && !s.upstream.sentinel) {
+    s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+  }
 }
 
 LoadResult load(const std::string& text, const std::string& source) {

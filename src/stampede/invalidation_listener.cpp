@@ -165,8 +165,10 @@ void InvalidationListener::restart() {
 }
 
 void InvalidationListener::serve_from(const config::Endpoint& server) {
-  auto& current = upstream_.servers.front();
-  if (current.host == server.host && current.port == server.port) return;
+  if (!upstream_.servers.empty() && upstream_.servers.front().host == server.host &&
+      upstream_.servers.front().port == server.port) {
+    return;
+  }
   upstream_.servers = {server};
   backoff_timer_.cancel();
   if (current_) {

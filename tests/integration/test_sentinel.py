@@ -61,7 +61,11 @@ def test_discovers_the_primary_and_serves_through_it(sentinel_set):
                what="subscribed to the 3 Sentinels")
     with harness.Raw(s.corral.port) as r:
         assert r.call("SET", "plain:k", "v1") == b"OK"
+        info = r.call("INFO", "proxy").decode()
     assert primary.client().get("plain:k") == b"v1"
+    assert "upstream_mode:sentinel\r\n" in info
+    assert "upstream_servers:%s\r\n" % ",".join(
+        "%s:%d" % (harness.HOST, x.port) for x in s.sentinels) in info
 
 
 def test_graceful_failover_loses_no_acknowledged_write(sentinel_set):
