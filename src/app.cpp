@@ -33,6 +33,9 @@
 #include "upstream/cluster/cluster_router.hpp"
 #include "upstream/cluster/cluster_upstream.hpp"
 #include "upstream/keyed_caller.hpp"
+#include "upstream/sentinel/sentinel_links.hpp"
+#include "upstream/sentinel/sentinel_status.hpp"
+#include "upstream/sentinel/sentinel_watch.hpp"
 #include "upstream/single/pool.hpp"
 #include "upstream/single/ready_probe.hpp"
 #include "upstream/single/single_upstream.hpp"
@@ -49,43 +52,58 @@ struct App::ThreadParts {
   // this thread's node connections; without it, one Redis through this thread's pool.
   ThreadParts(const config::Settings& settings, asio::io_context& io, metrics::ThreadStats& stats,
               metrics::ProcessInfo& info, stampede::CacheRuntime& cache,
-              std::shared_ptr<upstream::Topology> topology)
-      : pool(topology ? nullptr
-                      : std::make_unique<upstream::Pool>(io.get_executor(), settings.upstream,
-                                                         &stats, &info.ready_upstream_connections)),
+              std::shared_ptr<upstream::Topology> topology,
+              std::shared_ptr<upstream::SentinelStatus> sentinel)
+      : pool(topology || sentinel
+                 ? nullptr
+                 : std::make_unique<upstream::Pool>(io.get_executor(), settings.upstream, &stats,
+                                                    &info.ready_upstream_connections)),
+        sentinel_links(sentinel ? std::make_unique<upstream::SentinelLinks>(
+                                      io.get_executor(), settings.upstream, &stats,
+                                      &info.ready_upstream_connections, sentinel)
+                                : nullptr),
         cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
                                     io.get_executor(), settings.upstream, topology, &stats)
                               : nullptr),
-        user_pools(topology ? nullptr
-                            : std::make_unique<upstream::UserPools>(
-                                  io.get_executor(), settings.upstream, &stats, &info.user_pools)),
-        upstream(make_upstream(io, settings, pool.get(), cluster_pool.get(), user_pools.get())),
+        // Upstream ACL users' pools: for one Redis at a fixed address (not a Sentinel's primary).
+        user_pools(pool ? std::make_unique<upstream::UserPools>(io.get_executor(), settings.upstream,
+                                                                &stats, &info.user_pools)
+                        : nullptr),
+        upstream(make_upstream(io, settings, one_server(), cluster_pool.get(), user_pools.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
         keyed_caller(upstream->keyed_caller({cache.database(), 0})),
         read_through(io.get_executor(), cache, *upstream),
         dispatcher(settings, *upstream, info, &read_through, &cache),
-        probe(pool ? std::make_shared<upstream::ReadyProbe>(
-                         io.get_executor(), *pool, settings.upstream.database, kProbeInterval,
-                         probe_deadline(settings), info.stalled_upstreams)
-                   : nullptr) {
+        probe(one_server() ? std::make_shared<upstream::ReadyProbe>(
+                                 io.get_executor(), *one_server(), settings.upstream.database,
+                                 kProbeInterval, probe_deadline(settings), info.stalled_upstreams)
+                           : nullptr) {
     dispatcher.set_keyed_caller(keyed_caller);
   }
 
   // The one choice of upstream kind for the thread.
   static std::unique_ptr<upstream::Upstream> make_upstream(asio::io_context& io,
                                                            const config::Settings& settings,
-                                                           upstream::Pool* pool,
+                                                           upstream::Links* one_server,
                                                            upstream::ClusterPool* cluster_pool,
                                                            upstream::UserPools* user_pools) {
     if (cluster_pool != nullptr) {
       return std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
                                                          settings.upstream);
     }
-    auto single = std::make_unique<upstream::SingleUpstream>(io.get_executor(), *pool,
+    // One Redis, or a Sentinel-managed primary (one Redis at a time: the single-Redis upstream
+    // over links that follow the primary).
+    auto single = std::make_unique<upstream::SingleUpstream>(io.get_executor(), *one_server,
                                                              settings.upstream.database);
     single->set_user_pools(user_pools);
     return single;
+  }
+
+  // The links of one Redis (plain, or the primary a Sentinel names); null on a cluster.
+  upstream::Links* one_server() const {
+    if (sentinel_links) return sentinel_links.get();
+    return pool.get();
   }
 
   // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
@@ -97,9 +115,10 @@ struct App::ThreadParts {
     return timeout.count() > 0 ? timeout : std::chrono::milliseconds(2000);
   }
 
-  std::unique_ptr<upstream::Pool> pool;                 // one Redis
-  std::unique_ptr<upstream::ClusterPool> cluster_pool;  // a Redis Cluster
-  std::unique_ptr<upstream::UserPools> user_pools;      // one Redis: clients' upstream ACL users
+  std::unique_ptr<upstream::Pool> pool;                     // one Redis
+  std::unique_ptr<upstream::SentinelLinks> sentinel_links;  // a Sentinel-managed primary
+  std::unique_ptr<upstream::ClusterPool> cluster_pool;      // a Redis Cluster
+  std::unique_ptr<upstream::UserPools> user_pools;  // one Redis: clients' upstream ACL users
   std::unique_ptr<upstream::Upstream> upstream;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
@@ -201,6 +220,11 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     cluster_metrics_ = upstream::make_cluster_metrics(topology_);
     metrics.add_collectable(cluster_metrics_);
   }
+  if (settings_.upstream.sentinel) {
+    sentinel_status_ = std::make_shared<upstream::SentinelStatus>();
+    sentinel_metrics_ = upstream::make_sentinel_metrics(sentinel_status_);
+    metrics.add_collectable(sentinel_metrics_);
+  }
   if (settings_.slowlog.enabled) {
     slowlog_ = std::make_unique<slowlog::SlowLog>(static_cast<std::size_t>(server_.threads()),
                                                   settings_.slowlog.max_len);
@@ -227,7 +251,7 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   }
   for (int i = 0; i < server_.threads(); ++i) {
     threads_.push_back(std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i),
-                                                     info_, *cache_, topology_));
+                                                     info_, *cache_, topology_, sentinel_status_));
     threads_.back()->dispatcher.set_slowlog(slowlog_.get());
     threads_.back()->dispatcher.set_hot_keys(hot_keys_.get(), static_cast<std::size_t>(i));
     server_.set_handler(i, threads_.back()->dispatcher);
@@ -277,6 +301,10 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     not_ready_reason = [probe = cluster_probe_] { return probe->not_ready_reason(); };
   } else {
     not_ready_reason = [this]() -> std::string {
+      if (sentinel_status_ && !sentinel_status_->primary_known.load(std::memory_order_relaxed)) {
+        return "no Sentinel has named a primary of " + settings_.upstream.sentinel->master +
+               " that ROLE confirms";
+      }
       if (info_.ready_upstream_connections.load(std::memory_order_relaxed) == 0) {
         return "no connection to the upstream is ready";
       }
@@ -299,7 +327,11 @@ void App::run() {
   if (cluster_probe_) asio::post(server_.io(0), [probe = cluster_probe_] { probe->start(); });
   auto& first = *threads_.front();
   auto& first_io = server_.io(0);
-  if (listener_) asio::post(first_io, [listener = listener_] { listener->start(); });
+  // A Sentinel's listener starts once the primary is known (start_sentinel_watch).
+  if (listener_ && !sentinel_status_) {
+    asio::post(first_io, [listener = listener_] { listener->start(); });
+  }
+  if (sentinel_status_) start_sentinel_watch();
   if (hot_key_window_) asio::post(first_io, [window = hot_key_window_] { window->start(); });
   for (std::size_t i = 0; i < cluster_tracking_.size(); ++i) {
     asio::post(server_.io(static_cast<int>(i)),
@@ -336,10 +368,51 @@ void App::run() {
                  [tracking = cluster_tracking_[i]] { tracking->restart(); });
     }
   });
-  spdlog::info("upstream {} {}:{}{}", topology_ ? "cluster, seed" : "",
-               settings_.upstream.servers.front().host, settings_.upstream.servers.front().port,
-               topology_ ? fmt::format(" and {} more", settings_.upstream.servers.size() - 1) : "");
+  if (sentinel_status_) {
+    spdlog::info("upstream: the primary of {} named by {} Sentinels",
+                 settings_.upstream.sentinel->master,
+                 settings_.upstream.sentinel->addresses.size());
+  } else {
+    spdlog::info(
+        "upstream {} {}:{}{}", topology_ ? "cluster, seed" : "",
+        settings_.upstream.servers.front().host, settings_.upstream.servers.front().port,
+        topology_ ? fmt::format(" and {} more", settings_.upstream.servers.size() - 1) : "");
+  }
   server_.run();
+}
+
+void App::start_sentinel_watch() {
+  // Each io thread applies what the watch learns to its own links, on its own thread.
+  auto on_every_thread = [this](auto apply) {
+    for (int i = 0; i < server_.threads(); ++i) {
+      asio::post(server_.io(i),
+                 [links = threads_[i]->sentinel_links.get(), apply] { apply(*links); });
+    }
+  };
+  upstream::SentinelWatch::Handlers handlers;
+  handlers.primary_changed = [this, on_every_thread,
+                              listener_started = false](const config::Endpoint& primary) mutable {
+    on_every_thread([primary](upstream::SentinelLinks& links) { links.use_primary(primary); });
+    // The watch runs on the listener's thread: the listener moves with the primary.
+    if (!listener_) return;
+    listener_->serve_from(primary);
+    if (!listener_started) {
+      listener_started = true;
+      listener_->start();
+    }
+  };
+  handlers.failover_starting = [on_every_thread] {
+    on_every_thread([](upstream::SentinelLinks& links) { links.hold(); });
+  };
+  handlers.failover_aborted = [on_every_thread] {
+    on_every_thread([](upstream::SentinelLinks& links) { links.release(); });
+  };
+  handlers.primary_reachable = [this] {
+    return info_.ready_upstream_connections.load(std::memory_order_relaxed) > 0;
+  };
+  sentinel_watch_ = std::make_shared<upstream::SentinelWatch>(
+      server_.io(0).get_executor(), settings_.upstream, sentinel_status_, std::move(handlers));
+  asio::post(server_.io(0), [watch = sentinel_watch_] { watch->start(); });
 }
 
 }  // namespace corral

@@ -31,6 +31,8 @@ class HotKeyWindow;
 
 namespace corral::upstream {
 class ClusterReadyProbe;
+class SentinelWatch;
+struct SentinelStatus;
 }  // namespace corral::upstream
 
 namespace corral {
@@ -47,6 +49,9 @@ class App {
   struct ThreadParts;
   class StatusCollector;
 
+  // Sentinel only: finds the primary and moves every thread's links and the tracking listener.
+  void start_sentinel_watch();
+
   const config::Settings& settings_;
   metrics::ProcessInfo info_;
   session::Server server_;
@@ -60,6 +65,10 @@ class App {
   std::shared_ptr<prometheus::Collectable> cluster_metrics_;
   // Redis Cluster only: readiness follows every primary of the slot map, not the first seed.
   std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe_;
+  // Sentinel only: what the watch found, for /readyz and /metrics, and the watch itself.
+  std::shared_ptr<upstream::SentinelStatus> sentinel_status_;
+  std::shared_ptr<prometheus::Collectable> sentinel_metrics_;
+  std::shared_ptr<upstream::SentinelWatch> sentinel_watch_;
   std::unique_ptr<slowlog::SlowLog> slowlog_;  // null when slowlog.enabled is false
   std::shared_ptr<prometheus::Collectable> slowlog_metrics_;
   std::unique_ptr<stampede::HotKeys> hot_keys_;  // null when hot_keys.detect is false

@@ -92,6 +92,57 @@ void read_cluster(Reader& r, const YAML::Node& n, const std::string& p, Upstream
   take_credentials(credentials, s);
 }
 
+void read_sentinels(Reader& r, const YAML::Node& n, const std::string& p, SentinelSettings& s) {
+  if (!n.IsSequence() || n.size() == 0)
+    return r.error(n, p, "expected a list of Sentinels like [redis://10.0.0.1:26379]");
+  s.addresses.clear();
+  RedisUrl credentials;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto url = r.parse<RedisUrl>(n[i], item(p, i), parse_redis_url);
+    if (!url) continue;
+    if (url->database != 0) r.error(n[i], item(p, i), "a Sentinel has no database to select");
+    if (!agree(credentials.username, url->username) || !agree(credentials.password, url->password))
+      r.error(n[i], item(p, i), "Sentinels give different credentials");
+    if (i > 0 && url->tls != s.tls)
+      r.error(n[i], item(p, i), "Sentinels mix redis:// and rediss://");
+    s.tls = url->tls;
+    take_credentials(*url, credentials);
+    s.addresses.push_back(url->endpoint);
+  }
+  take_credentials(credentials, s);
+}
+
+const Table<SentinelSettings>& sentinel_table() {
+  using S = SentinelSettings;
+  static const Table<S> table{
+      text("master", &S::master, Text::required),
+      {"addresses", read_sentinels,
+       [](const S& s) {
+         std::vector<std::string> urls;
+         for (const Endpoint& e : s.addresses) urls.push_back(format_redis_url(e, 0, s.tls));
+         return flow_list(urls);
+       }},
+      text("username", &S::username),
+      text("password", &S::password, Text::secret),
+      duration("failover_hold", &S::failover_hold, Min::positive),
+  };
+  return table;
+}
+
+void read_sentinel(Reader& r, const YAML::Node& n, const std::string& p, UpstreamSettings& s) {
+  if (!n.IsMap()) return r.error(n, p, "expected a map: {master: NAME, addresses: [...]}");
+  SentinelSettings sentinel;
+  read_map(r, n, p, sentinel_table(), sentinel);
+  if (!has_key(n, "master")) r.error(n, child(p, "master"), "required: the monitored name");
+  if (!has_key(n, "addresses"))
+    r.error(n, child(p, "addresses"), "required: the Sentinels, like [redis://10.0.0.1:26379]");
+  // Redis deployments with TLS use it on every port; the primary the Sentinels name is reached
+  // the way they are.
+  s.tls.enabled = sentinel.tls;
+  s.cluster = false;
+  s.sentinel = std::move(sentinel);
+}
+
 Field<UpstreamSettings> credential(std::string_view key, std::string UpstreamSettings::*m,
                                    Text kind) {
   Field<UpstreamSettings> f = text(key, m, kind);
@@ -185,7 +236,7 @@ const Table<UpstreamSettings>& upstream_table() {
   static const Table<S> table{
       {"address", read_address,
        [](const S& s) {
-         if (s.cluster || s.servers.empty()) return omitted();
+         if (s.cluster || s.sentinel || s.servers.empty()) return omitted();
          return text_node(format_redis_url(s.servers.front(), s.database, s.tls.enabled));
        }},
       {"cluster", read_cluster,
@@ -195,6 +246,8 @@ const Table<UpstreamSettings>& upstream_table() {
          for (const Endpoint& e : s.servers) urls.push_back(format_redis_url(e, 0, s.tls.enabled));
          return flow_list(urls);
        }},
+      {"sentinel", read_sentinel,
+       [](const S& s) { return s.sentinel ? show_map(sentinel_table(), *s.sentinel) : omitted(); }},
       credential("username", &S::username, Text::plain),
       credential("password", &S::password, Text::secret),
       duration("connect_timeout", &S::connect_timeout, Min::positive),
@@ -217,8 +270,12 @@ const Table<UpstreamSettings>& upstream_table() {
 }
 
 void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, UpstreamSettings& s) {
-  if (has_key(map, "address") && has_key(map, "cluster"))
-    r.error(locate(map, "cluster"), child(p, "cluster"), "use either address or cluster, not both");
+  // The kind is one key: the second one written is the mistake.
+  int kinds = 0;
+  for (std::string_view key : {"address", "cluster", "sentinel"}) {
+    if (has_key(map, key) && ++kinds == 2)
+      r.error(locate(map, key), child(p, key), "use one of address, cluster or sentinel");
+  }
   if (s.reconnect_backoff_min > s.reconnect_backoff_max)
     r.error(locate(map, "reconnect_backoff_min"), child(p, "reconnect_backoff_min"),
             "must be <= reconnect_backoff_max (" + format_duration(s.reconnect_backoff_max) + ")");
@@ -304,7 +361,10 @@ void check_hot_keys(Reader& r, const YAML::Node& map, const std::string& p, HotK
 // Defaults that depend on the machine or on other keys, applied after reading.
 void finalize(Settings& s) {
   if (s.threads == 0) s.threads = auto_threads();
-  if (s.upstream.servers.empty()) s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+  // A Sentinel upstream has no server of its own until the Sentinels name the primary.
+  if (s.upstream.servers.empty() && !s.upstream.sentinel) {
+    s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+  }
 }
 
 LoadResult load(const std::string& text, const std::string& source) {

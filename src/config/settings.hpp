@@ -43,8 +43,22 @@ struct ClientTlsSettings {
 // `upstream.read_from` on a cluster: where read-only commands go.
 enum class ReadFrom { primary, prefer_replica, replica };
 
+// `upstream.sentinel`: a primary that Redis Sentinel watches and fails over.
+struct SentinelSettings {
+  std::string master;               // the name the Sentinels monitor it under
+  std::vector<Endpoint> addresses;  // the Sentinels, asked in turn
+  std::string username;             // the Sentinels' own credentials (not the data nodes')
+  std::string password;
+  bool tls = false;  // rediss:// Sentinel addresses (upstream.tls's files and checks)
+  // From the first pre-promotion event until the new primary is in use, commands wait; past
+  // this they are answered with an error.
+  Duration failover_hold{10000};
+};
+
 struct UpstreamSettings {
-  std::vector<Endpoint> servers;  // one for a single Redis; several with `cluster:`
+  std::vector<Endpoint> servers;  // one for a single Redis; several with `cluster:`; the
+                                  // primary a Sentinel named, per connection, with `sentinel:`
+  std::optional<SentinelSettings> sentinel;
   UpstreamTlsSettings tls;
   bool cluster = false;
   std::string username;  // ACL user (empty: default user)

@@ -164,6 +164,19 @@ void InvalidationListener::restart() {
   if (current_ && current_->inbox) current_->inbox->wake();
 }
 
+void InvalidationListener::serve_from(const config::Endpoint& server) {
+  if (!upstream_.servers.empty() && upstream_.servers.front().host == server.host &&
+      upstream_.servers.front().port == server.port) {
+    return;
+  }
+  upstream_.servers = {server};
+  backoff_timer_.cancel();
+  if (current_) {
+    current_->close();
+    if (current_->inbox) current_->inbox->wake();
+  }
+}
+
 awaitable<void> InvalidationListener::run() {
   auto backoff = upstream_.reconnect_backoff_min;
   while (!stopping_) {

@@ -65,6 +65,11 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   // The policies changed: track the new prefix set on a new session, then close the old one.
   void restart();
 
+  // The upstream's one server is now `server` (a Sentinel's new primary): the session moves
+  // there. The gap between the two sessions is treated like any lost tracking link: cached
+  // prefixes are revalidated on each read meanwhile, then flushed once the new session tracks.
+  void serve_from(const config::Endpoint& server);
+
   // True while tracking is established (a gauge for metrics and CORRAL.STATS).
   bool tracking() const { return tracking_.load(std::memory_order_relaxed); }
   std::uint64_t reconnects() const { return reconnects_.load(std::memory_order_relaxed); }

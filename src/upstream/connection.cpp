@@ -271,7 +271,8 @@ awaitable<bool> Connection::tls_handshake() {
 ConnectionOptions connection_options(const config::UpstreamSettings& upstream, int database,
                                      bool reconnect) {
   ConnectionOptions options;
-  options.server = upstream.servers.front();
+  // Empty for a Sentinel upstream, whose connections each name the server they reach.
+  if (!upstream.servers.empty()) options.server = upstream.servers.front();
   options.username = upstream.username;
   options.password = upstream.password;
   options.database = database;

@@ -1,5 +1,6 @@
 // The upstream as everything above it sees it: one interface, whether it is one Redis
-// (single/) or a Redis Cluster (cluster/). Only this folder and the wiring know which.
+// (single/), a Redis Cluster (cluster/) or the primary Sentinel names (sentinel/: one Redis at a
+// time, through single/'s upstream). Only this folder and the wiring know which.
 #pragma once
 
 #include <cstddef>

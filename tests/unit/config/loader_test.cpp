@@ -128,6 +128,32 @@ upstream:
   CHECK(s.upstream.max_redirects == 0);
 }
 
+TEST_CASE("upstream: sentinel", "[config][loader]") {
+  const Settings s = must_load(yaml(R"(
+upstream:
+  sentinel:
+    master: mymaster
+    addresses: [redis://:spw@s1:26379, redis://s2:26380]
+    failover_hold: 3s
+  password: datapw
+)"));
+  REQUIRE(s.upstream.sentinel);
+  const auto& sentinel = *s.upstream.sentinel;
+  CHECK(sentinel.master == "mymaster");
+  REQUIRE(sentinel.addresses.size() == 2);
+  CHECK(sentinel.addresses[0].host == "s1");
+  CHECK(sentinel.addresses[1].port == 26380);
+  CHECK(sentinel.password == "spw");  // the Sentinels' own, from the URL
+  CHECK(s.upstream.password == "datapw");
+  CHECK(sentinel.failover_hold == 3s);
+  CHECK_FALSE(sentinel.tls);
+  CHECK_FALSE(s.upstream.cluster);
+
+  const Settings defaults = must_load("upstream: {sentinel: {master: m, addresses: [redis://s]}}");
+  CHECK(defaults.upstream.sentinel->failover_hold == 10s);
+  CHECK(defaults.upstream.sentinel->addresses[0].port == 6379);
+}
+
 TEST_CASE("client and cache sections", "[config][loader]") {
   const Settings s = must_load(yaml(R"(
 client:

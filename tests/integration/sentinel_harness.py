@@ -1,0 +1,175 @@
+# A Sentinel-managed Redis for the integration tests: one primary, two replicas and three
+# `redis-server --sentinel` processes on free loopback ports (short failover timings), Corral in
+# front of them, and a pipelined INCR load that counts what was acknowledged. stop() ends every
+# process however the test ended (the harness's registry kills them at exit too).
+import os
+import socket
+import threading
+import time
+
+import harness
+from harness import HOST, Corral, RedisServer, wait_until
+
+MASTER = "mymaster"
+
+
+class Sentinel(RedisServer):
+    """`redis-server sentinel.conf --sentinel`: it rewrites its config, so each has its own."""
+
+    def __init__(self, workdir, primary_port, name):
+        super().__init__(workdir, name=name)
+        self.primary_port = primary_port
+        self.conf = os.path.join(workdir, name + ".conf")
+
+    def _argv(self):
+        with open(self.conf, "w") as f:
+            f.write("port %d\nbind %s\ndaemonize no\nprotected-mode no\ndir %s\n"
+                    "sentinel monitor %s %s %d 2\n"
+                    "sentinel down-after-milliseconds %s 1000\n"
+                    "sentinel failover-timeout %s 4000\n"
+                    "sentinel parallel-syncs %s 2\n"
+                    % (self.port, HOST, self.datadir, MASTER, HOST, self.primary_port,
+                       MASTER, MASTER, MASTER))
+        return [harness.REDIS_SERVER, self.conf, "--sentinel"]
+
+    def call(self, *argv):
+        with self.raw(timeout=5) as r:
+            return r.call(*argv)
+
+    def primary(self):
+        host, port = self.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)
+        return host.decode(), int(port)
+
+
+class SentinelSet:
+    """The primary, its replicas, the Sentinels and (optionally) Corral."""
+
+    def __init__(self, name="sentinel"):
+        self.workdir = harness.make_tmpdir("corral-%s-" % name)
+        self.redis = {}  # port -> RedisServer (the primary and both replicas)
+        self.sentinels = []
+        self.corral = None
+        self.others = []  # further processes a caller started here (a bench's proxy)
+
+    def start(self, corral_overrides=None):
+        try:
+            primary = RedisServer(self.workdir, name="redis-primary").start()
+            self.redis[primary.port] = primary
+            for i in range(2):
+                replica = RedisServer(self.workdir, ["--replicaof", HOST, str(primary.port)],
+                                      name="redis-replica%d" % i).start()
+                self.redis[replica.port] = replica
+            wait_until(lambda: self.linked_replicas(primary) == 2, 10, what="2 replicas linked")
+            for i in range(3):
+                self.sentinels.append(
+                    Sentinel(self.workdir, primary.port, "sentinel%d" % i).start())
+            wait_until(self.sentinels_agree, 15, what="Sentinels seeing 2 replicas and 2 peers")
+            if corral_overrides is not None:
+                self.corral = Corral(self.workdir, 0, self.corral_config(corral_overrides)).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def corral_config(self, overrides):
+        base = {"upstream": {"address": None, "sentinel": {
+            "master": MASTER,
+            "addresses": ["redis://%s:%d" % (HOST, s.port) for s in self.sentinels]}}}
+        return harness.deep_merge(base, overrides)
+
+    def track(self, proc):
+        """Stops `proc` with the set."""
+        self.others.append(proc)
+        return proc
+
+    def stop(self):
+        for p in self.others + [self.corral] + self.sentinels + list(self.redis.values()):
+            if p is not None:
+                p.stop()
+
+    @staticmethod
+    def linked_replicas(server):
+        info = server.client().info("replication")
+        return sum(1 for k, v in info.items()
+                   if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online")
+
+    def sentinels_agree(self):
+        for s in self.sentinels:
+            replicas = s.call("SENTINEL", "REPLICAS", MASTER)
+            peers = s.call("SENTINEL", "SENTINELS", MASTER)
+            if len(replicas) != 2 or len(peers) != 2:
+                return False
+            for r in replicas:
+                flags = dict(zip(r[0::2], r[1::2]))[b"flags"]
+                if flags != b"slave":
+                    return False
+        return True
+
+    def primary_port(self):
+        """The primary most Sentinels name."""
+        named = [s.primary()[1] for s in self.sentinels if s.alive()]
+        return max(set(named), key=named.count)
+
+    def primary(self):
+        return self.redis[self.primary_port()]
+
+    def wait_switched(self, old_port, timeout=20):
+        """Until every live Sentinel names a new primary that ROLE confirms; returns its port."""
+        def switched():
+            named = {s.primary()[1] for s in self.sentinels if s.alive()}
+            if len(named) != 1 or old_port in named:
+                return None
+            port = named.pop()
+            role = self.redis[port].client().execute_command("ROLE")
+            return port if role[0] == b"master" else None
+        return wait_until(switched, timeout, what="the Sentinels to name a new primary")
+
+    def corral_uses(self, port):
+        return self.corral.metric("corral_sentinel_primary", address="%s:%d" % (HOST, port)) == 1
+
+
+class IncrLoad:
+    """INCRs of one key through `port` in pipelined batches from a thread: counts acknowledged
+    replies and errors, with the time of each error."""
+
+    def __init__(self, port, key, batch=50):
+        self.port, self.key, self.batch = port, key, batch
+        self.acked = 0
+        self.errors = []  # (time.monotonic(), text)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.failure = None
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join(30)
+        if self.thread.is_alive():
+            raise AssertionError("the INCR load did not stop")
+        if self.failure:
+            raise AssertionError("the INCR load failed: %r" % self.failure)
+
+    def acked_since(self, count):
+        return self.acked - count
+
+    def _run(self):
+        command = harness.encode_command("INCR", self.key) * self.batch
+        try:
+            sock = socket.create_connection((HOST, self.port), timeout=30)
+            reader = sock.makefile("rb")
+            while not self.stopping.is_set():
+                sock.sendall(command)
+                for _ in range(self.batch):
+                    line = reader.readline()
+                    if not line:
+                        raise ConnectionError("Corral closed the connection")
+                    if line.startswith(b":"):
+                        self.acked += 1
+                    else:
+                        self.errors.append((time.monotonic(), line.strip().decode()))
+            sock.close()
+        except Exception as e:  # noqa: BLE001 - reported by stop()
+            self.failure = e
