@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/command_table.hpp"
+#include "proxy/reply_mode.hpp"
 
 namespace corral::upstream {
 class Link;
@@ -35,7 +36,7 @@ class ConnectionMode {
     multi_aborted,  // Corral refused a command queued in MULTI: EXEC must abort
     multi_lost,     // Redis forgot the transaction with its connection: EXEC must abort
     subscribed,     // tunnel until the last subscription ends
-    tunnel,         // MONITOR, CLIENT REPLY OFF|SKIP: tunnel until the client leaves
+    tunnel,         // MONITOR: tunnel until the client leaves
   };
 
   State state() const { return state_; }
@@ -82,6 +83,7 @@ struct ClientState {
   bool admin = false;
   int database = 0;
   int protocol = 2;  // RESP version, switched by HELLO
+  ReplyMode reply_mode = ReplyMode::on;
   std::string name;
 
   // A connection of the client's own, while `mode` needs one; released once it does not and no

@@ -134,9 +134,10 @@ bool Dispatcher::command_allowed(const Resolved& resolved) const {
   });
 }
 
-Action Dispatcher::handle(ClientState& client, const Request& request, const Resolved& resolved,
-                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
-                          std::size_t awaiting) {
+Action Dispatcher::handle_command(ClientState& client, const Request& request,
+                                  const Resolved& resolved, std::uint64_t tag,
+                                  const std::shared_ptr<upstream::ReplyTarget>& target,
+                                  std::size_t awaiting) {
   scratch_.clear();
   const auto argv = request.argv;
   if (resolved.spec == nullptr) {
@@ -231,8 +232,6 @@ Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
       return has_argument(argv, "block") ? Path::dedicated : Path::shared;
     case Route::tunnel:
       return Path::tunnel;
-    case Route::control:
-      return iequals(argv[2], "on") ? Path::shared : Path::reply_suppressed;
     case Route::out_of_band:
       return Path::out_of_band;
     case Route::refused:  // answered by handle() before any path is chosen
@@ -425,21 +424,16 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
   }
   // A RESP3 connection pushes (messages, invalidations) while the client is subscribed or
   // tracking; those modes hold the connection, and losing it must reach the client as an error.
-  if (path == Path::tunnel || path == Path::reply_suppressed ||
-      (client.protocol == kResp3 && client.mode.holds_connection())) {
-    client.dedicated->set_unsolicited_target(target);
+  if (path == Path::tunnel || (client.protocol == kResp3 && client.mode.holds_connection())) {
+    client.dedicated->set_unsolicited_target(pushes_to_ != nullptr ? *pushes_to_ : target);
   }
   // RESP2: one confirmation per channel; the first is this request's tracked reply.
   if (path == Path::tunnel && row.change == StateChange::subscribe) {
     client.subscribe_replies_due += command.argv.size() - 2;
   }
-  if (path == Path::reply_suppressed || path == Path::pushed) {
+  if (path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
-    if (path == Path::pushed) {
-      client.pushed_requests.emplace_back(tag, target);
-    } else {
-      target->on_reply(tag, {});
-    }
+    client.pushed_requests.emplace_back(tag, target);
     return true;
   }
   const bool exempt = (row.flags & kBlocking) || path == Path::tunnel;
