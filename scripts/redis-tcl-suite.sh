@@ -86,8 +86,11 @@ run_target() {  # run_target direct|corral [runtest options...]
   fi
   echo "== Redis $REDIS_TAG Tcl suite against $target (port $port), output in $dir/output.txt" >&2
   # --durable: an exception fails its test instead of ending the whole run.
+  # Each run its own --baseport (the test server's port), so that both may run at once.
+  local baseport=21111
+  [ "$target" = direct ] || baseport=25111
   (cd "$TCL_DIR/redis" && timeout 3600 ./runtest --host 127.0.0.1 --port "$port" \
-    --tags -needs:repl --durable --skipfile "$SKIPS" --timeout 600 "$@" \
+    --baseport "$baseport" --tags -needs:repl --durable --skipfile "$SKIPS" --timeout 600 "$@" \
     >"$dir/output.txt" 2>&1) || true
   stop_all
 }
@@ -104,6 +107,9 @@ if [ ! -f "$TCL_DIR/redis/.fetched-$REDIS_TAG" ]; then
   fi
   touch "$TCL_DIR/redis/.fetched-$REDIS_TAG"
 fi
+# The redis-cli tests run src/redis-cli: Debian's, whose version is the server's.
+mkdir -p "$TCL_DIR/redis/src"
+ln -sf "$(command -v redis-cli)" "$TCL_DIR/redis/src/redis-cli"
 
 mkdir -p "$TCL_DIR"
 SKIPS=$TCL_DIR/skips.txt  # runtest's skip file has no comments: the reasons are left out

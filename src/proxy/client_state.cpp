@@ -76,6 +76,7 @@ void release_dedicated(ClientState& client) {
   end_tracking_redirect(client);
   client.mode.reset();
   client.queued_write_keys.clear();
+  client.queued_database = -1;  // a transaction lost with its connection runs nothing
   client.subscribe_replies_due = 0;
   client.cluster_slot = -1;
   client.held_commands.clear();
