@@ -90,7 +90,7 @@ run_target() {  # run_target direct|corral [runtest options...]
   local baseport=21111
   [ "$target" = direct ] || baseport=25111
   (cd "$TCL_DIR/redis" && timeout 3600 ./runtest --host 127.0.0.1 --port "$port" \
-    --baseport "$baseport" --tags -needs:repl --durable --skipfile "$SKIPS" --timeout 600 "$@" \
+    --baseport "$baseport" --tags -needs:repl --durable --skipfile "$SKIPS" --timeout 150 "$@" \
     >"$dir/output.txt" 2>&1) || true
   stop_all
 }

@@ -77,6 +77,7 @@ void release_dedicated(ClientState& client) {
   client.mode.reset();
   client.queued_write_keys.clear();
   client.queued_database = -1;  // a transaction lost with its connection runs nothing
+  client.database_after_exec.reset();
   client.subscribe_replies_due = 0;
   client.cluster_slot = -1;
   client.held_commands.clear();

@@ -421,6 +421,8 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
     // Queued in MULTI it runs at EXEC, if EXEC runs the transaction; a bad index changes nothing.
     if (const int index = database_index(command.argv[1]); index >= 0) {
       (client.mode.in_multi() ? client.queued_database : client.database) = index;
+      // A SELECT after an EXEC still in flight wins over the transaction's own.
+      if (!client.mode.in_multi()) client.database_after_exec.reset();
     }
   }
   if (path == Path::pushed) {
