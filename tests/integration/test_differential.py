@@ -47,9 +47,8 @@ HOSTILE = [
 _drop = os.environ.get("DIFF_DROP")  # bisecting: hostile commands whose name starts so are left out
 if _drop:
     HOSTILE = [c for c in HOSTILE if not any(" ".join(c).startswith(d) for d in _drop.split(","))]
-# DIFF_LEAKS=1: now and then the hostile client also replays the sequence that leaked before
-# commit 170564e (a fresh connection: CLIENT TRACKING OFF, then SELECT 1); built from an older
-# commit, the test then fails.
+# DIFF_LEAKS=1: now and then the hostile client also replays the sequence that leaked until
+# commit 170564e (a fresh connection: CLIENT TRACKING OFF, then SELECT 1).
 LEAKS = os.environ.get("DIFF_LEAKS") == "1"
 
 
