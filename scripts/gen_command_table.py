@@ -72,6 +72,9 @@ DANGEROUS = [
 LOCAL = [
     "ping", "echo", "quit", "hello", "auth", "select", "reset", "info",
     "client|setname", "client|getname", "client|id",
+    # Reply modes are emulated per client: Corral withholds the replies Redis would not send
+    # (proxy/reply_mode.hpp), so the client's commands keep their usual connections.
+    "client|reply",
     # Corral's clients, not its upstream connections (KILL and PAUSE stay dangerous: they act on
     # every client of the proxy).
     "client|list", "client|info", "client|kill", "client|pause", "client|unpause",
@@ -111,7 +114,6 @@ ROUTES = {
     "dedicated": ["multi", "watch", "client|tracking", "client|no-evict", "client|caching"],
     "blocking_if_argument": ["xread", "xreadgroup"],  # block only with BLOCK
     "tunnel": ["subscribe", "psubscribe", "ssubscribe"],
-    "control": ["client|reply"],
     # Stop a busy server: a shared connection may be stuck behind the very script to kill.
     "out_of_band": ["script|kill", "function|kill", "shutdown"],
 }

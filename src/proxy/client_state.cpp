@@ -11,21 +11,6 @@
 #include "upstream/reply_target.hpp"
 
 namespace corral::proxy {
-namespace {
-
-constexpr std::string_view kReplyOn = "*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$2\r\nON\r\n";
-
-// Under CLIENT REPLY OFF|SKIP the client's last commands went out untracked and may still be
-// queued in the link; closing it now would drop them, where Redis runs every command it read
-// before a client left. CLIENT REPLY ON always answers, once everything before it has run, so the
-// link closes on that answer (or on its failure or timeout).
-void close_after_queued_commands(const std::shared_ptr<upstream::Link>& link) {
-  auto closer = upstream::CallbackTarget::make([link](std::string_view, bool) { link->close(); });
-  if (!link->send(kReplyOn, std::move(closer), 0)) link->close();
-}
-
-}  // namespace
-
 void ConnectionMode::apply(StateChange change, std::span<const std::string_view> argv) {
   switch (change) {
     case StateChange::multi:
@@ -55,14 +40,11 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       pins_ |= kSticky;
       state_ = State::tunnel;
       break;
-    case StateChange::reply_mode:
-      pins_ |= kSticky;
-      if (!iequals(argv[2], "on")) state_ = State::tunnel;
-      break;
     case StateChange::subscribe:
       state_ = State::subscribed;
       break;
     case StateChange::none:
+    case StateChange::reply_mode:  // emulated by Corral: Redis's connection never sees it
     case StateChange::select:
     case StateChange::quit:
     case StateChange::reset:
@@ -87,17 +69,15 @@ void release_dedicated(ClientState& client) {
   if (client.dedicated) {
     // Closing must not reach the client as a lost subscription: it no longer has one.
     client.dedicated->set_unsolicited_target(nullptr);
-    if (client.mode.state() == ConnectionMode::State::tunnel) {
-      close_after_queued_commands(client.dedicated);
-    } else {
-      client.dedicated->close();
-    }
+    client.dedicated->close();
     client_registry().clear_upstream_client(client.id);
   }
   client.dedicated.reset();
   end_tracking_redirect(client);
   client.mode.reset();
   client.queued_write_keys.clear();
+  client.queued_database = -1;  // a transaction lost with its connection runs nothing
+  client.database_after_exec.reset();
   client.subscribe_replies_due = 0;
   client.cluster_slot = -1;
   client.held_commands.clear();

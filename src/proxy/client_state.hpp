@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/command_table.hpp"
+#include "proxy/reply_mode.hpp"
 
 namespace corral::upstream {
 class Link;
@@ -37,7 +38,7 @@ class ConnectionMode {
     multi_aborted,  // Corral refused a command queued in MULTI: EXEC must abort
     multi_lost,     // Redis forgot the transaction with its connection: EXEC must abort
     subscribed,     // tunnel until the last subscription ends
-    tunnel,         // MONITOR, CLIENT REPLY OFF|SKIP: tunnel until the client leaves
+    tunnel,         // MONITOR: tunnel until the client leaves
   };
 
   State state() const { return state_; }
@@ -67,6 +68,7 @@ class ConnectionMode {
   // A RESP3 client subscribed: the connection stays (its pushes arrive there) until the client
   // leaves, but requests keep their reply slots, since pushes cannot be mistaken for replies.
   void keep_for_pushes() { pins_ |= kPushes; }
+  void ended_pushes() { pins_ &= ~kPushes; }
   // Subscribed in RESP3 (pushes) or in RESP2's tunnel: CLIENT LIST's pub/sub clients.
   bool in_pubsub() const { return state_ == State::subscribed || (pins_ & kPushes) != 0; }
   void reset();
@@ -84,6 +86,11 @@ struct ClientState {
   bool admin = false;
   int database = 0;
   int protocol = 2;  // RESP version, switched by HELLO
+  ReplyMode reply_mode = ReplyMode::on;
+  // A valid SELECT queued in the open transaction (-1: none), and the database an EXEC that ran
+  // it chose, set when EXEC's reply comes (proxy/queued_select.hpp).
+  int queued_database = -1;
+  std::shared_ptr<int> database_after_exec;
   std::string name;
 
   // A connection of the client's own, while `mode` needs one; released once it does not and no

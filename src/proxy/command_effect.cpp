@@ -50,7 +50,6 @@ std::string_view effect_rule_violation(const CommandSpec& row) {
         case Route::local:
         case Route::dedicated:
         case Route::tunnel:
-        case Route::control:
         case Route::refused:
           return {};
         case Route::shared:

@@ -37,7 +37,6 @@ enum class Route : std::uint8_t {
   dedicated,             // the client's own connection: Redis keeps state for it, or it blocks
   blocking_if_argument,  // dedicated with a BLOCK argument, else shared (XREAD XREADGROUP)
   tunnel,                // dedicated, then every reply is unsolicited (SUBSCRIBE MONITOR ...)
-  control,               // shared with argument ON, else its replies are suppressed (CLIENT REPLY)
   out_of_band,           // a new connection at once: it must not queue behind a busy server
   refused,               // nowhere: it would change a connection other clients share
 };
@@ -54,7 +53,7 @@ enum class StateChange : std::uint8_t {
   tracking,    // CLIENT TRACKING ON|OFF
   no_evict,    // CLIENT NO-EVICT: keeps the connection until the client leaves
   monitor,     // tunnel until the client leaves
-  reply_mode,  // CLIENT REPLY ON|OFF|SKIP: OFF and SKIP tunnel until the client leaves
+  reply_mode,  // CLIENT REPLY ON|OFF|SKIP: which replies Corral withholds (proxy/reply_mode.hpp)
   subscribe,   // subscribed until the last subscription ends
   select,      // changes the database
   quit,        // ends the connection (never queued in MULTI)

@@ -51,7 +51,7 @@ constexpr CommandSpec kCommands[] = {
     {"client|list", -2, kAdmin | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local},
     {"client|no-evict", 3, kAdmin | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::dedicated, StateChange::no_evict, Effect::connection},
     {"client|pause", -3, kAdmin | kDangerous | kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local, StateChange::none, Effect::server},
-    {"client|reply", 3, kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::control, StateChange::reply_mode, Effect::connection},
+    {"client|reply", 3, kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local, StateChange::reply_mode, Effect::connection},
     {"client|setname", 3, kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::local, StateChange::none, Effect::connection},
     {"client|tracking", -3, kLoading | kStale, 0, 0, 0, KeySpec::positions, Route::dedicated, StateChange::tracking, Effect::connection},
     {"client|trackinginfo", 2, kLoading | kStale, 0, 0, 0},

@@ -16,6 +16,7 @@
 #include "proxy/errors.hpp"
 #include "proxy/local_commands.hpp"
 #include "proxy/monitor_feed.hpp"
+#include "proxy/queued_select.hpp"
 #include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
 #include "proxy/tracking_redirect.hpp"
@@ -141,10 +142,12 @@ bool Dispatcher::command_allowed(const Resolved& resolved) const {
   });
 }
 
-Action Dispatcher::handle(ClientState& client, const Request& request, const Resolved& resolved,
-                          std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
-                          std::size_t awaiting) {
+Action Dispatcher::handle_command(ClientState& client, const Request& request,
+                                  const Resolved& resolved, std::uint64_t tag,
+                                  const std::shared_ptr<upstream::ReplyTarget>& target,
+                                  std::size_t awaiting) {
   scratch_.clear();
+  apply_database_after_exec(client);
   const auto argv = request.argv;
   if (resolved.spec == nullptr) {
     // The upstream may know it (a renamed command): the request waits for the answer, in order.
@@ -239,8 +242,6 @@ Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
       return has_argument(argv, "block") ? Path::dedicated : Path::shared;
     case Route::tunnel:
       return Path::tunnel;
-    case Route::control:
-      return iequals(argv[2], "on") ? Path::shared : Path::reply_suppressed;
     case Route::out_of_band:
       return Path::out_of_band;
     case Route::refused:  // answered by handle() before any path is chosen
@@ -385,9 +386,11 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       return Action::done;
     }
   }
-  const auto& reply_to = answer      ? answer
-                         : cacheable ? invalidating_target(client, row, request, target)
-                                     : target;
+  auto reply_to = answer      ? answer
+                  : cacheable ? invalidating_target(client, row, request, target)
+                              : target;
+  if (row.change == StateChange::exec) reply_to = select_at_exec(client, std::move(reply_to));
+  if (row.change == StateChange::discard) client.queued_database = -1;
   const auto& named =
       client.tracking_redirect ? redirect_naming_target(client, row, reply_to) : reply_to;
   AclVerdicts::note_forwarded(row);
@@ -433,8 +436,12 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.
   if (row.change == StateChange::select) {
-    // Queued in MULTI, a bad index fails at EXEC and changes nothing.
-    if (const int index = database_index(command.argv[1]); index >= 0) client.database = index;
+    // Queued in MULTI it runs at EXEC, if EXEC runs the transaction; a bad index changes nothing.
+    if (const int index = database_index(command.argv[1]); index >= 0) {
+      (client.mode.in_multi() ? client.queued_database : client.database) = index;
+      // A SELECT after an EXEC still in flight wins over the transaction's own.
+      if (!client.mode.in_multi()) client.database_after_exec.reset();
+    }
   }
   if (path == Path::pushed) {
     client.mode.keep_for_pushes();
@@ -443,21 +450,16 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
   }
   // A RESP3 connection pushes (messages, invalidations) while the client is subscribed or
   // tracking; those modes hold the connection, and losing it must reach the client as an error.
-  if (path == Path::tunnel || path == Path::reply_suppressed ||
-      (client.protocol == kResp3 && client.mode.holds_connection())) {
-    client.dedicated->set_unsolicited_target(target);
+  if (path == Path::tunnel || (client.protocol == kResp3 && client.mode.holds_connection())) {
+    client.dedicated->set_unsolicited_target(pushes_to_ != nullptr ? *pushes_to_ : target);
   }
   // RESP2: one confirmation per channel; the first is this request's tracked reply.
   if (path == Path::tunnel && row.change == StateChange::subscribe) {
     client.subscribe_replies_due += command.argv.size() - 2;
   }
-  if (path == Path::reply_suppressed || path == Path::pushed) {
+  if (path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
-    if (path == Path::pushed) {
-      client.pushed_requests.emplace_back(tag, target);
-    } else {
-      target->on_reply(tag, {});
-    }
+    client.pushed_requests.emplace_back(tag, target);
     return true;
   }
   const bool exempt = (row.flags & kBlocking) || path == Path::tunnel;
@@ -517,6 +519,7 @@ class FixedReply : public upstream::ReplyTarget {
 Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
                                      const std::shared_ptr<upstream::ReplyTarget>& target) {
   client.mode.apply(StateChange::discard, {});
+  client.queued_database = -1;
   client.queued_write_keys.clear();
   std::string reply;
   resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
@@ -537,6 +540,7 @@ Action Dispatcher::answer_lost_transaction(ClientState& client, const CommandSpe
   if (row.change == StateChange::exec || row.change == StateChange::discard) {
     client.mode.reset();
     client.queued_write_keys.clear();
+    client.queued_database = -1;
     if (row.change == StateChange::exec) {
       resp::append_error(scratch_, "EXECABORT Transaction discarded because of previous errors.");
     } else {
@@ -569,6 +573,12 @@ Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, st
 }
 
 void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
+  // Each confirmation carries the count of subscriptions Redis holds after it: at 0 the
+  // connection holds nothing for the client (it may be released, HELLO may switch protocols).
+  // An (un)subscribe still due keeps its reply slot open, so nothing is released before it runs.
+  if (is_subscription_push(reply)) {
+    ends_subscriptions(reply) ? client.mode.ended_pushes() : client.mode.keep_for_pushes();
+  }
   // The push has been written already: the RESP3 (un)subscribe it confirms gets its empty reply
   // now, and the replies queued behind it follow. An error instead of a push (an ACL refusal)
   // answers it too, or its slot would wait forever.

@@ -102,10 +102,14 @@ class Dispatcher : public session::Handler {
   // Where one request goes, once the route column has been read against its arguments.
   // `pushed`: a RESP3 client's (un)subscribe, confirmed by pushes on its dedicated connection.
   // `out_of_band`: SCRIPT KILL and friends, on a connection of their own at once.
-  enum class Path { shared, dedicated, tunnel, reply_suppressed, pushed, out_of_band };
+  enum class Path { shared, dedicated, tunnel, pushed, out_of_band };
 
   // `pushes_confirm`: the client speaks RESP3 outside MULTI, where Redis confirms (un)subscribe
   // with pushes.
+  // handle() in reply mode ON (CLIENT REPLY OFF and SKIP withhold what it answers).
+  Action handle_command(ClientState& client, const Request& request, const Resolved& resolved,
+                        std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
+                        std::size_t awaiting);
   static Path path_for(const CommandSpec& row, std::span<const std::string_view> argv,
                        bool pushes_confirm);
   // `answer`, when set, receives Redis's reply instead of `target` (which still gets pushes).
@@ -163,6 +167,9 @@ class Dispatcher : public session::Handler {
   std::vector<std::size_t> keys_;     // reused for write invalidation
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;
+  // While a withheld request is handled: the session's own target, for the pushes and
+  // unsolicited replies of the connection it may subscribe or tunnel (those are not withheld).
+  const std::shared_ptr<upstream::ReplyTarget>* pushes_to_ = nullptr;
 };
 
 }  // namespace corral::proxy

@@ -355,6 +355,18 @@ Action client_getname(LocalCall& call) {
   return Action::done;
 }
 
+// CLIENT REPLY ON|OFF|SKIP: Corral withholds the replies (dispatcher.cpp); Redis never sees it.
+Action client_reply(LocalCall& call) {
+  const auto word = call.argv[2];
+  if (!iequals(word, "on") && !iequals(word, "off") && !iequals(word, "skip")) {
+    resp::append_error(call.reply, "ERR syntax error");
+    return Action::done;
+  }
+  call.client.reply_mode = after_client_reply(call.client.reply_mode, word);
+  if (call.client.reply_mode == ReplyMode::on) resp::append_simple(call.reply, "OK");
+  return Action::done;
+}
+
 Action client_id(LocalCall& call) {
   resp::append_integer(call.reply, static_cast<std::int64_t>(call.client.id));
   return Action::done;
@@ -383,6 +395,7 @@ Action reset(LocalCall& call) {
   client.monitoring = false;
   client.database = 0;
   client.protocol = 2;  // RESET goes back to RESP2, as in Redis
+  client.reply_mode = ReplyMode::on;
   client.name.clear();
   client.authenticated = call.settings.client.password.empty();
   client.admin = call.settings.client.admin_password.empty();
@@ -412,6 +425,7 @@ constexpr LocalRow kLocalCommands[] = {
     {"client|setname", client_setname},
     {"client|getname", client_getname},
     {"client|id", client_id},
+    {"client|reply", client_reply},
     {"client|list", client_list},
     {"client|info", client_info},
     {"client|kill", client_kill},

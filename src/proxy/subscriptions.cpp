@@ -9,9 +9,12 @@ namespace corral::proxy {
 
 bool ends_subscriptions(std::string_view reply) {
   // Most pushes are messages: reject them on their first bytes before decoding anything.
-  if (!reply.starts_with("*3\r\n$11\r\nunsubscribe\r\n") &&
-      !reply.starts_with("*3\r\n$12\r\npunsubscribe\r\n") &&
-      !reply.starts_with("*3\r\n$12\r\nsunsubscribe\r\n")) {
+  // A RESP2 array, or a RESP3 push: the same three elements.
+  if (!reply.starts_with('*') && !reply.starts_with('>')) return false;
+  const auto body = reply.substr(1);
+  if (!body.starts_with("3\r\n$11\r\nunsubscribe\r\n") &&
+      !body.starts_with("3\r\n$12\r\npunsubscribe\r\n") &&
+      !body.starts_with("3\r\n$12\r\nsunsubscribe\r\n")) {
     return false;
   }
   const auto decoded = resp::decode_reply(reply);

@@ -10,7 +10,8 @@
 
 namespace corral::proxy {
 
-// True for an (un|punsub|sunsub)scribe confirmation whose remaining-subscriptions count is 0.
+// True for an (un|punsub|sunsub)scribe confirmation (RESP2 reply or RESP3 push) whose
+// remaining-subscriptions count is 0.
 bool ends_subscriptions(std::string_view reply);
 
 // True for a (p|s)subscribe confirmation: one arrives per channel or pattern subscribed to.

@@ -179,9 +179,6 @@ class ClientGen:
         self.p = "{c%d}:" % cid
         self.stream_seq = {}
         self.reply_mode = "on"  # on, off, skip (the next command's reply is skipped)
-        self.reply_mode_used = False
-        self.proto = 2
-        self.sticky = False  # Corral keeps the client on a session link of its own from now on
         self.scripts = [s % cid for s in SCRIPTS]
 
     # -- helpers --
@@ -310,9 +307,6 @@ class ClientGen:
         return [["MULTI"]] + inner + [end]
 
     def errors(self):
-        # Left out, a mismatch (issue 17): SELECT 99 (out of range) queued in MULTI, or pipelined
-        # right behind an EXEC, then GET k in a later round trip: Redis answers $-1, Corral "ERR
-        # upstream unavailable" from then on (it moved the client to db 99 all the same).
         r = self.rng
         return [r.choice([
             ["GET", self.key("h")], ["LPUSH", self.key("s"), "x"], ["HGET", self.key("l"), "f"],
@@ -321,36 +315,21 @@ class ClientGen:
             ["EXEC"], ["DISCARD"], ["ZADD", self.key("z"), "nan", "m"],
             ["XADD", self.key("x", 2), "0-0", "f", "v"], ["EVALSHA", "f" * 40, "0"]])]
 
-    def connection(self):
-        # SELECT is left out, a mismatch (issue 17): a SELECT made while the client still holds
-        # an upstream link of its own does not reach that link, so later commands run in the old
-        # database. Three reproductions, each a round trip per line (Redis / Corral):
-        #   DECR k; BLMPOP 0.02 2 l1 l0 LEFT | SELECT 3 | MULTI; INCR k; EXEC    -> *1 :1 / *1 :0
-        #   MULTI; EXEC | SELECT 1; SET k v; CLIENT REPLY OFF; CLIENT REPLY ON | GET k  -> v / $-1
-        #   RPUSH k v; HELLO 3; MULTI; EXEC | SELECT 3; HELLO 2; LPUSHX k x      -> :0 / :2
-        # (The hostile client still sends SELECT: it must not move anyone else.)
+    def databases(self):
+        # SELECT moves this client only (its keys are its own in every database), inside MULTI
+        # too; out of range or not a number, it is Redis's error and moves nothing.
         r = self.rng
-        # CLIENT GETNAME with no name set after HELLO 3 answered the RESP2 null (a mismatch this
-        # test found, fixed): asked whether the client has a name or not.
+        return [r.choice([["SELECT", str(r.randrange(4))], ["SELECT", str(r.randrange(4))],
+                          ["SELECT", "99"], ["SELECT", "x"]])]
+
+    def connection(self):
+        r = self.rng
         names = [["CLIENT", "SETNAME", "c%d" % r.randrange(3)], ["CLIENT", "GETNAME"]]
-        if self.reply_mode_used:
-            # Mismatch (issue 17): once a client has sent CLIENT REPLY, Corral forwards its CLIENT
-            # SETNAME/GETNAME/ID/INFO to its upstream session link: GETNAME answers nil instead of
-            # the name set before, ID and INFO describe the upstream connection.
-            names = []
-        # Corral refuses to switch the protocol of a client that holds its session link (after
-        # CLIENT REPLY, or once subscribed in RESP3): "ERR Corral cannot switch the protocol of a
-        # connection in WATCH, subscribed, tracking or another stateful mode". Redis switches.
-        protos = [str(self.proto)] if self.sticky else ["2", "3"]
-        proto = r.choice(protos)
-        hellos = [["HELLO", proto]] + ([] if names == [] else
-                                       [["HELLO", proto, "SETNAME", "n%d" % self.cid]])
-        cmd = r.choice(names + hellos + [
+        proto = r.choice(["2", "3"])
+        hellos = [["HELLO", proto], ["HELLO", proto, "SETNAME", "n%d" % self.cid]]
+        return [r.choice(names + hellos + [
             ["PING"], ["PING", "hi"], ["ECHO", self.val()], Cmd(["CLIENT", "ID"], norm="id"),
-            ["HELLO", "4"]])
-        if not isinstance(cmd, Cmd) and cmd[0] == "HELLO" and cmd[1] != "4":
-            self.proto = int(cmd[1])
-        return [cmd]
+            ["HELLO", "4"]])]
 
     def reply_modes(self):
         # CLIENT REPLY OFF or SKIP ahead of a few commands; the batch ends with replies on.
@@ -359,7 +338,6 @@ class ClientGen:
         for _ in range(r.randint(1, 3)):
             body += self.pick(INNER_FAMILIES, transaction=False)
         mode = r.choice(["OFF", "SKIP"])
-        self.reply_mode_used = self.sticky = True
         return [["CLIENT", "REPLY", mode]] + body + ([["CLIENT", "REPLY", "ON"]]
                                                    if mode == "OFF" else [])
 
@@ -418,7 +396,6 @@ class ClientGen:
         """SUBSCRIBE (or PSUBSCRIBE) on the first connection, PUBLISH from the second, the
         message read on the first, then unsubscribe: every reply count is known."""
         r = self.rng
-        self.sticky = self.sticky or self.proto == 3
         chans = [self.p + "ch%d" % i for i in range(r.randint(1, 3))]
         pattern = self.p + "ch*"
         use_pattern = r.random() < 0.4
@@ -469,7 +446,8 @@ SCRIPTS = [
 ]
 
 INNER_FAMILIES = [("strings", 5), ("hashes", 3), ("lists", 3), ("blocking", 1), ("sets", 2),
-                  ("zsets", 2), ("streams", 2), ("scripting", 1), ("errors", 1)]
+                  ("zsets", 2), ("streams", 2), ("scripting", 1), ("errors", 1),
+                  ("databases", 1)]
 BATCH_FAMILIES = INNER_FAMILIES + [("transaction", 3), ("connection", 2), ("reply_modes", 2)]
 _DROP = os.environ.get("DIFF_DROP_FAMILIES", "").split(",")  # bisecting a mismatch by family
 BATCH_FAMILIES = [f for f in BATCH_FAMILIES if f[0] not in _DROP]

@@ -32,7 +32,7 @@ HOSTILE = [
     ["CLIENT", "REPLY", "OFF"], ["CLIENT", "REPLY", "SKIP"], ["CLIENT", "REPLY", "ON"],
     ["READONLY"], ["READWRITE"], ["ASKING"], ["MULTI"],
     ["CLIENT", "TRACKING", "ON"], ["CLIENT", "TRACKING", "ON", "BCAST"],
- ["SUBSCRIBE", "{hostile}:ch"],
+    ["SUBSCRIBE", "{hostile}:ch"],
     ["PSUBSCRIBE", "{hostile}:*"], ["UNSUBSCRIBE"], ["RESET"], ["HELLO", "3"], ["HELLO", "2"],
     ["AUTH", "wrong"], ["AUTH", "default", "wrong"],
     ["CLIENT", "SETNAME", "evil"], ["CLIENT", "NO-EVICT", "ON"], ["CLIENT", "NO-TOUCH", "ON"],
@@ -40,23 +40,16 @@ HOSTILE = [
     ["EVAL", "redis.setresp(3) return redis.call('HGETALL', KEYS[1])", "1", "{hostile}:h"],
     ["BLPOP", "{hostile}:q", "0.05"], ["SET", "{hostile}:k", "v"], ["GET", "{hostile}:k"],
     ["QUIT"],
+    # These leaked once (issue 17: the hostile client's SELECT moved other clients' commands).
+    ["SELECT", "1"], ["SELECT", "3"], ["CLIENT", "TRACKING", "OFF"], ["CLIENT", "CACHING", "NO"],
+    ["HELLO", "3", "AUTH", "default", "wrong"],
 ]
-# Left out, mismatches (issue 17): the hostile client's SELECT reaches a shared link, and other
-# clients' commands in db 0 run in its database from then on. Reproduced alone: CLIENT TRACKING OFF
-# or CLIENT CACHING NO as a connection's first command, then SELECT 1; or BLPOP q 0.3, then while
-# it blocks HELLO 3 AUTH default wrong, then SELECT 3 (each ~50 ms apart). Without those three,
-# SELECT still leaks under the full load (seeds 1648825293 and 4293083660: the second connection's
-# INCR in db 0 finds the key missing) by a path not isolated yet, so SELECT is left out too.
-HOSTILE_LEAKING = [["SELECT", "1"], ["SELECT", "3"], ["CLIENT", "TRACKING", "OFF"],
-                   ["CLIENT", "CACHING", "NO"], ["HELLO", "3", "AUTH", "default", "wrong"]]
 _drop = os.environ.get("DIFF_DROP")  # bisecting: hostile commands whose name starts so are left out
 if _drop:
     HOSTILE = [c for c in HOSTILE if not any(" ".join(c).startswith(d) for d in _drop.split(","))]
-# DIFF_LEAKS=1 shows that the test catches a leak: the hostile client sends these too, and now and
-# then the reproduced one (a fresh connection: CLIENT TRACKING OFF, then SELECT 1).
+# DIFF_LEAKS=1: now and then the hostile client also replays the sequence that leaked until
+# commit 170564e (a fresh connection: CLIENT TRACKING OFF, then SELECT 1).
 LEAKS = os.environ.get("DIFF_LEAKS") == "1"
-if LEAKS:
-    HOSTILE += HOSTILE_LEAKING
 
 
 class Run:
@@ -163,7 +156,11 @@ def test_each_client_sees_what_redis_would_answer_it(threads, capsys):
     with capsys.disabled():
         print("\ndifferential: threads=%d seed=%d (replay: DIFF_SEED=%d) clients=%d seconds=%.0f"
               % (threads, seed, SEED, nclients, SECONDS / 2))
-    stack = harness.Stack({"threads": threads}, name="differential").start()
+    # A reply or a session link held past its timeout on a loaded machine (load 27 on 2 cores was
+    # seen) is a timeout error, not an isolation failure: the limits are far above the usual times.
+    stack = harness.Stack({"threads": threads,
+                           "upstream": {"command_timeout": "10s", "connect_timeout": "5s"}},
+                          name="differential").start()
     direct = harness.RedisServer(harness.make_tmpdir("corral-direct-"), name="direct").start()
     run = Run(SECONDS / 2)
     only = os.environ.get("DIFF_ONLY")  # when minimising: "4" or "4,7" (their seeds unchanged)

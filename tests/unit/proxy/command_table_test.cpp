@@ -354,7 +354,7 @@ TEST_CASE("The route column", "[command_table]") {
     CHECK(must_find(name).route == Route::tunnel);
   }
   CHECK(must_find("monitor").route == Route::local);
-  CHECK(must_find_sub("client", "reply").route == Route::control);
+  CHECK(must_find_sub("client", "reply").route == Route::local);
   for (auto name : {"exec", "discard", "unwatch", "unsubscribe", "publish", "set", "flushall"}) {
     CHECK(must_find(name).route == Route::shared);
   }

@@ -200,23 +200,59 @@ TEST_CASE("QUIT in the tunnel closes the client without reaching Redis", "[dispa
   CHECK(reply == "-ERR upstream connection lost\r\n");
 }
 
-TEST_CASE("CLIENT REPLY OFF suppresses replies; ON goes to the shared connection", "[dispatcher]") {
+TEST_CASE("CLIENT REPLY OFF and SKIP withhold replies; commands keep their connections",
+          "[dispatcher]") {
   Proxy proxy;
-  Client on(proxy);
-  CHECK(on.send({"CLIENT", "REPLY", "ON"}) == Action::done);
-  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+  Client client(proxy);
+  CHECK(client.send({"CLIENT", "SETNAME", "me"}) == Action::done);
+  CHECK(client.send({"CLIENT", "REPLY", "OFF"}) == Action::done);
+  CHECK(client.slots->replies.count(client.tag) == 1);  // filled with nothing: the pipeline moves
+  CHECK(client.reply().empty());
+  // A write still runs on the shared connection; its slot is filled, empty, once Redis answers.
+  CHECK(client.send({"SET", "k", "v"}) == Action::done);
+  auto& shared = proxy.links.shared_of(0);
+  REQUIRE(shared.sent.size() == 1);
+  CHECK(shared.sent[0].bytes == wire({"SET", "k", "v"}));
+  CHECK(client.slots->replies.count(client.tag) == 0);
+  shared.answer("+OK\r\n");
+  CHECK(client.slots->replies.count(client.tag) == 1);
+  CHECK(client.reply().empty());
   CHECK(proxy.links.dedicated.empty());
+  CHECK_FALSE(client.handler->tunneling());
+  // Corral still answers its own commands, about this client, and withholds the answer.
+  CHECK(client.send({"CLIENT", "GETNAME"}) == Action::done);
+  CHECK(client.reply().empty());
+  CHECK(client.send({"CLIENT", "REPLY", "ON"}) == Action::done);
+  CHECK(client.reply() == "+OK\r\n");
+  // SKIP withholds the next reply only, whoever answers it.
+  CHECK(client.send({"CLIENT", "REPLY", "SKIP"}) == Action::done);
+  CHECK(client.reply().empty());
+  CHECK(client.send({"CLIENT", "GETNAME"}) == Action::done);
+  CHECK(client.reply().empty());
+  CHECK(client.send({"CLIENT", "GETNAME"}) == Action::done);
+  CHECK(client.reply() == "$2\r\nme\r\n");
+  CHECK(shared.sent.size() == 1);  // CLIENT REPLY never reaches Redis
+}
 
-  Client off(proxy);
-  CHECK(off.send({"CLIENT", "REPLY", "OFF"}) == Action::done);
-  auto& dedicated = proxy.links.last_dedicated();
-  REQUIRE(dedicated.sent.size() == 1);
-  CHECK_FALSE(dedicated.sent[0].tracked);
-  CHECK(dedicated.unsolicited == off.slots);
-  // The slot is filled with nothing, so the pipeline moves on.
-  CHECK(off.slots->replies.count(off.tag) == 1);
-  CHECK(off.reply().empty());
-  CHECK(off.handler->tunneling());
+TEST_CASE("CLIENT REPLY follows Redis: SKIP while OFF is a no-op, RESET answers even OFF",
+          "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"CLIENT", "REPLY", "OFF"}) == Action::done);
+  CHECK(client.send({"CLIENT", "REPLY", "SKIP"}) == Action::done);
+  CHECK(client.send({"PING"}) == Action::done);
+  CHECK(client.reply().empty());
+  CHECK(client.send({"PING"}) == Action::done);
+  CHECK(client.reply().empty());  // still OFF
+  CHECK(client.send({"RESET"}) == Action::done);
+  CHECK(client.reply() == "+RESET\r\n");
+  CHECK(client.send({"PING"}) == Action::done);
+  CHECK(client.reply() == "+PONG\r\n");
+  CHECK(client.send({"CLIENT", "REPLY", "SKIP"}) == Action::done);
+  CHECK(client.send({"RESET"}) == Action::done);
+  CHECK(client.reply().empty());  // a skipped RESET is silent
+  CHECK(client.send({"CLIENT", "REPLY", "MAYBE"}) == Action::done);
+  CHECK(client.reply() == "-ERR syntax error\r\n");
 }
 
 TEST_CASE("AUTH gates every other command when client.password is set", "[dispatcher]") {

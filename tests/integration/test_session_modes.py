@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+# Session state that the differential test (issue 17) found answered unlike Redis: CLIENT REPLY
+# OFF/SKIP, the end of RESP3 subscriptions, SELECT queued in a transaction. Each case is pipelined
+# through Corral and on a direct connection, and the replies (raw RESP, connection ids masked)
+# must be the same; a client's own id and name stay Corral's.
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from differential import Action, Cmd, Conn, run_action  # noqa: E402
+
+pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="compares Corral with Redis")
+
+# Round trips (each a list of commands sent together); {k} is a key of the case's own.
+CASES = {
+    # Corral sent the client's commands to an upstream link of its own after CLIENT REPLY, and
+    # answered CLIENT GETNAME from there: nil instead of the name set before.
+    "getname after skip": [[["CLIENT", "SETNAME", "me"]],
+                           [["CLIENT", "REPLY", "SKIP"], ["PING"], ["CLIENT", "GETNAME"]]],
+    "getname after off": [[["CLIENT", "SETNAME", "me"], ["CLIENT", "REPLY", "OFF"],
+                           ["SET", "{k}", "v"], ["CLIENT", "REPLY", "ON"]],
+                          [["CLIENT", "GETNAME"], ["GET", "{k}"]]],
+    "skip and off as redis": [[["CLIENT", "REPLY", "OFF"], ["CLIENT", "REPLY", "SKIP"], ["PING"],
+                               ["CLIENT", "REPLY", "ON"], ["PING"]],
+                              [["CLIENT", "REPLY", "SKIP"], ["CLIENT", "REPLY", "SKIP"],
+                               ["INCR", "{k}"], ["INCR", "{k}"], ["GET", "{k}"]],
+                              [["CLIENT", "REPLY", "OFF"], ["RESET"], ["GET", "{k}"]]],
+    "hello after reply off": [[["CLIENT", "REPLY", "OFF"], ["CLIENT", "REPLY", "ON"],
+                               ["HELLO", "3"], ["HGETALL", "{k}"]]],
+    # After its last subscription ended, a RESP3 client was still refused a protocol switch.
+    # (One channel: a second confirmation push can come after the ECHO that ends a round trip.)
+    "hello after resp3 subscriptions": [[["HELLO", "3"]], [["SUBSCRIBE", "{k}:a"]],
+                                        [["UNSUBSCRIBE", "{k}:a"]],
+                                        [["HELLO", "2"], ["HGETALL", "{k}"]]],
+    # A SELECT queued in MULTI moved the client although DISCARD dropped it: the commands
+    # pipelined behind DISCARD ran in db 3 (on the client's link), the GET after them in db 0.
+    "select discarded": [[["SELECT", "3"]],
+                         [["MULTI"], ["SELECT", "0"], ["DISCARD"], ["LPUSH", "{k}", "x"]],
+                         [["GET", "{k}"]]],
+    "select at exec": [[["SELECT", "2"]], [["MULTI"], ["SELECT", "1"], ["EXEC"], ["SET", "{k}", "v"]],
+                       [["GET", "{k}"], ["SELECT", "2"], ["GET", "{k}"]]],
+}
+
+
+@pytest.fixture(scope="module")
+def servers():
+    stack = harness.Stack({"threads": 1}, name="session-modes").start()
+    direct = harness.RedisServer(harness.make_tmpdir("corral-direct-"), name="direct").start()
+    yield stack, direct
+    stack.stop()
+    direct.stop()
+
+
+def replies(port, case, key):
+    conns = {"a": Conn(port)}
+    try:
+        out = []
+        for i, trip in enumerate(CASES[case]):
+            cmds = [Cmd([a.replace("{k}", key) for a in args]) for args in trip]
+            out.append(run_action(conns, Action("a", cmds), "end-%d" % i))
+        return out
+    finally:
+        conns["a"].close()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_replies_as_redis(servers, case):
+    stack, direct = servers
+    key = "rm:" + case.replace(" ", "-")
+    assert replies(stack.port, case, key) == replies(direct.port, case, key)
+
+
+def test_client_id_stays_corrals_after_reply_off(servers):
+    stack, _ = servers
+    conns = {"a": Conn(stack.port)}
+    try:
+        before = run_action(conns, Action("a", [Cmd(["CLIENT", "ID"])]), "end-0")
+        after = run_action(conns, Action("a", [Cmd(["CLIENT", "REPLY", "OFF"]),
+                                               Cmd(["CLIENT", "ID"]),
+                                               Cmd(["CLIENT", "REPLY", "ON"]),
+                                               Cmd(["CLIENT", "ID"])]), "end-1")
+        assert after == [b"+OK\r\n"] + before, (before, after)
+    finally:
+        conns["a"].close()
