@@ -2,6 +2,7 @@
 # served first come, first served, and a client that leaves while blocked leaves nothing blocked in
 # Redis (which would take the next element pushed for nobody). Threads 1 and 2.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_blocking_order.py
+import select
 import socket
 import struct
 
@@ -10,6 +11,7 @@ import pytest
 import harness
 from fault_proxy import FaultProxy
 from harness import Raw, eq
+from resp_client import encode_command
 
 PASSWORD = "blocking-order-pw"
 # Between Corral and Redis: a session link opened for a command needs a connect and an AUTH round
@@ -83,18 +85,22 @@ def wait_blocked(stack, want):
                        what="Redis to hold %d blocked client(s)" % want)
 
 
-def wait_taken(stack, watcher, client_id, command):
-    """Until Corral's CLIENT LIST shows `command` as the last one client `client_id` sent: Corral
-    has read it and handed it on."""
-    needle = b"cmd=" + command.lower().encode()
+def upstream_bytes(stack):
+    return {c.id: c.bytes_up for c in stack.proxy.connections()}
 
-    def taken():
-        for line in watcher.call("CLIENT", "LIST", "ID", client_id).split(b"\n"):
-            if line.startswith(b"id=%d " % client_id) and needle + b" " in line + b" ":
+
+def wait_handed_on(stack, before, command):
+    """Until Corral has sent, for `command`, bytes towards Redis: the command itself, which the
+    relay has handed on, on a link that was open already, or the first bytes (the handshake) of a
+    link it opened for it."""
+    wire = encode_command(*command)
+
+    def handed_on():
+        for c in stack.proxy.connections():
+            if c.id not in before or (c.bytes_up - before[c.id] >= len(wire) and c.matches(wire)):
                 return True
         return False
-    harness.wait_until(taken, 5.0, 0.002, what="Corral to take %s of client %d" % (command,
-                                                                                   client_id))
+    harness.wait_until(handed_on, 5.0, 0.001, what="Corral to hand on %s" % command[0])
 
 
 # name: (blocking command, how one element is offered, setup). Each pops (or claims) the element
@@ -124,30 +130,30 @@ def test_blocked_clients_are_served_first_come_first_served(stack, name):
     for command in setup:
         direct.execute_command(*command)
     served = {"worker": 0, "waiter": 0}
-    with stack.raw() as worker, stack.raw() as waiter, stack.raw() as watcher:
-        worker_id = worker.call("CLIENT", "ID")
+    waiter_first = []
+    with stack.raw() as worker, stack.raw() as waiter:
         stack.proxy.latency(LATENCY)
         for i in range(ROUNDS):
             eq(worker.call("LPUSH", "fifo:results", i), i + 1, "the worker's LPUSH")
+            before = upstream_bytes(stack)
             worker.send_command(*command_for(name, "worker"))
-            wait_taken(stack, watcher, worker_id, POPS[name][0][0])
+            wait_handed_on(stack, before, command_for(name, "worker"))
             waiter.send_command(*command_for(name, "waiter"))
             wait_blocked(stack, 2)
             direct.execute_command(*(offer + ["first%d" % i]))
-            # The one served first answers now; the other is still blocked until the second offer.
-            worker.settimeout(1.0)
-            try:
-                worker.read()
-                first, second = "worker", waiter
-            except socket.timeout:
-                first, second = "waiter", worker
-            worker.settimeout(10)
+            # The one served first answers; the other stays blocked until the second offer.
+            readable, _, _ = select.select([worker.sock, waiter.sock], [], [], 10)
+            assert len(readable) == 1, "round %d: %d clients answered one offer" % (i,
+                                                                                len(readable))
+            first = "worker" if readable[0] is worker.sock else "waiter"
             served[first] += 1
             if first == "waiter":
-                waiter.read()
+                waiter_first.append(i)
+            (worker if first == "worker" else waiter).read()
             direct.execute_command(*(offer + ["second%d" % i]))
-            second.read()
-    eq(served, {"worker": ROUNDS, "waiter": 0}, "who Redis served first, over %d rounds" % ROUNDS)
+            (waiter if first == "worker" else worker).read()
+    eq(served, {"worker": ROUNDS, "waiter": 0},
+       "who Redis served first, over %d rounds (the waiter in rounds %s)" % (ROUNDS, waiter_first))
 
 
 @pytest.mark.parametrize("state", ["none", "watch", "tracking", "resp3_tracking"])
