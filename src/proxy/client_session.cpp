@@ -74,6 +74,8 @@ void ClientSession::drain() {
   dispatcher_.end_session(state_);
 }
 
+bool ClientSession::blocked() const { return blocked_in_redis(state_); }
+
 void ClientSession::publish(const Resolved& resolved) {
   record_->last_active_ms.store(ClientRegistry::now_ms(), std::memory_order_relaxed);
   if (resolved.spec != nullptr) {

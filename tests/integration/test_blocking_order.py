@@ -230,3 +230,25 @@ def test_client_unblock_reaches_a_command_on_a_kept_link(stack):
         wait_blocked(stack, 1)
         eq(other.call("RPUSH", "kept:q", "v"), 1, "RPUSH")
         eq(blocked.read(), [b"kept:q", b"v"], "BLPOP served on the kept link")
+
+
+def test_a_client_half_closing_while_blocked_is_closed_without_replies(stack):
+    """As Redis frees a client that closes its side while blocked, sending it nothing: the BLPOP
+    and the SET queued behind it answer nobody (a client library then resends both on its next
+    connection: ioredis's autoResendUnfulfilledCommands), and the element pushed next stays."""
+    direct = stack.direct()
+    a = stack.raw()
+    try:
+        a.send(encode_command("SELECT", 3) + encode_command("BLPOP", "half:q", 0) +
+               encode_command("SET", "half:after", 1))
+        wait_blocked(stack, 1)
+        a.sock.shutdown(socket.SHUT_WR)
+        eq(a.read_until_closed(5), b"+OK\r\n", "what the client got before Corral closed")
+    finally:
+        a.close()
+    harness.wait_until(lambda: direct.info("clients")["blocked_clients"] == 0, 3.0, 0.005,
+                       what="the BLPOP of the client that left to end in Redis")
+    db3 = stack.redis.client(db=3, password=PASSWORD)
+    eq(db3.lpush("half:q", "v"), 1, "LPUSH")
+    eq(db3.lrange("half:q", 0, -1), [b"v"], "the pushed element, still in the list")
+    eq(db3.get("half:after"), None, "the SET queued behind the block did not run")
