@@ -1,6 +1,8 @@
 // ClientSession: the session seam's calls mapped onto the dispatcher, with the client's state.
 #include "proxy/client_session.hpp"
 
+#include "proxy/blocking_session.hpp"
+
 namespace corral::proxy {
 
 ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const session::Peer& peer)
@@ -64,10 +66,15 @@ void ClientSession::end_session() {
 void ClientSession::drain() {
   // A transaction or WATCH ends by itself: its EXEC is in flight (and answered) or will never be
   // sent. A blocked command or a subscription would hold the process until shutdown_timeout: its
-  // connection is closed now, which answers the blocked request with an error.
-  if (!state_.dedicated || state_.mode.holds_redis_state()) return;
+  // connection is closed now, which answers the blocked request with an error. A blocked command
+  // ends with its client even under WATCH or tracking (state that leaves with the client too), as
+  // Redis frees such a client: left blocked, it would take the next element pushed for nobody.
+  if (!state_.dedicated) return;
+  if (state_.mode.holds_redis_state() && !blocked_in_redis(state_)) return;
   dispatcher_.end_session(state_);
 }
+
+bool ClientSession::blocked() const { return blocked_in_redis(state_); }
 
 void ClientSession::publish(const Resolved& resolved) {
   record_->last_active_ms.store(ClientRegistry::now_ms(), std::memory_order_relaxed);

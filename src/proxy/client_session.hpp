@@ -30,6 +30,7 @@ class ClientSession final : public session::ClientHandler {
   bool authenticated() const override { return state_.authenticated; }
   void end_session() override;
   void drain() override;
+  bool blocked() const override;
 
   const ClientState& state() const { return state_; }
 

@@ -72,7 +72,14 @@ void release_dedicated(ClientState& client) {
     client.dedicated->close();
     client_registry().clear_upstream_client(client.id);
   }
+  if (client.kept.link) {
+    client.kept.link->close();
+    client_registry().clear_upstream_client(client.id);
+  }
+  client.kept = {};
   client.dedicated.reset();
+  client.dedicated_blocked = false;
+  client.blocking_replies_due.reset();
   end_tracking_redirect(client);
   client.mode.reset();
   client.queued_write_keys.clear();

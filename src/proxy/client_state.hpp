@@ -80,6 +80,17 @@ class ConnectionMode {
   std::uint8_t pins_ = 0;
 };
 
+// A session link kept open, idle and clean, after the client's blocking command ended: the next
+// blocking command leaves on it at once (see proxy/blocking_session.hpp). It serves only the
+// database, protocol and partition it was opened for.
+struct KeptLink {
+  std::shared_ptr<upstream::Link> link;
+  int database = 0;
+  int protocol = 2;
+  int partition = -1;
+  std::string upstream_user;  // the upstream ACL user it is authenticated as ("" for Corral's)
+};
+
 struct ClientState {
   std::uint64_t id = 0;
   bool authenticated = false;
@@ -97,6 +108,11 @@ struct ClientState {
   // command is in flight.
   std::shared_ptr<upstream::Link> dedicated;
   ConnectionMode mode;
+  // Blocking commands sent on `dedicated` that Redis has not answered: while this is not zero the
+  // client is blocked in Redis. Shared with those commands' reply targets.
+  std::shared_ptr<std::size_t> blocking_replies_due;
+  bool dedicated_blocked = false;  // `dedicated` carried a blocking command: worth keeping
+  KeptLink kept;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
   // Subscribe confirmations still to come as unsolicited replies. A count of 0 in an unsubscribe
   // confirmation ends subscribed mode only when none is due: a SUBSCRIBE pipelined after the
@@ -123,7 +139,8 @@ struct ClientState {
   std::shared_ptr<UserCheck> user_check;
 };
 
-// Closes the client's dedicated connection (if any) and leaves every mode that held it.
+// Closes the client's dedicated connection and its kept link (if any) and leaves every mode that
+// held it.
 void release_dedicated(ClientState& client);
 
 }  // namespace corral::proxy

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "proxy/ascii.hpp"
+#include "proxy/blocking_session.hpp"
 #include "proxy/client_session.hpp"
 #include "proxy/client_unblock.hpp"
 #include "proxy/cluster_transaction.hpp"
@@ -345,7 +346,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     // another partition) goes without it, after the client's earlier replies.
     if (client.dedicated && !client.mode.holds_connection()) {
       if (awaiting > 0) return Action::drain_then_retry;
-      if (client.dedicated->in_flight() == 0) release_dedicated(client);
+      if (client.dedicated->in_flight() == 0) set_dedicated_aside(client);
     }
     if (cluster_transaction_step(upstream_, client, row, command, tag, target) ==
         ClusterStep::answered) {
@@ -413,7 +414,7 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   auto& client_upstream = upstream_for(client);
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
-    release_dedicated(client);
+    set_dedicated_aside(client);
   }
   if (client.dedicated || path == Path::shared) return true;
   if (awaiting > 0) return false;
@@ -421,8 +422,12 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   // any (classic pub/sub reaches every node of a cluster).
   const int partition = client_upstream.partition_of(command);
   if (partition == upstream::kSpansPartitions) return true;  // refused by forward()
-  client.dedicated = client_upstream.open_session_link(partition, command).link;
-  if (client.dedicated) learn_upstream_client_id(client);
+  // A kept link is open already: nothing goes before the command, which so keeps its place among
+  // the commands of other clients that Redis will block.
+  if (!take_kept_link(client, partition)) {
+    client.dedicated = client_upstream.open_session_link(partition, command).link;
+    if (client.dedicated) learn_upstream_client_id(client);
+  }
   client.cluster_slot = partition;
   return true;
 }
@@ -467,6 +472,10 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
                     : (row.flags & kBlocking) && !client.mode.in_multi()
                         ? upstream::SessionCommand::blocking
                         : upstream::SessionCommand::other;
+  if (kind == upstream::SessionCommand::blocking) {
+    return client.dedicated->send_in_session(kind, bytes, track_blocking_reply(client, reply_to),
+                                             tag, exempt);
+  }
   return client.dedicated->send_in_session(kind, bytes, reply_to, tag, exempt);
 }
 

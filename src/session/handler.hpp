@@ -82,6 +82,10 @@ class ClientHandler {
   // never answer by itself (a blocked command, subscriptions), keep what will (a transaction's
   // EXEC in flight).
   virtual void drain() {}
+  // True while a command of the client's is blocked upstream (BLPOP & co.). A client that closes
+  // its side then is closed at once, as Redis frees it: the commands that end with the block
+  // answer nobody.
+  virtual bool blocked() const { return false; }
 };
 
 // One per io thread: opens a ClientHandler for each accepted client of that thread.

@@ -153,7 +153,14 @@ awaitable<void> Session<Stream>::read_loop() {
   // The client closed or reset its side: nothing more will come, and a blocked command or a
   // subscription would hold this session (and its upstream connection) until it ends, which for
   // BLPOP k 0 is never. Redis lets such a client go at once.
-  if (!stop_reading_ && !closed_) handler_->drain();
+  if (!stop_reading_ && !closed_) {
+    const bool blocked = handler_->blocked();
+    handler_->drain();
+    // Redis frees a client that leaves while blocked and sends it nothing: error replies for the
+    // ended block (and the commands queued behind it) would reach a client that half-closed, and
+    // a client library would take them as answers instead of resending on its next connection.
+    if (blocked) abort();
+  }
   if (draining_) co_await discard_input();
   reader_done_ = true;
   if (linger_) {

@@ -1,5 +1,6 @@
 # Corral on a real Redis Cluster, the stateful side of issue 10: MULTI/WATCH bound to one slot's
-# node, pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node, a write
+# node, pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node (its session
+# link kept between blocking commands, closed when a client leaves while blocked), a write
 # straight to a primary invalidating Corral's cached copy, and hiredis (ctypes) over all slots.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_sessions.py [-k name]
 import ctypes
@@ -333,3 +334,42 @@ def test_tracking_redirect_is_refused_with_a_clear_error(stack):
                "refused on a cluster")
         eq(tracker.call("CLIENT", "TRACKING", "OFF", "REDIRECT", target_id), b"OK",
            "OFF names the id and is forwarded without it")
+
+
+def test_a_client_leaving_while_blocked_under_watch_leaves_nothing_blocked(stack):
+    """Issue 17 row 7 on a cluster: WATCH, then BLPOP k 0 on k's node, then the client leaves;
+    the element pushed next stays in k."""
+    keys = each_primary_key(stack.cluster, "leave")
+    port, key = next(iter(keys.items()))
+    node = stack.cluster.node(port)
+    a = stack.raw()
+    try:
+        eq(a.call("WATCH", key), b"OK", "WATCH")
+        a.send_command("BLPOP", key, "0")
+        harness.wait_until(lambda: node.info("clients")["blocked_clients"] == 1, 10,
+                           what="BLPOP blocked on %d" % port)
+    finally:
+        a.close()
+    harness.wait_until(lambda: node.info("clients")["blocked_clients"] == 0, 3,
+                       what="the BLPOP of the client that left to end on %d" % port)
+    with stack.raw() as b:
+        eq(b.call("LPUSH", key, "v"), 1, "B's LPUSH")
+    eq(node.lrange(key, 0, -1), [b"v"], "the pushed element, still in the list")
+
+
+def test_a_worker_loop_keeps_one_session_link_to_its_node(stack):
+    """BLPOP on one key, then a write elsewhere, over and over: one session link to the key's
+    node, kept between the BLPOPs."""
+    keys = each_primary_key(stack.cluster, "loop")
+    port, key = next(iter(keys.items()))
+    node = stack.cluster.node(port)
+    with stack.raw() as worker:
+        before = None
+        for i in range(11):
+            if i == 1:  # after a first round, which opens the session link (and shared ones)
+                before = node.info("stats")["total_connections_received"]
+            node.rpush(key, i)
+            eq(worker.call("BLPOP", key, 0), [key.encode(), str(i).encode()], "BLPOP")
+            eq(worker.call("SET", "loop:result", i), b"OK", "the result's SET")
+        opened = node.info("stats")["total_connections_received"] - before
+    assert opened == 0, "%d connections to %d opened for 10 more BLPOPs" % (opened, port)

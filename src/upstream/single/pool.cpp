@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <string>
+#include <utility>
 
 #include "resp/encoder.hpp"
 #include "upstream/server_version.hpp"
@@ -30,6 +31,7 @@ void Pool::start() {
     resp::append_command(command, argv);
     return command;
   }();
+  spare_[{settings_.database, 2}] = open_dedicated(settings_.database, 2);
   shared(settings_.database)
       .send(hello, CallbackTarget::make([](std::string_view reply, bool failed) {
               if (!failed) note_hello_reply(reply);
@@ -42,6 +44,10 @@ void Pool::close() {
     for (auto& connection : connections) connection->close();
   }
   shared_.clear();
+  for (auto& [key, spare] : spare_) {
+    if (spare) spare->close();
+  }
+  spare_.clear();
 }
 
 ConnectionOptions Pool::options_for(int database, bool reconnect, int protocol) const {
@@ -67,6 +73,19 @@ Connection& Pool::shared(int database, std::size_t affinity, int protocol) {
 }
 
 std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
+  auto& spare = spare_[{database, protocol}];
+  // Still connecting, it is ready sooner than a connection opened now; closed (the server went
+  // away), it is of no use.
+  auto connection = std::exchange(spare, open_dedicated(database, protocol));
+  if (connection && connection->state() != Link::State::ready &&
+      connection->state() != Link::State::connecting) {
+    connection->close();
+    connection = nullptr;
+  }
+  return connection ? connection : open_dedicated(database, protocol);
+}
+
+std::shared_ptr<Connection> Pool::open_dedicated(int database, int protocol) {
   auto connection = std::make_shared<Connection>(executor_, options_for(database, false, protocol),
                                                  stats_, nullptr);
   connection->start();

@@ -32,8 +32,10 @@ class Pool final : public Links {
   // all its commands travel one connection and Redis runs them in the order it sent them.
   // `protocol` 3: connections that did HELLO 3, for RESP3 clients.
   Connection& shared(int database, std::size_t affinity = 0, int protocol = 2);
-  // A new connection owned by one session; it does not reconnect, and blocking commands on it
-  // may be exempted from the command timeout.
+  // A connection owned by one session; it does not reconnect, and blocking commands on it may be
+  // exempted from the command timeout. It is the spare opened for this database and protocol
+  // ahead of time (so the session's first command leaves without waiting for a connect and a
+  // handshake, ahead of those of sessions that come after it), and a new spare is opened.
   std::shared_ptr<Connection> dedicated(int database, int protocol = 2);
 
   // Links: the same connections, for the proxy's dispatcher.
@@ -48,6 +50,7 @@ class Pool final : public Links {
 
  private:
   ConnectionOptions options_for(int database, bool reconnect, int protocol) const;
+  std::shared_ptr<Connection> open_dedicated(int database, int protocol);
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings settings_;
@@ -55,6 +58,8 @@ class Pool final : public Links {
   std::atomic<int>* ready_connections_;
   // Keyed by (database, protocol).
   std::map<std::pair<int, int>, std::vector<std::shared_ptr<Connection>>> shared_;
+  // One session link per (database, protocol) in use, opened before a session needs it.
+  std::map<std::pair<int, int>, std::shared_ptr<Connection>> spare_;
 };
 
 }  // namespace corral::upstream

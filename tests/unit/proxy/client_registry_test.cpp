@@ -185,9 +185,15 @@ TEST_CASE("CLIENT UNBLOCK unblocks the client's dedicated connection by Redis's 
   CHECK(other.send({"CLIENT", "UNBLOCK", "-5"}) == Action::done);
   CHECK(other.reply() == ":0\r\n");
 
-  // Once the block ended and the connection is released, Redis's id no longer names the client.
+  // Once the block ended, the link is kept (clean) for the client's next blocking command, and
+  // Redis's id still names it: Redis answers, :0 for a connection not blocked.
   dedicated.answer("*-1\r\n");
   CHECK(blocked.send({"GET", "k"}) == Action::done);
+  CHECK(dedicated.closes == 0);
+  CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::done);
+  CHECK(shared.bytes().back() == wire({"CLIENT", "UNBLOCK", "1000"}));
+  // Once the client left, the kept link is closed and Redis's id no longer names the client.
+  blocked.handler->end_session();
   CHECK(dedicated.closes == 1);
   const auto sent_before = shared.sent.size();
   CHECK(other.send({"CLIENT", "UNBLOCK", id}) == Action::done);

@@ -1,0 +1,86 @@
+// Blocking commands on a client's session link: the count of those Redis still blocks on, and the
+// link kept between them so that the next one does not wait behind a connect and a handshake.
+#include "proxy/blocking_session.hpp"
+
+#include <utility>
+
+#include "proxy/client_registry.hpp"
+#include "upstream/link.hpp"
+
+namespace corral::proxy {
+namespace {
+
+// Counts one blocking command as due until its outcome arrives, whichever way it arrives.
+class BlockingReply final : public upstream::ReplyTarget {
+ public:
+  BlockingReply(std::shared_ptr<std::size_t> due, std::shared_ptr<upstream::ReplyTarget> client)
+      : due_(std::move(due)), client_(std::move(client)) {
+    ++*due_;
+  }
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    --*due_;
+    client_->on_reply(tag, reply);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    --*due_;
+    client_->on_failure(tag, error);
+  }
+  void on_error(std::uint64_t tag, upstream::ErrorKind kind, std::string_view error) override {
+    --*due_;
+    client_->on_error(tag, kind, error);
+  }
+  void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override {
+    client_->note_phases(tag, phases);
+  }
+
+ private:
+  std::shared_ptr<std::size_t> due_;
+  std::shared_ptr<upstream::ReplyTarget> client_;
+};
+
+}  // namespace
+
+std::shared_ptr<upstream::ReplyTarget> track_blocking_reply(
+    ClientState& client, std::shared_ptr<upstream::ReplyTarget> target) {
+  if (!client.blocking_replies_due) client.blocking_replies_due = std::make_shared<std::size_t>(0);
+  client.dedicated_blocked = true;
+  return std::make_shared<BlockingReply>(client.blocking_replies_due, std::move(target));
+}
+
+bool blocked_in_redis(const ClientState& client) {
+  return client.dedicated && client.blocking_replies_due && *client.blocking_replies_due > 0;
+}
+
+void set_dedicated_aside(ClientState& client) {
+  auto& link = client.dedicated;
+  // Known clean: Redis answered everything sent on it and keeps no state for it (no WATCH,
+  // transaction, subscription, tracking or reply mode), so it is as good as a new connection.
+  const bool clean = link && client.dedicated_blocked && !client.mode.holds_connection() &&
+                     link->state() == upstream::Link::State::ready && link->in_flight() == 0;
+  if (!clean) {
+    release_dedicated(client);
+    return;
+  }
+  KeptLink kept{std::move(link), client.database, client.protocol, client.cluster_slot,
+                client.upstream_user};
+  kept.link->set_unsolicited_target(nullptr);
+  release_dedicated(client);  // nothing to close now: the mode's bookkeeping only
+  // Redis's id for the link stays in the client registry: CLIENT UNBLOCK still finds it.
+  client.kept = std::move(kept);
+}
+
+bool take_kept_link(ClientState& client, int partition) {
+  KeptLink kept = std::exchange(client.kept, {});
+  if (!kept.link) return false;
+  if (kept.link->state() == upstream::Link::State::ready && kept.link->in_flight() == 0 &&
+      kept.database == client.database && kept.protocol == client.protocol &&
+      kept.partition == partition && kept.upstream_user == client.upstream_user) {
+    client.dedicated = std::move(kept.link);
+    return true;
+  }
+  kept.link->close();
+  client_registry().clear_upstream_client(client.id);
+  return false;
+}
+
+}  // namespace corral::proxy
