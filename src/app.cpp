@@ -66,8 +66,8 @@ struct App::ThreadParts {
                                     io.get_executor(), settings.upstream, topology, &stats)
                               : nullptr),
         // Upstream ACL users' pools: for one Redis at a fixed address (not a Sentinel's primary).
-        user_pools(pool ? std::make_unique<upstream::UserPools>(io.get_executor(), settings.upstream,
-                                                                &stats, &info.user_pools)
+        user_pools(pool ? std::make_unique<upstream::UserPools>(
+                              io.get_executor(), settings.upstream, &stats, &info.user_pools)
                         : nullptr),
         upstream(make_upstream(io, settings, one_server(), cluster_pool.get(), user_pools.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:

@@ -21,6 +21,7 @@
 #include "proxy/resp3.hpp"
 #include "proxy/subscriptions.hpp"
 #include "proxy/tracking_redirect.hpp"
+#include "proxy/transaction_endings.hpp"
 #include "proxy/version_commands.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/cached_command.hpp"
@@ -505,63 +506,6 @@ std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     for (auto index : keys_) client.queued_write_keys.emplace_back(request.argv[index]);
   }
   return read_through_->wrap_write(request.argv, keys_, target);
-}
-
-namespace {
-// Answers one command with a fixed reply once Redis has answered it (or fails it if Redis can't).
-class FixedReply : public upstream::ReplyTarget {
- public:
-  FixedReply(std::shared_ptr<upstream::ReplyTarget> client, std::string reply)
-      : client_(std::move(client)), reply_(std::move(reply)) {}
-  void on_reply(std::uint64_t tag, std::string_view) override { client_->on_reply(tag, reply_); }
-  void on_failure(std::uint64_t tag, std::string_view error) override {
-    client_->on_failure(tag, error);
-  }
-
- private:
-  std::shared_ptr<upstream::ReplyTarget> client_;
-  std::string reply_;
-};
-}  // namespace
-
-// EXEC after a command Corral refused inside MULTI: discard upstream, answer as Redis would.
-Action Dispatcher::abort_transaction(ClientState& client, std::uint64_t tag,
-                                     const std::shared_ptr<upstream::ReplyTarget>& target) {
-  client.mode.apply(StateChange::discard, {});
-  client.queued_database = -1;
-  client.queued_write_keys.clear();
-  std::string reply;
-  resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
-  std::string discard;
-  const std::string_view argv[] = {"DISCARD"};
-  resp::append_command(discard, argv);
-  auto answer = std::make_shared<FixedReply>(target, std::move(reply));
-  if (!client.dedicated->send(discard, answer, tag))
-    target->on_failure(tag, upstream::kErrUnavailable);
-  return Action::done;
-}
-
-// The transaction died with its connection: nothing reaches Redis until the client ends it.
-Action Dispatcher::answer_lost_transaction(ClientState& client, const CommandSpec& row,
-                                           std::uint64_t tag,
-                                           const std::shared_ptr<upstream::ReplyTarget>& target) {
-  scratch_.clear();
-  if (row.change == StateChange::exec || row.change == StateChange::discard) {
-    client.mode.reset();
-    client.queued_write_keys.clear();
-    client.queued_database = -1;
-    if (row.change == StateChange::exec) {
-      resp::append_error(scratch_, "EXECABORT Transaction discarded because of previous errors.");
-    } else {
-      resp::append_simple(scratch_, "OK");
-    }
-  } else if (row.change == StateChange::multi) {
-    resp::append_error(scratch_, "ERR MULTI calls can not be nested");
-  } else {
-    resp::append_error(scratch_, upstream::kErrStateLost);
-  }
-  target->on_reply(tag, scratch_);
-  return Action::done;
 }
 
 Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, std::string& reply) {

@@ -121,10 +121,6 @@ class Dispatcher : public session::Handler {
   Action forward_tracking(ClientState& client, const Request& request, const CommandSpec& row,
                           std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                           std::size_t awaiting);
-  Action abort_transaction(ClientState& client, std::uint64_t tag,
-                           const std::shared_ptr<upstream::ReplyTarget>& target);
-  Action answer_lost_transaction(ClientState& client, const CommandSpec& row, std::uint64_t tag,
-                                 const std::shared_ptr<upstream::ReplyTarget>& target);
   std::shared_ptr<upstream::ReplyTarget> invalidating_target(
       ClientState& client, const CommandSpec& row, const Request& request,
       const std::shared_ptr<upstream::ReplyTarget>& target);
