@@ -205,8 +205,14 @@ class Proc:
         return data[-tail:].decode("utf-8", "replace")
 
     def describe_failure(self):
-        return "--- %s (pid %s, exit %s) log tail ---\n%s" % (
-            self.name, self.pid, self.returncode(), self.log_text(4000))
+        text = self.log_text(1 << 20)
+        # A sanitizer report's first lines (what was accessed, where) matter most, and a tail
+        # of the log would cut them off.
+        start = max(text.find("ERROR: AddressSanitizer"), text.find("runtime error:"))
+        shown = text[start:start + 12000] if start >= 0 else text[-4000:]
+        return "--- %s (pid %s, exit %s) log %s ---\n%s" % (
+            self.name, self.pid, self.returncode(),
+            "from its sanitizer report" if start >= 0 else "tail", shown)
 
     def rss_peak_kb(self):
         """VmHWM of the live process in kB (None if unknown)."""
