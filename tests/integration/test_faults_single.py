@@ -140,7 +140,10 @@ def test_stall_inside_a_pipeline_then_resume_delivers_every_reply_in_order(fx):
         r.send(request)
         first = [r.read() for _ in range(100)]
         wait_until(lambda: link.links["up"].stalled, 5, what="the stall inside the pipeline")
-        assert link.bytes_up - sent == len(request) // 2 + 7
+        # At least the armed count went up (Corral's own traffic on the link, a readiness PING or
+        # a start-up query, may come between the snapshot and the arming), and not the whole
+        # pipeline: checked on the server just below.
+        assert len(request) // 2 + 7 <= link.bytes_up - sent < len(request)
         assert fx.direct().get(keys[-1]) is None, "the stall let the whole pipeline through"
         fx.proxy.resume(link)
         rest = [r.read() for _ in range(900)]
