@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace corral::config {
@@ -86,6 +87,11 @@ struct UpstreamSettings {
   // per thread, closed once no client has used it for the idle timeout.
   int max_user_pools = 64;
   Duration user_pool_idle_timeout{60000};
+
+  // The kind of upstream, as INFO's upstream_mode names it.
+  std::string_view kind_name() const {
+    return cluster ? "cluster" : (sentinel ? "sentinel" : "standalone");
+  }
 };
 
 struct ClientSettings {

@@ -63,8 +63,7 @@ void proxy_section(std::string& out, const LocalCall& call) {
   out += "# Proxy\r\n";
   field(out, "corral_version", CORRAL_VERSION);
   field(out, "io_threads", std::to_string(call.info.threads));
-  field(out, "upstream_mode",
-        upstream.cluster ? "cluster" : (upstream.sentinel ? "sentinel" : "standalone"));
+  field(out, "upstream_mode", std::string(upstream.kind_name()));
   std::string servers;
   // A Sentinel upstream's configured servers are the Sentinels (the primary is what they name).
   for (const auto& server : upstream.sentinel ? upstream.sentinel->addresses : upstream.servers) {
