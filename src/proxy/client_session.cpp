@@ -52,6 +52,13 @@ Action ClientSession::handle_tunnel(const Request& request, std::string& reply) 
   return action;
 }
 
+bool ClientSession::takes_unsolicited(std::string_view reply) {
+  if (!dispatcher_.takes_unsolicited(state_, reply)) return false;
+  record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
+                        std::memory_order_relaxed);
+  return true;
+}
+
 void ClientSession::on_unsolicited(std::string_view reply) {
   dispatcher_.on_unsolicited(state_, reply);
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,

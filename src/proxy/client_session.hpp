@@ -26,6 +26,8 @@ class ClientSession final : public session::ClientHandler {
                 std::size_t awaiting) override;
   bool tunneling() const override { return state_.mode.tunneling(); }
   Action handle_tunnel(const Request& request, std::string& reply) override;
+  bool settling() const override { return dispatcher_.settling(state_); }
+  bool takes_unsolicited(std::string_view reply) override;
   void on_unsolicited(std::string_view reply) override;
   bool authenticated() const override { return state_.authenticated; }
   void end_session() override;

@@ -18,8 +18,10 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       // queued command was refused) must still abort at EXEC.
       if (!in_multi()) state_ = State::multi;
       break;
-    case StateChange::exec:
     case StateChange::discard:
+      subscribe_queued_ = false;
+      [[fallthrough]];
+    case StateChange::exec:
       // Both end any WATCH too; outside a transaction Redis just answers with an error.
       if (in_multi() || state_ == State::watching) state_ = State::plain;
       break;
@@ -41,7 +43,8 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       state_ = State::tunnel;
       break;
     case StateChange::subscribe:
-      state_ = State::subscribed;
+      // Queued in MULTI, it subscribes only if EXEC runs (take_queued_subscribe).
+      in_multi() ? void(subscribe_queued_ = true) : void(state_ = State::subscribed);
       break;
     case StateChange::none:
     case StateChange::reply_mode:  // emulated by Corral: Redis's connection never sees it
@@ -63,6 +66,7 @@ void ConnectionMode::ended_subscriptions() {
 void ConnectionMode::reset() {
   state_ = State::plain;
   pins_ = 0;
+  subscribe_queued_ = false;
 }
 
 void release_dedicated(ClientState& client) {
@@ -85,7 +89,9 @@ void release_dedicated(ClientState& client) {
   client.queued_write_keys.clear();
   client.queued_database = -1;  // a transaction lost with its connection runs nothing
   client.database_after_exec.reset();
-  client.subscribe_replies_due = 0;
+  client.tunnel_barriers_due = 0;
+  client.tunnel_checked = false;
+  client.last_confirmation_ended = false;
   client.cluster_slot = -1;
   client.held_commands.clear();
   // Their confirmations will not come now: answer their slots rather than leave them waiting.

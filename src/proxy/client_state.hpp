@@ -59,6 +59,9 @@ class ConnectionMode {
   // Redis aborts a transaction whose queued command it rejected; Corral rejected one for it.
   void refused_in_multi();
   void ended_subscriptions();
+  // A SUBSCRIBE queued in MULTI subscribes when EXEC runs it: true once, at that EXEC.
+  bool take_queued_subscribe() { return std::exchange(subscribe_queued_, false); }
+  void entered_subscriptions() { state_ = State::subscribed; }
   // The client still queues (it sent no EXEC or DISCARD) but Redis has no transaction any more:
   // nothing it queues may run, and EXEC aborts, as after a queued command Redis rejected.
   void lost_transaction() {
@@ -78,6 +81,7 @@ class ConnectionMode {
 
   State state_ = State::plain;
   std::uint8_t pins_ = 0;
+  bool subscribe_queued_ = false;
 };
 
 // A session link kept open, idle and clean, after the client's blocking command ended: the next
@@ -114,10 +118,14 @@ struct ClientState {
   bool dedicated_blocked = false;  // `dedicated` carried a blocking command: worth keeping
   KeptLink kept;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
-  // Subscribe confirmations still to come as unsolicited replies. A count of 0 in an unsubscribe
-  // confirmation ends subscribed mode only when none is due: a SUBSCRIBE pipelined after the
-  // UNSUBSCRIBE has already subscribed again, and Redis still holds those subscriptions.
-  std::size_t subscribe_replies_due = 0;
+  // RESP2 subscribed mode: tunnel barriers sent and not answered yet (proxy/tunnel_barrier.hpp),
+  // while which the client's next requests wait; whether one came back since the last request
+  // forwarded in the tunnel (Redis's replies to everything sent before it are then in); and
+  // whether the last (un)subscribe confirmation left no subscription (for an ACL user that may
+  // not PING, whose barrier tells nothing).
+  std::size_t tunnel_barriers_due = 0;
+  bool tunnel_checked = false;
+  bool last_confirmation_ended = false;
   // RESP3 (un)subscribe requests whose reply slot waits for their first confirmation push, so the
   // client's later replies cannot overtake it (Redis sends the confirmation first).
   std::deque<std::pair<std::uint64_t, std::shared_ptr<upstream::ReplyTarget>>> pushed_requests;

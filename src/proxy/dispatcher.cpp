@@ -449,19 +449,21 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
       if (!client.mode.in_multi()) client.database_after_exec.reset();
     }
   }
+  const bool was_tunneling = client.mode.tunneling();
   if (path == Path::pushed) {
     client.mode.keep_for_pushes();
   } else {
     client.mode.apply(row.change, command.argv);
   }
+  // EXEC runs a SUBSCRIBE queued in MULTI: the client is subscribed after its reply.
+  if (row.change == StateChange::exec && client.mode.take_queued_subscribe()) {
+    client.protocol == kResp3 ? client.mode.keep_for_pushes() : client.mode.entered_subscriptions();
+    path = client.protocol == kResp3 ? path : Path::tunnel;
+  }
   // A RESP3 connection pushes (messages, invalidations) while the client is subscribed or
   // tracking; those modes hold the connection, and losing it must reach the client as an error.
   if (path == Path::tunnel || (client.protocol == kResp3 && client.mode.holds_connection())) {
     client.dedicated->set_unsolicited_target(pushes_to_ != nullptr ? *pushes_to_ : target);
-  }
-  // RESP2: one confirmation per channel; the first is this request's tracked reply.
-  if (path == Path::tunnel && row.change == StateChange::subscribe) {
-    client.subscribe_replies_due += command.argv.size() - 2;
   }
   if (path == Path::pushed) {
     if (!client.dedicated->send_untracked(bytes)) return false;
@@ -477,7 +479,10 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
     return client.dedicated->send_in_session(kind, bytes, track_blocking_reply(client, reply_to),
                                              tag, exempt);
   }
-  return client.dedicated->send_in_session(kind, bytes, reply_to, tag, exempt);
+  if (!client.dedicated->send_in_session(kind, bytes, reply_to, tag, exempt)) return false;
+  // Redis may refuse the SUBSCRIBE (an ACL): the barrier tells whether the tunnel holds.
+  if (!was_tunneling && client.mode.tunneling()) send_tunnel_barrier(client);
+  return true;
 }
 
 // Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.
@@ -506,49 +511,6 @@ std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     for (auto index : keys_) client.queued_write_keys.emplace_back(request.argv[index]);
   }
   return read_through_->wrap_write(request.argv, keys_, target);
-}
-
-Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, std::string& reply) {
-  const CommandSpec* spec = find_command(request.argv[0]);
-  if (spec != nullptr && spec->change == StateChange::quit) {
-    resp::append_simple(reply, "OK");
-    return Action::close_after_reply;
-  }
-  if (!client.dedicated || !client.dedicated->send_untracked(wire_bytes(request))) {
-    resp::append_error(reply, upstream::kErrConnectionLost);
-    return Action::close_after_reply;
-  }
-  if (spec != nullptr && spec->change == StateChange::subscribe && spec->route == Route::tunnel &&
-      client.mode.state() == ConnectionMode::State::subscribed) {
-    client.subscribe_replies_due += request.argv.size() - 1;
-  }
-  return Action::done;
-}
-
-void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
-  // Each confirmation carries the count of subscriptions Redis holds after it: at 0 the
-  // connection holds nothing for the client (it may be released, HELLO may switch protocols).
-  // An (un)subscribe still due keeps its reply slot open, so nothing is released before it runs.
-  if (is_subscription_push(reply)) {
-    ends_subscriptions(reply) ? client.mode.ended_pushes() : client.mode.keep_for_pushes();
-  }
-  // The push has been written already: the RESP3 (un)subscribe it confirms gets its empty reply
-  // now, and the replies queued behind it follow. An error instead of a push (an ACL refusal)
-  // answers it too, or its slot would wait forever.
-  if (!client.pushed_requests.empty() && (is_subscription_push(reply) || reply.starts_with('-'))) {
-    auto [tag, target] = std::move(client.pushed_requests.front());
-    client.pushed_requests.pop_front();
-    target->on_reply(tag, {});
-    return;
-  }
-  // Leaving subscribed mode: later requests get slots again. The dedicated connection keeps this
-  // client as its unsolicited target, so replies to requests already sent untracked still arrive.
-  if (client.mode.state() != ConnectionMode::State::subscribed) return;
-  if (confirms_subscription(reply) && client.subscribe_replies_due > 0) {
-    --client.subscribe_replies_due;
-  } else if (client.subscribe_replies_due == 0 && ends_subscriptions(reply)) {
-    client.mode.ended_subscriptions();
-  }
 }
 
 void Dispatcher::end_session(ClientState& client) {

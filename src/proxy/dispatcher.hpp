@@ -85,10 +85,16 @@ class Dispatcher : public session::Handler {
                 std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                 std::size_t awaiting);
 
-  // In tunnel mode requests have no slots: they go to the dedicated connection as they are.
-  // Returns close_after_reply, with `reply` to send last, when the client must be disconnected
-  // (QUIT, or the connection is gone).
+  // In tunnel mode (dispatcher_tunnel.cpp) requests have no slots: subscription commands and
+  // PING go to the dedicated connection as they are; Corral answers the others in `reply`, as
+  // Redis would, once a barrier has settled that the client is still subscribed (until then it
+  // returns drain_then_retry: ask again once settling() is false). Returns close_after_reply,
+  // with `reply` to send last, when the client must be disconnected (QUIT, connection gone).
   Action handle_tunnel(ClientState& client, const Request& request, std::string& reply);
+  // True while a barrier is unanswered: the client's next request waits for it.
+  bool settling(const ClientState& client) const;
+  // True when `reply` is a barrier's, which only Corral reads (the client must not see it).
+  bool takes_unsolicited(ClientState& client, std::string_view reply);
 
   // A reply on the client's dedicated connection that matched no request (subscribed mode ...).
   void on_unsolicited(ClientState& client, std::string_view reply);
@@ -133,6 +139,8 @@ class Dispatcher : public session::Handler {
             std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& reply_to,
             const std::shared_ptr<upstream::ReplyTarget>& target);
   std::string_view wire_bytes(const Request& request);
+  // Sends a tunnel barrier on the client's dedicated connection; false when it is gone.
+  bool send_tunnel_barrier(ClientState& client);
   bool command_allowed(const Resolved& resolved) const;
   // A client of an upstream ACL user gets a cached value only for a read the upstream said that
   // user may run (a value cached from another user's read must not widen its rights).

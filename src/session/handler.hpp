@@ -66,11 +66,18 @@ class ClientHandler {
                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                         std::size_t awaiting) = 0;
 
-  // Tunnel mode (subscribed, MONITOR, CLIENT REPLY OFF): requests get no reply slots and every
-  // reply arrives unsolicited (tag 0). handle_tunnel returns close_after_reply, with `reply` to
-  // send last, when the client must be disconnected.
+  // Tunnel mode (RESP2 subscribed): requests get no reply slots and every reply arrives
+  // unsolicited (tag 0). A `reply` handle_tunnel fills is the handler's own answer, written at
+  // once; with close_after_reply it is the last thing the client gets. drain_then_retry: nothing
+  // was done, ask again once settling() is false (the request may not be tunneled by then).
   virtual bool tunneling() const = 0;
   virtual Action handle_tunnel(const resp::Request& request, std::string& reply) = 0;
+  // While true, the client's next request waits (a reply the handler itself asked for in tunnel
+  // mode is due): the session asks again after each takes_unsolicited() that returned true.
+  virtual bool settling() const { return false; }
+  // True when a reply that matched no request answers the handler's own request: the client
+  // does not see it.
+  virtual bool takes_unsolicited(std::string_view /*reply*/) { return false; }
   // A reply that matched no request was forwarded to the client (a push, a message).
   virtual void on_unsolicited(std::string_view reply) = 0;
   // False while the client still has to AUTH: its requests then get Redis 6.2's small limits.

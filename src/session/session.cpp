@@ -303,7 +303,8 @@ upstream::AsyncEvent& Session<Stream>::slots_drained() {
 template <class Stream>
 bool Session<Stream>::dispatch_now(const resp::Request& request,
                                    const std::shared_ptr<upstream::ReplyTarget>& target) {
-  if (handler_->tunneling() || slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
+  if (handler_->tunneling() || handler_->settling() ||
+      slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
     return false;
   }
   // A handler that asks for a retry has done nothing yet: the coroutine asks again after waiting.
@@ -351,12 +352,17 @@ template <class Stream>
 awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form,
                                           std::shared_ptr<upstream::ReplyTarget> target) {
   const resp::Request request{argv_, inline_form ? std::string_view() : raw};
-  if (handler_->tunneling()) {
-    std::string last_reply;
-    const auto action = handler_->handle_tunnel(request, last_reply);
+  for (;;) {
+    // A barrier of the tunnel's is out: what this request means depends on its answer.
+    while (handler_->settling() && !closed_) co_await slots_drained().wait();
+    if (closed_) co_return;
+    if (!handler_->tunneling()) break;
+    std::string own_reply;
+    const auto action = handler_->handle_tunnel(request, own_reply);
+    if (action == Action::drain_then_retry) continue;
     worker_.stats.command(handler_->classify(request).metric_id, metrics::CommandResult::ok, {});
+    if (!own_reply.empty()) push(own_reply);
     if (action == Action::close_after_reply) {
-      push(last_reply);
       stop_reading_ = true;
       close_after_flush_ = true;
       want_write();
@@ -414,6 +420,10 @@ template <class Stream>
 void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
   if (closed_) return;
   if (tag == 0) {
+    if (handler_->takes_unsolicited(reply)) {
+      if (slots_drained_) slots_drained_->notify();  // wakes a request waiting on settling()
+      return;
+    }
     push(reply);
     handler_->on_unsolicited(reply);
     return;

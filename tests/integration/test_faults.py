@@ -392,7 +392,7 @@ def test_subscriber_survives_or_is_told():
         side = st.redis.raw()
         with Raw(st.port, timeout=10) as c:
             eq(c.call("SUBSCRIBE", "sk:ch"), [b"subscribe", b"sk:ch", 1], "SUBSCRIBE")
-            sub = find_client(side, lambda f: f.get("cmd") == "subscribe")
+            sub = find_client(side, lambda f: f.get("sub") == "1")
             eq(side.call("CLIENT", "KILL", "ID", sub["id"]), 1, "CLIENT KILL")
 
             def resubscribed_or_told():

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "proxy/server_info.hpp"
+#include "proxy/tunnel_barrier.hpp"
 #include "recording_upstream.hpp"
 #include "upstream/errors.hpp"
 
@@ -127,35 +128,77 @@ TEST_CASE("an out-of-band command inside MULTI is queued on the client's connect
         std::vector<std::string>{wire({"MULTI"}), wire({"SCRIPT", "KILL"})});
 }
 
-TEST_CASE("a SUBSCRIBE pipelined behind UNSUBSCRIBE keeps the client subscribed", "[pubsub]") {
+TEST_CASE("a subscribed client's requests behind an UNSUBSCRIBE wait for the barrier", "[pubsub]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"SUBSCRIBE", "a"}) == Action::done);
+  auto& link = proxy.links.last_dedicated();
+  // Redis may refuse a SUBSCRIBE: the barrier behind it says whether the tunnel holds.
+  CHECK(link.sent.back().bytes == barrier_request());
+  CHECK(client.handler->settling());
+  link.answer(push3("subscribe", "a", 1));
+  CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
+  CHECK_FALSE(client.handler->settling());
+  REQUIRE(client.handler->tunneling());
+
+  std::string reply;
+  CHECK(client.tunnel({"UNSUBSCRIBE"}, reply) == Action::done);
+  CHECK(link.sent.back().bytes == barrier_request());
+  CHECK(client.handler->settling());  // the session holds the pipelined requests
+  client.handler->on_unsolicited(push3("unsubscribe", "a", 0));
+  CHECK(client.handler->tunneling());
+  CHECK(client.handler->takes_unsolicited(barrier_reply(false)));
+  CHECK_FALSE(client.handler->tunneling());
+
+  SECTION("a SUBSCRIBE behind it then subscribes again from plain mode") {
+    CHECK(client.send({"SUBSCRIBE", "b", "c"}) == Action::done);
+    CHECK(proxy.links.dedicated.size() == 1);
+    CHECK(client.handler->tunneling());
+    link.answer(push3("subscribe", "b", 1));
+    client.handler->on_unsolicited(push3("subscribe", "c", 2));
+    CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
+    CHECK(client.tunnel({"UNSUBSCRIBE", "b"}, reply) == Action::done);
+    client.handler->on_unsolicited(push3("unsubscribe", "b", 1));
+    CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
+    CHECK(client.handler->tunneling());
+  }
+  SECTION("any other command behind it goes through the usual checks") {
+    CHECK(client.send({"SCRIPT", "DEBUG", "SYNC"}) == Action::done);
+    CHECK(client.reply().find("is refused by this proxy") != std::string::npos);
+  }
+}
+
+TEST_CASE("while subscribed Corral answers what Redis would refuse, after a barrier", "[pubsub]") {
   Proxy proxy;
   Client client(proxy);
   CHECK(client.send({"SUBSCRIBE", "a"}) == Action::done);
   auto& link = proxy.links.last_dedicated();
   link.answer(push3("subscribe", "a", 1));
-  REQUIRE(client.handler->tunneling());
+  CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
   std::string reply;
-  CHECK(client.tunnel({"UNSUBSCRIBE"}, reply) == Action::done);
-  CHECK(client.tunnel({"SUBSCRIBE", "b", "c"}, reply) == Action::done);
-  client.handler->on_unsolicited(push3("unsubscribe", "a", 0));
-  CHECK(client.handler->tunneling());
-  client.handler->on_unsolicited(push3("subscribe", "b", 1));
-  client.handler->on_unsolicited(push3("subscribe", "c", 2));
-  CHECK(client.handler->tunneling());
-  CHECK(client.tunnel({"UNSUBSCRIBE"}, reply) == Action::done);
-  CHECK(link.sent.back().bytes == wire({"UNSUBSCRIBE"}));
-  client.handler->on_unsolicited(push3("unsubscribe", "b", 1));
-  CHECK(client.handler->tunneling());
-  client.handler->on_unsolicited(push3("unsubscribe", "c", 0));
-  CHECK_FALSE(client.handler->tunneling());
+  CHECK(client.tunnel({"PING"}, reply) == Action::done);  // allowed: forwarded
+  CHECK(link.sent.back().bytes == wire({"PING"}));
+  const auto sent = link.sent.size();
+  // The PING's reply may still be due: a barrier goes first, then Corral answers.
+  CHECK(client.tunnel({"CLIENT", "REPLY", "OFF"}, reply) == Action::drain_then_retry);
+  CHECK(link.sent.size() == sent + 1);
+  CHECK(link.sent.back().bytes == barrier_request());
+  CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
+  CHECK(client.tunnel({"CLIENT", "REPLY", "OFF"}, reply) == Action::done);
+  CHECK(reply.starts_with("-ERR Can't execute 'client|reply': only (P|S)SUBSCRIBE"));
+  reply.clear();
+  CHECK(client.tunnel({"GET"}, reply) == Action::done);
+  CHECK(reply == "-ERR wrong number of arguments for 'get' command\r\n");
+  CHECK(link.sent.size() == sent + 1);  // neither reached Redis
 
-  SECTION("a SUBSCRIBE of two channels from plain mode counts its second confirmation") {
-    CHECK(client.send({"SUBSCRIBE", "d", "e"}) == Action::done);
-    CHECK(proxy.links.dedicated.size() == 1);
-    link.answer(push3("subscribe", "d", 1));
-    CHECK(client.tunnel({"UNSUBSCRIBE", "d"}, reply) == Action::done);
-    client.handler->on_unsolicited(push3("subscribe", "e", 2));
-    client.handler->on_unsolicited(push3("unsubscribe", "d", 1));
-    CHECK(client.handler->tunneling());
+  SECTION("RESET is Corral's, once Redis answered what came before") {
+    CHECK(client.tunnel({"RESET"}, reply) == Action::drain_then_retry);
+    CHECK(link.sent.back().bytes == barrier_request());
+    CHECK_FALSE(client.handler->tunneling());
+    CHECK(client.handler->settling());
+    CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
+    CHECK(client.send({"RESET"}) == Action::done);
+    CHECK(client.reply() == "+RESET\r\n");
+    CHECK(link.closes == 1);
   }
 }

@@ -89,4 +89,20 @@ TEST_CASE("changes that are not the mode's leave it alone", "[connection_mode]")
   }
 }
 
+TEST_CASE("a SUBSCRIBE queued in MULTI subscribes only if EXEC runs it", "[connection_mode]") {
+  ConnectionMode mode;
+  apply(mode, StateChange::multi, {"MULTI"});
+  apply(mode, StateChange::subscribe, {"SUBSCRIBE", "ch"});
+  CHECK(mode.in_multi());  // still queuing: EXEC must reach Redis as EXEC
+  CHECK_FALSE(mode.tunneling());
+  apply(mode, StateChange::exec, {"EXEC"});
+  CHECK(mode.take_queued_subscribe());
+  CHECK_FALSE(mode.take_queued_subscribe());  // once
+
+  apply(mode, StateChange::multi, {"MULTI"});
+  apply(mode, StateChange::subscribe, {"SUBSCRIBE", "ch"});
+  apply(mode, StateChange::discard, {"DISCARD"});
+  CHECK_FALSE(mode.take_queued_subscribe());
+}
+
 }  // namespace corral::proxy

@@ -2,6 +2,7 @@
 // answers, shared and dedicated connections, tunnels, and the checks that refuse a request.
 #include <catch2/catch.hpp>
 
+#include "proxy/tunnel_barrier.hpp"
 #include "recording_upstream.hpp"
 
 namespace corral::proxy::test {
@@ -116,20 +117,26 @@ TEST_CASE("SUBSCRIBE enters the tunnel until the last subscription ends", "[disp
   auto& dedicated = proxy.links.last_dedicated();
   CHECK(client.handler->tunneling());
   CHECK(dedicated.unsolicited == client.slots);
-  REQUIRE(dedicated.sent.size() == 1);
+  REQUIRE(dedicated.sent.size() == 2);
   CHECK(dedicated.sent[0].tracked);
   CHECK(dedicated.sent[0].exempt);
+  CHECK(dedicated.sent[1].bytes == barrier_request());  // did Redis subscribe it?
+  CHECK_FALSE(dedicated.sent[1].tracked);
+  CHECK(client.handler->takes_unsolicited(barrier_reply(true)));
 
   std::string reply;
   CHECK(client.tunnel({"UNSUBSCRIBE", "news"}, reply) == Action::done);
   CHECK(reply.empty());
-  REQUIRE(dedicated.sent.size() == 2);
-  CHECK_FALSE(dedicated.sent[1].tracked);
-  CHECK(dedicated.sent[1].bytes == wire({"UNSUBSCRIBE", "news"}));
+  REQUIRE(dedicated.sent.size() == 4);
+  CHECK_FALSE(dedicated.sent[2].tracked);
+  CHECK(dedicated.sent[2].bytes == wire({"UNSUBSCRIBE", "news"}));
+  CHECK(dedicated.sent[3].bytes == barrier_request());
 
   client.handler->on_unsolicited("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
-  CHECK(client.handler->tunneling());
   client.handler->on_unsolicited("*3\r\n$11\r\nunsubscribe\r\n$4\r\nnews\r\n:0\r\n");
+  CHECK(client.handler->tunneling());  // the barrier decides
+  CHECK_FALSE(client.handler->takes_unsolicited("*2\r\n$4\r\npong\r\n$0\r\n\r\n"));
+  CHECK(client.handler->takes_unsolicited(barrier_reply(false)));
   CHECK_FALSE(client.handler->tunneling());
   // Once idle and out of every mode, the client is back on the shared connection.
   dedicated.pending.clear();
@@ -191,7 +198,7 @@ TEST_CASE("QUIT in the tunnel closes the client without reaching Redis", "[dispa
   std::string reply;
   CHECK(client.tunnel({"quit"}, reply) == Action::close_after_reply);
   CHECK(reply == "+OK\r\n");
-  CHECK(dedicated.sent.size() == 1);
+  CHECK(dedicated.sent.size() == 2);  // PSUBSCRIBE and its barrier
 
   // A tunnel whose connection died cannot carry requests any more.
   dedicated.die();
