@@ -22,13 +22,17 @@ AclVerdicts::AclVerdicts(upstream::Upstream& upstream, std::size_t capacity)
       capacity_(capacity),
       epoch_(rules_epoch.load(std::memory_order_relaxed)) {}
 
-bool AclVerdicts::may_serve_cached(std::string_view user, const CommandSpec& row,
-                                   std::span<const std::string_view> argv) {
+void AclVerdicts::renew_if_stale() {
   const auto epoch = rules_epoch.load(std::memory_order_relaxed);
   if (epoch != epoch_ || table_->size() >= capacity_) {
     epoch_ = epoch;
     table_ = std::make_shared<Table>();
   }
+}
+
+bool AclVerdicts::may_serve_cached(std::string_view user, const CommandSpec& row,
+                                   std::span<const std::string_view> argv) {
+  renew_if_stale();
   key_indices(row, argv, keys_);
   if (keys_.empty()) return false;
   bool allowed = true;
@@ -37,7 +41,16 @@ bool AclVerdicts::may_serve_cached(std::string_view user, const CommandSpec& row
     entry_.assign(user).append(1, '\0').append(row.name).append(1, '\0').append(argv[index]);
     const auto found = table_->find(entry_);
     if (found == table_->end()) {
-      ask(entry_, user, argv, argv[index]);
+      // A single-key read is asked as it came (DRYRUN checks its arity too); a multi-key one
+      // (MGET) key by key, since each key's cached value is served on its own.
+      std::vector<std::string_view> question{"ACL", "DRYRUN", user};
+      if (keys_.size() == 1) {
+        question.insert(question.end(), argv.begin(), argv.end());
+      } else {
+        question.push_back(argv[0]);
+        question.push_back(argv[index]);
+      }
+      ask(entry_, question);
       allowed = false;
     } else if (found->second != Verdict::allowed) {
       allowed = false;
@@ -46,17 +59,20 @@ bool AclVerdicts::may_serve_cached(std::string_view user, const CommandSpec& row
   return allowed;
 }
 
-void AclVerdicts::ask(std::string entry, std::string_view user,
-                      std::span<const std::string_view> argv, std::string_view key) {
-  // A single-key read is asked as it came (DRYRUN checks its arity too); a multi-key one (MGET)
-  // key by key, since each key's cached value is served on its own.
+AclVerdicts::Verdict AclVerdicts::may_run(std::string_view user, const CommandSpec& row,
+                                          std::span<const std::string_view> argv) {
+  renew_if_stale();
+  // A second NUL keeps these entries apart from may_serve_cached's (user, command, key) ones.
+  entry_.assign(user).append(1, '\0').append(row.name).append(2, '\0');
+  if (row.name.find('|') == std::string_view::npos && argv.size() > 1) entry_.append(argv[1]);
+  const auto found = table_->find(entry_);
+  if (found != table_->end()) return found->second;
   std::vector<std::string_view> question{"ACL", "DRYRUN", user};
-  if (keys_.size() == 1) {
-    question.insert(question.end(), argv.begin(), argv.end());
-  } else {
-    question.push_back(argv[0]);
-    question.push_back(key);
-  }
+  question.insert(question.end(), argv.begin(), argv.end());
+  return ask(entry_, question) ? Verdict::pending : Verdict::unavailable;
+}
+
+bool AclVerdicts::ask(std::string entry, std::span<const std::string_view> question) {
   std::string command;
   resp::append_command(command, question);
   auto target = upstream::CallbackTarget::make(
@@ -64,13 +80,15 @@ void AclVerdicts::ask(std::string entry, std::string_view user,
         const auto table = weak.lock();
         if (!table) return;  // forgotten meanwhile: the answer may predate the change
         if (failed) {
-          table->erase(entry);  // asked again on the next read
+          table->erase(entry);  // asked again on the next request
         } else {
           (*table)[entry] = reply == kDryRunAllowed ? Verdict::allowed : Verdict::denied;
         }
       });
   (*table_)[entry] = Verdict::pending;
-  if (!upstream_.ask_server(command, 0, target)) table_->erase(entry);
+  if (upstream_.ask_server(command, 0, target)) return true;
+  table_->erase(entry);
+  return false;
 }
 
 }  // namespace corral::proxy

@@ -27,7 +27,8 @@ void forget_acl_rules();
 
 class AclVerdicts {
  public:
-  enum class Verdict : std::uint8_t { pending, allowed, denied };
+  // `unavailable`: the upstream could not be asked (may_run only).
+  enum class Verdict : std::uint8_t { pending, allowed, denied, unavailable };
   using Table = std::unordered_map<std::string, Verdict>;
 
   // DRYRUN questions go through `upstream` (Corral's own user, which needs +acl|dryrun); at most
@@ -39,6 +40,13 @@ class AclVerdicts {
   bool may_serve_cached(std::string_view user, const CommandSpec& row,
                         std::span<const std::string_view> argv);
 
+  // Whether `user` may run a command Corral answers itself (CLIENT LIST, INFO, SLOWLOG, MONITOR,
+  // PING ...) as the upstream would judge it, so that answering locally widens no one's rights.
+  // Keyed by the command and, for a command without subcommands, its first argument (what Redis
+  // 7.0's first-argument rules look at); `pending` until the upstream's ACL DRYRUN answers.
+  Verdict may_run(std::string_view user, const CommandSpec& row,
+                  std::span<const std::string_view> argv);
+
   // Every command on its way upstream: after an ACL command that may change users (every ACL
   // subcommand but WHOAMI, CAT, GENPASS and HELP, which are not kDangerous), what was learned may
   // be wrong. Inline: the flag test is all most commands cost.
@@ -49,8 +57,11 @@ class AclVerdicts {
   std::size_t size() const { return table_->size(); }
 
  private:
-  void ask(std::string entry, std::string_view user, std::span<const std::string_view> argv,
-           std::string_view key);
+  // Drops what was learned when the rules may have changed, or when the table is full.
+  void renew_if_stale();
+  // Asks `question` (ACL DRYRUN ...) and records the answer under `entry`; false when the
+  // upstream cannot be asked now.
+  bool ask(std::string entry, std::span<const std::string_view> question);
 
   upstream::Upstream& upstream_;
   std::size_t capacity_;

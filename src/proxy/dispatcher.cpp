@@ -216,6 +216,23 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   // A local row without a handler (COMMAND DOCS ...) is Redis's to answer after all.
   const LocalHandler local = find_local_handler(row);
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
+  // A client of an upstream ACL user gets Corral's answer only where Redis would give it one
+  // (CORRAL.* have client.admin_password instead; AUTH, HELLO, QUIT, RESET need no rights).
+  if (client.user_upstream && !(row.flags & kNoAuth) && !row.name.starts_with("corral.")) {
+    switch (acl_verdicts_.may_run(client.upstream_user, row, request.argv)) {
+      case AclVerdicts::Verdict::pending:
+        return Action::wait_then_retry;
+      case AclVerdicts::Verdict::denied:
+        append_no_permission(scratch_, row.name);
+        target->on_reply(tag, scratch_);
+        return Action::done;
+      case AclVerdicts::Verdict::unavailable:
+        target->on_failure(tag, upstream::kErrUnavailable);
+        return Action::done;
+      case AclVerdicts::Verdict::allowed:
+        break;
+    }
+  }
   LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
   call.upstream = &upstream_for(client);
   call.user_auth = &user_auth_;

@@ -49,6 +49,13 @@ void append_not_allowed(std::string& out, std::string_view command) {
   resp::append_error(out, message);
 }
 
+void append_no_permission(std::string& out, std::string_view command) {
+  std::string message = "NOPERM this user has no permissions to run the '";
+  append_lowered(message, command);
+  message += "' command";
+  resp::append_error(out, message);
+}
+
 void append_refused(std::string& out, std::string_view command) {
   std::string message = "ERR command '";
   append_lowered(message, command);

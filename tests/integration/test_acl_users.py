@@ -195,6 +195,36 @@ def test_a_user_reads_what_it_may_from_the_cache(stack):
         cached_for(stack, app, "app:c:1", b"v1")
 
 
+LOCAL_COMMANDS = [("PING",), ("ECHO", "x"), ("CLIENT", "ID"), ("CLIENT", "GETNAME"),
+                  ("CLIENT", "INFO"), ("CLIENT", "LIST"), ("INFO", "server"), ("SLOWLOG", "LEN"),
+                  ("COMMAND", "COUNT"), ("SELECT", "0")]
+
+
+@pytest.mark.parametrize("user", ["app", "third"])
+def test_commands_corral_answers_obey_the_user_s_rights(stack, user):
+    # Corral answers these itself; a user whose ACL refuses one gets Redis's NOPERM, not Corral's
+    # answer (the client list, INFO and the slowlog would otherwise be a way around its ACL).
+    password = user + "-pw"
+    denied = []
+    # A pool of its own for this user: the earlier tests' must have been reaped (two at most).
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="earlier tests' pools reaped")
+    with stack.raw() as c, harness.Raw(stack.redis.port) as direct:
+        assert c.call("AUTH", user, password) == b"OK"
+        assert direct.call("AUTH", user, password) == b"OK"
+        for command in LOCAL_COMMANDS:
+            want, got = direct.call(*command), c.call(*command)
+            if isinstance(want, Err) and want.startswith(b"NOPERM"):
+                assert got == want, (command, got, want)
+                denied.append(command[0])
+            else:
+                assert not (isinstance(got, Err) and got.startswith(b"NOPERM")), (command, got)
+    # Both users are refused something here, so the comparison above is not vacuous.
+    assert denied, "no command refused to %s" % user
+    if user == "third":
+        assert "PING" in denied and "CLIENT" in denied, denied
+
+
 def test_an_acl_change_through_corral_is_seen_at_once(stack):
     admin(stack).set("app:c:2", "v2")
     with stack.raw() as app, stack.raw() as operator:
