@@ -64,7 +64,12 @@ AclVerdicts::Verdict AclVerdicts::may_run(std::string_view user, const CommandSp
   renew_if_stale();
   // A second NUL keeps these entries apart from may_serve_cached's (user, command, key) ones.
   entry_.assign(user).append(1, '\0').append(row.name).append(2, '\0');
-  if (row.name.find('|') == std::string_view::npos && argv.size() > 1) entry_.append(argv[1]);
+  // PING's and ECHO's argument is a message, not an option: keyed by it, each new message would
+  // cost a DRYRUN and fill the table.
+  const bool message = row.name == "ping" || row.name == "echo";
+  if (!message && row.name.find('|') == std::string_view::npos && argv.size() > 1) {
+    entry_.append(argv[1]);
+  }
   const auto found = table_->find(entry_);
   if (found != table_->end()) return found->second;
   std::vector<std::string_view> question{"ACL", "DRYRUN", user};

@@ -42,8 +42,9 @@ class AclVerdicts {
 
   // Whether `user` may run a command Corral answers itself (CLIENT LIST, INFO, SLOWLOG, MONITOR,
   // PING ...) as the upstream would judge it, so that answering locally widens no one's rights.
-  // Keyed by the command and, for a command without subcommands, its first argument (what Redis
-  // 7.0's first-argument rules look at); `pending` until the upstream's ACL DRYRUN answers.
+  // Keyed by the command and, for a command without subcommands (PING and ECHO aside), its first
+  // argument (what Redis 7.0's first-argument rules look at); `pending` until the upstream's ACL
+  // DRYRUN answers.
   Verdict may_run(std::string_view user, const CommandSpec& row,
                   std::span<const std::string_view> argv);
 
