@@ -241,18 +241,66 @@ def test_the_name_check_itself():
     eq(names_in(expr) - have, {"corral_missing_total", "other_metric"}, "missing names")
 
 
+# Families a Corral exports only with that upstream kind: checked against such a Corral.
+UPSTREAM_KIND_PREFIXES = ("corral_cluster_", "corral_sentinel_")
+
+
+def missing_names(queries, have, kept):
+    """'where: name' of every metric the queries name that `have` lacks; `kept(name)` picks the
+    names looked at."""
+    missing = []
+    for where, expr in queries:
+        names = names_in(expr) - PROMETHEUS_OWN
+        check(names or "up" in expr, "%s names no metric: %s" % (where, expr))
+        missing += ["%s: %s" % (where, n) for n in sorted(names - have) if kept(n)]
+    return missing
+
+
 @pytest.mark.corral_only
 def test_every_panel_and_alert_metric_is_exported(fx):
     drive(fx)
     have = exported(fx.scrape())
     queries = dashboard_queries() + alert_queries()
     check(len(queries) >= 30, "the dashboard and rules have queries (%d)" % len(queries))
-    missing = []
-    for where, expr in queries:
-        names = names_in(expr) - PROMETHEUS_OWN
-        check(names or "up" in expr, "%s names no metric: %s" % (where, expr))
-        missing += ["%s: %s" % (where, n) for n in sorted(names - have)]
+    missing = missing_names(queries, have, lambda n: not n.startswith(UPSTREAM_KIND_PREFIXES))
     check(not missing, "queried but not in /metrics:\n  " + "\n  ".join(missing))
+
+
+@pytest.mark.corral_only
+def test_failover_panels_query_what_cluster_and_sentinel_upstreams_export():
+    from cluster_process import ClusterStack
+    from sentinel_harness import SentinelSet
+    have = set()
+    cluster = ClusterStack("dashboard-cluster", replicas=0)
+    sentinel = SentinelSet("dashboard-sentinel")
+    try:
+        have |= exported(cluster.start().corral.http("/metrics")[1])
+        have |= exported(sentinel.start({}).corral.http("/metrics")[1])
+    finally:
+        cluster.stop()
+        sentinel.stop()
+    queries = dashboard_queries() + alert_queries()
+    kind_queries = [(w, e) for w, e in queries
+                    if any(n.startswith(UPSTREAM_KIND_PREFIXES) for n in names_in(e))]
+    check(len(kind_queries) >= 4, "the failover row has queries (%d)" % len(kind_queries))
+    missing = missing_names(kind_queries, have, lambda n: n.startswith(UPSTREAM_KIND_PREFIXES))
+    check(not missing, "queried but not in a cluster's or Sentinel's /metrics:\n  "
+          + "\n  ".join(missing))
+
+
+def test_panels_have_unique_ids_and_do_not_overlap():
+    with open(DASHBOARD) as f:
+        panels = json.load(f)["panels"]
+    ids = [p["id"] for p in panels]
+    eq(len(set(ids)), len(ids), "panel ids are unique")
+    taken = {}
+    for p in panels:
+        g = p["gridPos"]
+        for y in range(g["y"], g["y"] + g["h"]):
+            for x in range(g["x"], g["x"] + g["w"]):
+                check((x, y) not in taken, "%r overlaps %r at x=%d y=%d"
+                      % (p["title"], taken.get((x, y)), x, y))
+                taken[(x, y)] = p["title"]
 
 
 def test_alert_rules_pass_promtool():
