@@ -11,6 +11,7 @@
 #include "resp/encoder.hpp"
 #include "stampede/hot_cache.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/errors.hpp"
 
 namespace corral::stampede {
 
@@ -33,12 +34,16 @@ std::optional<long long> parse_pttl(std::string_view reply) {
 // Answers a server gives a command for a key it does not hold now (a cluster slot moved, is
 // moving, or has no primary): the routed path follows or waits them out, a reader never sees them.
 bool turned_away(std::string_view reply) {
-  return reply.starts_with("-MOVED ") || reply.starts_with("-ASK ") ||
-         reply.starts_with("-TRYAGAIN") || reply.starts_with("-CLUSTERDOWN");
+  if (!reply.starts_with('-')) return false;
+  const auto kind = upstream::classify_error_reply(reply);
+  return kind == upstream::ErrorKind::moved || kind == upstream::ErrorKind::ask ||
+         kind == upstream::ErrorKind::tryagain || kind == upstream::ErrorKind::clusterdown;
 }
 
 bool slot_moved(std::string_view reply) {
-  return reply.starts_with("-MOVED ") || reply.starts_with("-ASK ");
+  if (!reply.starts_with('-')) return false;
+  const auto kind = upstream::classify_error_reply(reply);
+  return kind == upstream::ErrorKind::moved || kind == upstream::ErrorKind::ask;
 }
 }  // namespace
 
