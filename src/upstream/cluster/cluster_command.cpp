@@ -47,6 +47,7 @@ void ClusterCommand::start() {
     links_.request_refresh(RefreshReason::clusterdown);
     return fail_or_retry(ErrorKind::clusterdown, kErrSlotUnserved);
   }
+  if (node == -3) return fail(ErrorKind::upstream_unavailable, kErrNoReplica);
   if (node == -2) {
     // The map says the primary failed: the promoted replica shows in a refresh soon.
     links_.request_refresh(RefreshReason::clusterdown);
@@ -62,7 +63,8 @@ bool ClusterCommand::waits_behind() const {
   return held_ ? held.requeued(options_.slot) : held.holding(options_.slot);
 }
 
-// The node for this command: -1 none serves the slot, -2 its primary is marked failing.
+// The node for this command: -1 none serves the slot, -2 its primary is marked failing, -3 a
+// read for replicas only (read_from: replica) finds no healthy one.
 int ClusterCommand::pick_node() {
   auto& routes = links_.routes();
   if (options_.slot < 0) {
@@ -76,6 +78,7 @@ int ClusterCommand::pick_node() {
     std::vector<int> replicas = routes.replicas_of(owner);
     std::erase_if(replicas, [&routes](int r) { return !routes.nodes[r].healthy; });
     if (!replicas.empty()) return replicas[options_.affinity % replicas.size()];
+    if (options_.read_from == config::ReadFrom::replica) return -3;
   }
   return routes.nodes[owner].healthy ? owner : -2;
 }

@@ -50,6 +50,10 @@ inline constexpr std::string_view kErrSlotUnserved =
 std::string slot_unserved_error(std::string_view map_failure);
 inline constexpr std::string_view kErrPrimaryFailing =
     "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
+// `read_from: replica` and no replica of the slot's primary is healthy in the map.
+inline constexpr std::string_view kErrNoReplica =
+    "ERR no healthy replica serves this slot (upstream.read_from: replica reads only from "
+    "replicas; prefer_replica falls back to the primary)";
 
 // The kinds of error reply a ClusterCommand acts on (MOVED, ASK, TRYAGAIN, CLUSTERDOWN); any
 // other reply is the client's answer as it stands.

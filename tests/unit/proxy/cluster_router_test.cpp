@@ -351,9 +351,23 @@ TEST_CASE("read_from: replica sends reads to a replica and writes to the primary
   CHECK(c.links.at(7101).sent.size() == 1);
   client.send({"SET", "foo", "1"});
   CHECK(c.links.at(7001).sent.size() == 1);
+  c.links.map.nodes[3].healthy = false;  // no healthy replica: replicas only, so an error
+  client.send({"GET", "foo"});
+  CHECK(client.failure() == upstream::kErrNoReplica);
+  CHECK(c.links.at(7001).sent.size() == 1);
+  CHECK(c.links.at(7101).sent.size() == 1);
+}
+
+TEST_CASE("read_from: prefer_replica falls back to the primary", "[cluster]") {
+  auto settings = ClusterProxy::cluster_settings();
+  settings.upstream.read_from = config::ReadFrom::prefer_replica;
+  ClusterProxy c(settings);
+  Client client(c.proxy);
+  client.send({"GET", "foo"});
+  CHECK(c.links.at(7101).sent.size() == 1);
   c.links.map.nodes[3].healthy = false;  // no healthy replica: the primary serves the read
   client.send({"GET", "foo"});
-  CHECK(c.links.at(7001).sent.size() == 2);
+  CHECK(c.links.at(7001).sent.size() == 1);
 }
 
 }  // namespace corral::proxy::test
