@@ -357,8 +357,16 @@ void App::run() {
                                                            info_.refused_but_runnable);
   asio::post(first_io,
              [audit, allowed = settings_.client.allow_commands] { audit->start(allowed); });
-  server_.on_reload([this, &first_io, audit](const config::Settings& fresh) {
+  server_.on_reload([this, &first_io, audit, idle_reaper](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
+    for (int i = 0; i < server_.threads(); ++i) {
+      asio::post(server_.io(i), [parts = threads_[i].get(), client = fresh.client] {
+        parts->dispatcher.apply_client_settings(client);
+      });
+    }
+    asio::post(first_io, [idle_reaper, idle = fresh.client.idle_timeout] {
+      idle_reaper->set_idle_timeout(idle);
+    });
     // The upstream's users may have changed with the file: learned again from Redis.
     proxy::forget_acl_rules();
     asio::post(first_io, [audit, allowed = fresh.client.allow_commands] { audit->start(allowed); });

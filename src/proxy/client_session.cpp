@@ -7,7 +7,7 @@ namespace corral::proxy {
 
 ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const session::Peer& peer)
     : dispatcher_(dispatcher) {
-  const auto& client = dispatcher_.settings().client;
+  const auto& client = dispatcher_.client_settings();
   state_.id = id;
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();

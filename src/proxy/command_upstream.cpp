@@ -117,7 +117,8 @@ bool can_forward(const LocalCall& call) {
 // The built-in table's answer, for when the upstream cannot give one.
 std::string local_answer(LocalCall& call, LocalHandler handler) {
   std::string out;
-  LocalCall local{call.client, call.argv, call.settings, call.info, call.awaiting, out, call.cache};
+  LocalCall local{call.client, call.argv,     call.settings, call.client_settings,
+                  call.info,   call.awaiting, out,           call.cache};
   handler(local);
   return out;
 }

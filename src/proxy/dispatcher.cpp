@@ -76,13 +76,19 @@ Dispatcher::Dispatcher(const config::Settings& settings, upstream::Upstream& ups
     : settings_(settings),
       upstream_(upstream),
       partitioned_(upstream.partitioned()),
-      refused_flags_(kDangerous | (settings.client.refuse_scripts ? kRunsScript : 0u)),
       info_(info),
       read_through_(read_through),
       cache_(cache),
       user_auth_(upstream),
       acl_verdicts_(upstream, kMaxAclVerdicts) {
-  for (const auto& allowed : settings_.client.allow_commands) {
+  apply_client_settings(settings.client);
+}
+
+void Dispatcher::apply_client_settings(const config::ClientSettings& client) {
+  client_ = client;
+  refused_flags_ = kDangerous | (client.refuse_scripts ? kRunsScript : 0u);
+  allowed_.clear();
+  for (const auto& allowed : client.allow_commands) {
     allowed_.push_back(normalized_command_name(allowed));
   }
 }
@@ -233,7 +239,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
         break;
     }
   }
-  LocalCall call{client, request.argv, settings_, info_, awaiting, scratch_, cache_};
+  LocalCall call{client, request.argv, settings_, client_, info_, awaiting, scratch_, cache_};
   call.upstream = &upstream_for(client);
   call.user_auth = &user_auth_;
   call.keyed = keyed_caller_.get();

@@ -102,6 +102,10 @@ class Dispatcher : public session::Handler {
   void end_session(ClientState& client);
 
   const config::Settings& settings() const { return settings_; }
+  // client.*: the settings at start, then a SIGHUP reload's (applied on this io thread); the
+  // clients already connected keep their authentication.
+  const config::ClientSettings& client_settings() const { return client_; }
+  void apply_client_settings(const config::ClientSettings& client);
   ProcessInfo& process_info() { return info_; }
 
  private:
@@ -157,7 +161,7 @@ class Dispatcher : public session::Handler {
   const bool partitioned_;  // upstream_.partitioned(), asked once: it never changes
   // Refused unless client.allow_commands lists them: kDangerous, and with client.refuse_scripts
   // the commands that run server-side code (for setups whose upstream has no ACL for scripts).
-  const std::uint32_t refused_flags_;
+  std::uint32_t refused_flags_ = 0;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller_;  // null in tests
   slowlog::SlowLog* slowlog_ = nullptr;
   stampede::HotKeys* hot_keys_ = nullptr;
@@ -168,7 +172,8 @@ class Dispatcher : public session::Handler {
   CommandLookup lookup_;  // names the table lacks, asked of the upstream
   UpstreamUserAuth user_auth_;
   AclVerdicts acl_verdicts_;
-  std::vector<std::size_t> keys_;     // reused for write invalidation
+  std::vector<std::size_t> keys_;  // reused for write invalidation
+  config::ClientSettings client_;
   std::vector<std::string> allowed_;  // client.allow_commands as table names ("config|get")
   std::string scratch_;
   // While a withheld request is handled: the session's own target, for the pushes and

@@ -21,8 +21,15 @@ IdleReaper::IdleReaper(const boost::asio::any_io_executor& executor,
     : idle_timeout_(idle_timeout), interval_(tick_interval(idle_timeout)), timer_(executor) {}
 
 void IdleReaper::start() {
-  if (idle_timeout_.count() <= 0) return;
+  if (idle_timeout_.count() <= 0 || ticking_ || stopped_) return;
+  ticking_ = true;
   schedule();
+}
+
+void IdleReaper::set_idle_timeout(std::chrono::milliseconds idle_timeout) {
+  idle_timeout_ = idle_timeout;
+  interval_ = tick_interval(idle_timeout);
+  start();  // the running tick, if any, reads the new values when it fires
 }
 
 void IdleReaper::stop() {
@@ -33,7 +40,10 @@ void IdleReaper::stop() {
 void IdleReaper::schedule() {
   timer_.expires_after(interval_);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->stopped_) return;
+    if (ec || self->stopped_ || self->idle_timeout_.count() <= 0) {
+      self->ticking_ = false;
+      return;
+    }
     client_registry().close_idle(self->idle_timeout_);
     self->schedule();
   });

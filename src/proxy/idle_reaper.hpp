@@ -19,6 +19,8 @@ class IdleReaper : public std::enable_shared_from_this<IdleReaper> {
 
   void start();  // on the executor's thread; does nothing when idle_timeout is 0
   void stop();
+  // A reloaded client.idle_timeout (on the executor's thread): 0 stops the ticks.
+  void set_idle_timeout(std::chrono::milliseconds idle_timeout);
 
  private:
   void schedule();
@@ -27,6 +29,7 @@ class IdleReaper : public std::enable_shared_from_this<IdleReaper> {
   std::chrono::milliseconds interval_;
   boost::asio::steady_timer timer_;
   bool stopped_ = false;
+  bool ticking_ = false;
 };
 
 }  // namespace corral::proxy

@@ -90,7 +90,7 @@ AuthOutcome authenticate_upstream_user(LocalCall& call, std::string_view user,
   }
   if (!release_for_new_identity(call, error)) return AuthOutcome::refused;
   switch (call.user_auth->authenticate(call.client, user, password,
-                                       !call.settings.client.admin_password.empty(), error)) {
+                                       !call.client_settings.admin_password.empty(), error)) {
     case UserAuthStep::pending:
       return AuthOutcome::pending;
     case UserAuthStep::accepted:
@@ -109,7 +109,7 @@ AuthOutcome authenticate_upstream_user(LocalCall& call, std::string_view user,
 // of a refusal.
 AuthOutcome authenticate(LocalCall& call, std::string_view user, std::string_view password,
                          bool named, std::string& error) {
-  const auto& client = call.settings.client;
+  const auto& client = call.client_settings;
   const bool own_passwords = !client.password.empty() || !client.admin_password.empty();
   if (named && !(own_passwords && iequals(user, "default"))) {
     return authenticate_upstream_user(call, user, password, error);
@@ -397,8 +397,8 @@ Action reset(LocalCall& call) {
   client.protocol = 2;  // RESET goes back to RESP2, as in Redis
   client.reply_mode = ReplyMode::on;
   client.name.clear();
-  client.authenticated = call.settings.client.password.empty();
-  client.admin = call.settings.client.admin_password.empty();
+  client.authenticated = call.client_settings.password.empty();
+  client.admin = call.client_settings.admin_password.empty();
   client.user_upstream.reset();  // back to Corral's own upstream user, as Redis goes to default
   client.upstream_user.clear();
   resp::append_simple(call.reply, "RESET");

@@ -32,6 +32,7 @@ struct LocalCall {
   ClientState& client;
   std::span<const std::string_view> argv;
   const config::Settings& settings;
+  const config::ClientSettings& client_settings;  // the reloaded ones (not settings.client)
   ProcessInfo& info;
   std::size_t awaiting;  // the client's requests still waiting for a reply
   std::string& reply;    // the handler appends one RESP reply (unless it asks to drain first)

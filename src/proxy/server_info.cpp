@@ -40,7 +40,7 @@ void server_fields(std::string& out, const LocalCall& call) {
 
 void client_fields(std::string& out, const LocalCall& call) {
   field(out, "connected_clients", std::to_string(call.info.connected_clients.load()));
-  field(out, "maxclients", std::to_string(call.settings.client.max_clients));
+  field(out, "maxclients", std::to_string(call.client_settings.max_clients));
 }
 
 // Used when the upstream cannot answer: Redis's server section minus what only Redis knows.

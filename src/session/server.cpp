@@ -38,6 +38,7 @@ struct Server::Admin {
   std::shared_ptr<asio::ssl::context> tls_context;
   std::unique_ptr<metrics::HttpEndpoint> endpoint;
   asio::steady_timer drain_timer{io};
+  std::size_t max_clients = 0;  // client.max_clients, replaced by SIGHUP (on this thread)
 };
 
 namespace {
@@ -53,6 +54,7 @@ Server::Server(const config::Settings& settings, metrics::Metrics& metrics,
                metrics::ProcessInfo& info)
     : settings_(settings), metrics_(metrics), info_(info), admin_(std::make_unique<Admin>()) {
   info_.threads = settings_.threads;
+  admin_->max_clients = settings_.client.max_clients;
   for (int i = 0; i < settings_.threads; ++i) {
     workers_.push_back(std::make_unique<Worker>(settings_, metrics_.thread(i), info_));
   }
@@ -103,7 +105,7 @@ void start_session(Worker& worker, asio::ip::tcp::socket socket,
 static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
                                    const std::shared_ptr<asio::ssl::context>* tls_context,
                                    std::vector<std::unique_ptr<Worker>>& workers,
-                                   metrics::ProcessInfo& info, const config::Settings& settings) {
+                                   metrics::ProcessInfo& info, const std::size_t& max_clients) {
   std::size_t next = 0;
   for (;;) {
     Worker& worker = *workers[next++ % workers.size()];
@@ -117,7 +119,7 @@ static awaitable<void> accept_loop(asio::ip::tcp::acceptor& acceptor,
       continue;
     }
     if (info.connected_clients.load(std::memory_order_relaxed) >=
-        static_cast<std::int64_t>(settings.client.max_clients)) {
+        static_cast<std::int64_t>(max_clients)) {
       worker.stats.client_rejected();
       asio::write(socket, asio::buffer(kTooManyClients), ec);
       socket.close(ec);
@@ -138,8 +140,18 @@ void Server::reload_tls(const config::Settings& fresh) {
   spdlog::info("SIGHUP: TLS certificate reloaded from {}", fresh.tls.files.cert);
 }
 
-// SIGHUP: re-read the config file and apply its policies; on any error keep the running ones.
-// Other settings (addresses, threads, limits) need a restart, which the log says.
+// client.*: max_clients for the next accept; every io thread gets its copy of the rest on its own
+// thread, for the requests it reads from then on (a session's parser limits are set when it
+// starts).
+void Server::reload_client_settings(const config::Settings& fresh) {
+  admin_->max_clients = fresh.client.max_clients;
+  for (auto& worker : workers_) {
+    asio::post(worker->io, [w = worker.get(), client = fresh.client] { w->client = client; });
+  }
+}
+
+// SIGHUP: re-read the config file and apply its policies and client settings; on any error keep
+// the running ones. Other settings (addresses, threads) need a restart, which the log says.
 void Server::wait_for_reload(asio::signal_set& signal) {
   signal.async_wait([this, &signal](const error_code& ec, int) {
     if (ec) return;
@@ -151,9 +163,12 @@ void Server::wait_for_reload(asio::signal_set& signal) {
     } else {
       const auto& fresh = std::get<config::Settings>(loaded);
       reload_tls(fresh);
+      reload_client_settings(fresh);
       if (reload_) reload_(fresh);
-      spdlog::info("SIGHUP: reloaded {} policies from {} (other settings apply on restart)",
-                   fresh.policies.size(), settings_.source);
+      spdlog::info(
+          "SIGHUP: reloaded {} policies and the client settings from {} (the upstream, listen, "
+          "metrics and threads apply on restart)",
+          fresh.policies.size(), settings_.source);
     }
     wait_for_reload(signal);
   });
@@ -277,14 +292,15 @@ void Server::serve() {
   });
 
   if (admin_->acceptor.is_open()) {
-    asio::co_spawn(admin_->io, accept_loop(admin_->acceptor, nullptr, workers_, info_, settings_),
+    asio::co_spawn(admin_->io,
+                   accept_loop(admin_->acceptor, nullptr, workers_, info_, admin_->max_clients),
                    asio::detached);
   }
   if (admin_->tls_acceptor.is_open()) {
-    asio::co_spawn(
-        admin_->io,
-        accept_loop(admin_->tls_acceptor, &admin_->tls_context, workers_, info_, settings_),
-        asio::detached);
+    asio::co_spawn(admin_->io,
+                   accept_loop(admin_->tls_acceptor, &admin_->tls_context, workers_, info_,
+                               admin_->max_clients),
+                   asio::detached);
   }
   for (auto& worker : workers_) {
     Worker* w = worker.get();

@@ -68,6 +68,7 @@ class Server {
   struct Admin;
   void wait_for_reload(boost::asio::signal_set& signal);
   void reload_tls(const config::Settings& fresh);
+  void reload_client_settings(const config::Settings& fresh);
   void wait_for_drain(std::chrono::steady_clock::time_point deadline);
 
   const config::Settings& settings_;

@@ -38,7 +38,7 @@ constexpr std::chrono::milliseconds kHeldRetry{5};
 template <class Stream>
 Session<Stream>::Session(Stream stream, Worker& worker)
     : stream_(std::move(stream)), worker_(worker) {
-  const auto& client = worker_.settings.client;
+  const auto& client = worker_.client;
   limits_.max_bulk_length = client.max_request;
   limits_.max_inline_length = client.max_inline;
   error_code ignored;
@@ -265,7 +265,7 @@ awaitable<void> Session<Stream>::process_input() {
     if (parsed.status == resp::ParseStatus::need_more) {
       // The parser bounds each argument; this bounds a whole request still arriving.
       const std::size_t max_request =
-          authenticated_ ? worker_.settings.client.max_request : resp::kMaxRequestBeforeAuth;
+          authenticated_ ? worker_.client.max_request : resp::kMaxRequestBeforeAuth;
       if (pending.size() > max_request) {
         reject_protocol("Protocol error: request larger than client.max_request");
       }
@@ -304,7 +304,7 @@ template <class Stream>
 bool Session<Stream>::dispatch_now(const resp::Request& request,
                                    const std::shared_ptr<upstream::ReplyTarget>& target) {
   if (handler_->tunneling() || handler_->settling() ||
-      slots_.size() >= worker_.settings.client.max_pipeline || closed_) {
+      slots_.size() >= worker_.client.max_pipeline || closed_) {
     return false;
   }
   // A handler that asks for a retry has done nothing yet: the coroutine asks again after waiting.
@@ -370,7 +370,7 @@ awaitable<void> Session<Stream>::dispatch(std::string_view raw, bool inline_form
     co_return;
   }
   bool waited = false;
-  while (slots_.size() >= worker_.settings.client.max_pipeline && !closed_) {
+  while (slots_.size() >= worker_.client.max_pipeline && !closed_) {
     waiting_for_slots_ = true;
     waited = true;
     co_await slots_drained().wait();

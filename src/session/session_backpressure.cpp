@@ -17,7 +17,7 @@ using boost::system::error_code;
 
 template <class Stream>
 bool Session<Stream>::over_output_limit() const {
-  return buffered() > worker_.settings.client.max_output_buffer;
+  return buffered() > worker_.client.max_output_buffer;
 }
 
 template <class Stream>
@@ -50,7 +50,7 @@ void Session<Stream>::start_slow_reader_clock() {
 
 template <class Stream>
 void Session<Stream>::wait_slow_reader_clock() {
-  slow_reader_clock_->expires_at(taken_at_ + worker_.settings.client.slow_reader_timeout);
+  slow_reader_clock_->expires_at(taken_at_ + worker_.client.slow_reader_timeout);
   slow_reader_clock_->async_wait([weak = this->weak_from_this()](const error_code& ec) {
     if (ec) return;
     if (auto self = weak.lock()) self->on_slow_reader_clock();
@@ -64,7 +64,7 @@ void Session<Stream>::on_slow_reader_clock() {
     slow_reader_clock_running_ = false;
     return;
   }
-  const auto timeout = worker_.settings.client.slow_reader_timeout;
+  const auto timeout = worker_.client.slow_reader_timeout;
   const auto now = std::chrono::steady_clock::now();
   // Everything held is parked behind an earlier reply still due (a BLPOP first in the pipeline):
   // there is nothing the client could have read, so the clock starts again.

@@ -148,7 +148,7 @@ void Session<Stream>::write_rest() {
 template <class Stream>
 void Session<Stream>::written() {
   // Only client.idle_timeout reads it: no clock read per write batch without one.
-  if (worker_.settings.client.idle_timeout.count() > 0) {
+  if (worker_.client.idle_timeout.count() > 0) {
     written_at_ = std::chrono::steady_clock::now();
   }
   writing_.clear();

@@ -33,9 +33,15 @@ class IoContext : public boost::asio::io_context {
 struct Worker {
   Worker(const config::Settings& config, metrics::ThreadStats& thread_stats,
          metrics::ProcessInfo& process_info)
-      : settings(config), stats(thread_stats), info(process_info), work(io.get_executor()) {}
+      : settings(config),
+        client(config.client),
+        stats(thread_stats),
+        info(process_info),
+        work(io.get_executor()) {}
 
   const config::Settings& settings;
+  // This thread's copy of client.*: a SIGHUP reload replaces it, on this thread (Server).
+  config::ClientSettings client;
   metrics::ThreadStats& stats;
   metrics::ProcessInfo& info;
   IoContext io{1};
