@@ -25,6 +25,7 @@ USERS = [
     ["ACL", "SETUSER", "app", "on", ">app-pw", "~app:*", "&app:*", "+@all", "-@dangerous"],
     ["ACL", "SETUSER", "wide", "on", ">wide-pw", "~*", "&*", "+@all", "-@dangerous"],
     ["ACL", "SETUSER", "third", "on", ">third-pw", "~*", "+@read", "+acl|whoami"],
+    ["ACL", "SETUSER", "open", "on", "nopass", "~open:*", "+get", "+set", "+acl|whoami"],
 ]
 
 
@@ -69,6 +70,20 @@ def test_a_client_runs_as_the_upstream_user_it_authenticated_as(stack):
         assert c.call("GET", "app:k") == b"mine"
         reply = c.call("GET", "other:k")
         assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+
+
+def test_a_nopass_user_authenticated_with_an_empty_password_runs_as_that_user(stack):
+    # redis-py sends `AUTH user ""` for a user given without a password.
+    admin(stack).set("other:k", "secret")
+    with stack.raw() as c:
+        assert c.call("AUTH", "open", "") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"open"
+        assert c.call("SET", "open:k", "v") == b"OK"
+        reply = c.call("GET", "other:k")
+        assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+    # The next tests need both pools of this one-thread Corral.
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the pools of this test reaped")
 
 
 def test_corral_password_and_upstream_users_are_both_modes(stack):
