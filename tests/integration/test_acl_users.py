@@ -285,3 +285,26 @@ def test_refuse_scripts_refuses_every_way_to_run_code(scripts_refused, command):
         assert isinstance(reply, Err) and b"is not allowed through this proxy" in reply, reply
         assert c.call("GET", "script:survivor") == b"here"
     assert scripts_refused.direct().function_list() == []
+
+
+@pytest.fixture()
+def no_corral_password():
+    s = harness.Stack({"client": {"allow_commands": ["CONFIG"]}}, name="acl-users-open")
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_auth_password_without_corral_s_own_is_checked_by_the_upstream(no_corral_password):
+    # redis-py's test_auth: requirepass set through Corral, then `AUTH pass` as against Redis.
+    stack = no_corral_password
+    with stack.raw() as c:
+        reply = c.call("AUTH", "guess")
+        assert isinstance(reply, Err) and b"without any password configured" in reply, reply
+        assert c.call("CONFIG", "SET", "requirepass", "temp-pw") == b"OK"
+        assert c.call("AUTH", "default", "temp-pw") == b"OK"
+        assert c.call("AUTH", "temp-pw") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"default"
+        reply = c.call("AUTH", "guess")
+        assert isinstance(reply, Err) and reply.startswith(b"WRONGPASS"), reply
+        assert c.call("CONFIG", "SET", "requirepass", "") == b"OK"
