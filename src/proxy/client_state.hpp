@@ -145,6 +145,8 @@ struct ClientState {
   std::shared_ptr<upstream::Upstream> user_upstream;
   std::string upstream_user;
   std::shared_ptr<UserCheck> user_check;
+  // Whether that user may run a command Corral answers itself (MONITOR): ACL DRYRUN still due.
+  std::shared_ptr<UserCheck> permission_check;
 };
 
 // Closes the client's dedicated connection and its kept link (if any) and leaves every mode that

@@ -376,6 +376,18 @@ Action monitor(LocalCall& call) {
     return Action::done;
   }
   if (call.awaiting > 0) return Action::drain_then_retry;
+  // An upstream ACL user's commands run as that user, but this feed is Corral's: its ACL is asked.
+  if (call.client.user_upstream && !call.client.monitoring) {
+    std::string error;
+    const auto step = call.user_auth == nullptr
+                          ? UserAuthStep::refused
+                          : call.user_auth->may_run(call.client, "monitor", error);
+    if (step == UserAuthStep::pending) return Action::wait_then_retry;
+    if (step == UserAuthStep::refused) {
+      resp::append_error(call.reply, error.empty() ? "ERR MONITOR is not available here" : error);
+      return Action::done;
+    }
+  }
   if (!call.client.monitoring) monitor_feed().add(call.client.id, call.client.push);
   call.client.monitoring = true;
   resp::append_simple(call.reply, "OK");

@@ -89,4 +89,41 @@ UserAuthStep UpstreamUserAuth::authenticate(ClientState& client, std::string_vie
   return UserAuthStep::accepted;
 }
 
+UserAuthStep UpstreamUserAuth::may_run(ClientState& client, std::string_view command,
+                                       std::string& error) {
+  auto& check = client.permission_check;
+  if (!check) {
+    check = std::make_shared<UserCheck>();
+    std::string question;
+    const std::string_view argv[] = {"ACL", "DRYRUN", client.upstream_user, command};
+    resp::append_command(question, argv);
+    auto target = upstream::CallbackTarget::make([check](std::string_view reply, bool failed) {
+      check->done = true;
+      check->failed = failed;
+      check->reply = reply;
+    });
+    if (!upstream_.ask_server(question, 0, target)) {
+      check.reset();
+      error = upstream::kErrUnavailable;
+      return UserAuthStep::refused;
+    }
+    return UserAuthStep::pending;
+  }
+  if (!check->done) return UserAuthStep::pending;
+  const auto outcome = std::move(check);
+  if (outcome->failed) {
+    error = outcome->reply;
+    return UserAuthStep::refused;
+  }
+  if (outcome->reply == "+OK\r\n") return UserAuthStep::accepted;
+  if (const auto message = error_message(outcome->reply); !message.empty()) {
+    error =
+        "ERR cannot check the upstream user's rights (ACL DRYRUN: " + std::string(message) + ")";
+    return UserAuthStep::refused;
+  }
+  // DRYRUN answers a refusal with a bulk string; the client gets Redis's own error for it.
+  error = "NOPERM this user has no permissions to run the '" + std::string(command) + "' command";
+  return UserAuthStep::refused;
+}
+
 }  // namespace corral::proxy

@@ -53,6 +53,12 @@ class UpstreamUserAuth {
   UserAuthStep authenticate(ClientState& client, std::string_view user, std::string_view password,
                             bool named, bool admin_password_set, std::string& error);
 
+  // Whether the client's upstream user may run `command`, one that Corral answers itself instead
+  // of running it as the user (MONITOR): the upstream's ACL DRYRUN, asked as Corral's own user.
+  // accepted, pending (ask again), or refused with Redis's NOPERM (or why it could not ask) in
+  // `error`.
+  UserAuthStep may_run(ClientState& client, std::string_view command, std::string& error);
+
  private:
   bool send_check(const std::shared_ptr<UserCheck>& check);
 

@@ -36,7 +36,7 @@ def stack():
                        "upstream": {"username": "corral", "password": CORRAL_USER_PASSWORD,
                                     "max_user_pools": 2, "user_pool_idle_timeout": "300ms"},
                        "client": {"password": CLIENT_PASSWORD,
-                                  "allow_commands": ["ACL SETUSER"]},
+                                  "allow_commands": ["ACL SETUSER", "MONITOR"]},
                        "policies": [{"prefix": "c:", "origin": "redis", "ttl": "60s"},
                                     {"prefix": "app:c:", "origin": "redis", "ttl": "60s"}]},
                       redis_args=["--requirepass", ADMIN_PASSWORD], name="acl-users")
@@ -82,6 +82,22 @@ def test_a_nopass_user_authenticated_with_an_empty_password_runs_as_that_user(st
         reply = c.call("GET", "other:k")
         assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
     # The next tests need both pools of this one-thread Corral.
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the pools of this test reaped")
+
+
+def test_monitor_is_refused_to_a_user_whose_acl_refuses_it(stack):
+    # ioredis's "monitor rejects when monitor is disabled": Corral answers MONITOR itself, so it
+    # asks the upstream whether the user may (Redis would answer NOPERM).
+    with stack.raw() as c:
+        assert c.call("AUTH", "third", "third-pw") == b"OK"
+        reply = c.call("MONITOR")
+        assert isinstance(reply, Err), reply
+        assert reply == b"NOPERM this user has no permissions to run the 'monitor' command"
+        assert c.call("ACL", "WHOAMI") == b"third"  # not monitoring: an ordinary reply
+    with stack.raw() as c:
+        assert c.call("AUTH", "corral", CORRAL_USER_PASSWORD) == b"OK"  # +@all
+        assert c.call("MONITOR") == b"OK"
     harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
                        what="the pools of this test reaped")
 
