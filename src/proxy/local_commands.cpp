@@ -83,13 +83,13 @@ bool release_for_new_identity(LocalCall& call, std::string& error) {
 
 // `AUTH user pass` naming an upstream ACL user: the upstream checks it (see docs/security.md).
 AuthOutcome authenticate_upstream_user(LocalCall& call, std::string_view user,
-                                       std::string_view password, std::string& error) {
+                                       std::string_view password, bool named, std::string& error) {
   if (call.user_auth == nullptr) {
-    error = "ERR AUTH with a user name is not available here";
+    error = named ? "ERR AUTH with a user name is not available here" : kErrNoDefaultPassword;
     return AuthOutcome::refused;
   }
   if (!release_for_new_identity(call, error)) return AuthOutcome::refused;
-  switch (call.user_auth->authenticate(call.client, user, password,
+  switch (call.user_auth->authenticate(call.client, user, password, named,
                                        !call.client_settings.admin_password.empty(), error)) {
     case UserAuthStep::pending:
       return AuthOutcome::pending;
@@ -104,21 +104,17 @@ AuthOutcome authenticate_upstream_user(LocalCall& call, std::string_view user,
   return AuthOutcome::refused;
 }
 
-// Corral's own passwords answer `AUTH pass` and `AUTH default pass`; a named user (or `default`
-// when Corral has no password of its own) is the upstream's to check. `error` gets the message
-// of a refusal.
+// Corral's own passwords answer `AUTH pass` and `AUTH default pass`; without them, and for any
+// other named user, the upstream checks the pair, so `AUTH pass` gets Redis's own answer (OK
+// when the upstream's `default` has that password, the "no password configured" error when it
+// has none).
+// `error` gets the message of a refusal.
 AuthOutcome authenticate(LocalCall& call, std::string_view user, std::string_view password,
                          bool named, std::string& error) {
   const auto& client = call.client_settings;
   const bool own_passwords = !client.password.empty() || !client.admin_password.empty();
-  if (named && !(own_passwords && iequals(user, "default"))) {
-    return authenticate_upstream_user(call, user, password, error);
-  }
-  if (!own_passwords) {
-    error =
-        "ERR AUTH <password> called without any password configured for the default user. "
-        "Are you sure your configuration is correct?";
-    return AuthOutcome::refused;
+  if (!own_passwords || (named && !iequals(user, "default"))) {
+    return authenticate_upstream_user(call, user, password, named, error);
   }
   const bool admin =
       !client.admin_password.empty() && secret_equals(password, client.admin_password);
@@ -380,6 +376,7 @@ Action monitor(LocalCall& call) {
     return Action::done;
   }
   if (call.awaiting > 0) return Action::drain_then_retry;
+  // An upstream ACL user's right to MONITOR was asked before (Dispatcher::answer_locally).
   if (!call.client.monitoring) monitor_feed().add(call.client.id, call.client.push);
   call.client.monitoring = true;
   resp::append_simple(call.reply, "OK");

@@ -26,8 +26,13 @@ bool UpstreamUserAuth::send_check(const std::shared_ptr<UserCheck>& check) {
     if (!checker_) return false;
   }
   std::string command;
-  const std::string_view argv[] = {"AUTH", check->user, check->password};
-  resp::append_command(command, argv);
+  if (check->named) {
+    const std::string_view argv[] = {"AUTH", check->user, check->password};
+    resp::append_command(command, argv);
+  } else {
+    const std::string_view argv[] = {"AUTH", check->password};
+    resp::append_command(command, argv);
+  }
   return checker_->send(
       command, upstream::CallbackTarget::make([check](std::string_view reply, bool failed) {
         check->done = true;
@@ -38,19 +43,22 @@ bool UpstreamUserAuth::send_check(const std::shared_ptr<UserCheck>& check) {
 }
 
 UserAuthStep UpstreamUserAuth::authenticate(ClientState& client, std::string_view user,
-                                            std::string_view password, bool admin_password_set,
-                                            std::string& error) {
+                                            std::string_view password, bool named,
+                                            bool admin_password_set, std::string& error) {
   if (upstream_.partitioned()) {
-    error = kClusterUnsupported;
+    error = named ? kClusterUnsupported : kErrNoDefaultPassword;
     return UserAuthStep::refused;
   }
   auto& check = client.user_check;
   // A retried request finds its own check; any other AUTH starts afresh.
-  if (check && (check->user != user || check->password != password)) check.reset();
+  if (check && (check->user != user || check->password != password || check->named != named)) {
+    check.reset();
+  }
   if (!check) {
     check = std::make_shared<UserCheck>();
     check->user = user;
     check->password = password;
+    check->named = named;
     if (!send_check(check)) {
       check.reset();
       error = upstream::kErrUnavailable;

@@ -16,10 +16,17 @@ class Upstream;
 
 namespace corral::proxy {
 
+// Redis's answer to `AUTH password` when `default` has no password: Corral's too when it cannot
+// ask the upstream (a Redis Cluster) and has no password of its own.
+inline constexpr std::string_view kErrNoDefaultPassword =
+    "ERR AUTH <password> called without any password configured for the default user. Are you "
+    "sure your configuration is correct?";
+
 // One client's question to the upstream, kept on the client while the answer is due.
 struct UserCheck {
   std::string user;
   std::string password;
+  bool named = true;  // false: `AUTH password`, which Redis checks against `default`
   bool done = false;
   bool failed = false;  // no answer (the upstream is unavailable): not a wrong password
   std::string reply;    // the upstream's RESP reply, or the failure's text
@@ -41,9 +48,10 @@ class UpstreamUserAuth {
 
   // Starts the check of (user, password) for `client`, or reads its outcome once it is in. On
   // acceptance the client is authenticated and its `user_upstream` set. `error` gets an error
-  // message without the leading '-' (Redis's own WRONGPASS when the upstream refused).
+  // message without the leading '-' (Redis's own WRONGPASS when the upstream refused). Not
+  // `named`, the check is `AUTH password` (user is `default`), so that Redis answers that form.
   UserAuthStep authenticate(ClientState& client, std::string_view user, std::string_view password,
-                            bool admin_password_set, std::string& error);
+                            bool named, bool admin_password_set, std::string& error);
 
  private:
   bool send_check(const std::shared_ptr<UserCheck>& check);

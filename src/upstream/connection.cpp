@@ -301,7 +301,9 @@ ConnectionOptions node_connection_options(const config::UpstreamSettings& upstre
 awaitable<bool> Connection::handshake() {
   std::string commands;
   std::size_t expected = 0;
-  if (!options_.password.empty()) {
+  // A user name alone still logs in: `AUTH user ""` is how Redis admits a nopass user, and
+  // without it the connection would run as `default`.
+  if (!options_.password.empty() || !options_.username.empty()) {
     if (options_.username.empty()) {
       std::string_view argv[] = {"AUTH", options_.password};
       resp::append_command(commands, argv);

@@ -25,6 +25,7 @@ USERS = [
     ["ACL", "SETUSER", "app", "on", ">app-pw", "~app:*", "&app:*", "+@all", "-@dangerous"],
     ["ACL", "SETUSER", "wide", "on", ">wide-pw", "~*", "&*", "+@all", "-@dangerous"],
     ["ACL", "SETUSER", "third", "on", ">third-pw", "~*", "+@read", "+acl|whoami"],
+    ["ACL", "SETUSER", "open", "on", "nopass", "~open:*", "+get", "+set", "+acl|whoami"],
 ]
 
 
@@ -35,7 +36,7 @@ def stack():
                        "upstream": {"username": "corral", "password": CORRAL_USER_PASSWORD,
                                     "max_user_pools": 2, "user_pool_idle_timeout": "300ms"},
                        "client": {"password": CLIENT_PASSWORD,
-                                  "allow_commands": ["ACL SETUSER"]},
+                                  "allow_commands": ["ACL SETUSER", "MONITOR"]},
                        "policies": [{"prefix": "c:", "origin": "redis", "ttl": "60s"},
                                     {"prefix": "app:c:", "origin": "redis", "ttl": "60s"}]},
                       redis_args=["--requirepass", ADMIN_PASSWORD], name="acl-users")
@@ -69,6 +70,36 @@ def test_a_client_runs_as_the_upstream_user_it_authenticated_as(stack):
         assert c.call("GET", "app:k") == b"mine"
         reply = c.call("GET", "other:k")
         assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+
+
+def test_a_nopass_user_authenticated_with_an_empty_password_runs_as_that_user(stack):
+    # redis-py sends `AUTH user ""` for a user given without a password.
+    admin(stack).set("other:k", "secret")
+    with stack.raw() as c:
+        assert c.call("AUTH", "open", "") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"open"
+        assert c.call("SET", "open:k", "v") == b"OK"
+        reply = c.call("GET", "other:k")
+        assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+    # The next tests need both pools of this one-thread Corral.
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the pools of this test reaped")
+
+
+def test_monitor_is_refused_to_a_user_whose_acl_refuses_it(stack):
+    # ioredis's "monitor rejects when monitor is disabled": Corral answers MONITOR itself, so it
+    # asks the upstream whether the user may (Redis would answer NOPERM).
+    with stack.raw() as c:
+        assert c.call("AUTH", "third", "third-pw") == b"OK"
+        reply = c.call("MONITOR")
+        assert isinstance(reply, Err), reply
+        assert reply == b"NOPERM this user has no permissions to run the 'monitor' command"
+        assert c.call("ACL", "WHOAMI") == b"third"  # not monitoring: an ordinary reply
+    with stack.raw() as c:
+        assert c.call("AUTH", "corral", CORRAL_USER_PASSWORD) == b"OK"  # +@all
+        assert c.call("MONITOR") == b"OK"
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the pools of this test reaped")
 
 
 def test_corral_password_and_upstream_users_are_both_modes(stack):
@@ -300,3 +331,26 @@ def test_refuse_scripts_refuses_every_way_to_run_code(scripts_refused, command):
         assert isinstance(reply, Err) and b"is not allowed through this proxy" in reply, reply
         assert c.call("GET", "script:survivor") == b"here"
     assert scripts_refused.direct().function_list() == []
+
+
+@pytest.fixture()
+def no_corral_password():
+    s = harness.Stack({"client": {"allow_commands": ["CONFIG"]}}, name="acl-users-open")
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_auth_password_without_corral_s_own_is_checked_by_the_upstream(no_corral_password):
+    # redis-py's test_auth: requirepass set through Corral, then `AUTH pass` as against Redis.
+    stack = no_corral_password
+    with stack.raw() as c:
+        reply = c.call("AUTH", "guess")
+        assert isinstance(reply, Err) and b"without any password configured" in reply, reply
+        assert c.call("CONFIG", "SET", "requirepass", "temp-pw") == b"OK"
+        assert c.call("AUTH", "default", "temp-pw") == b"OK"
+        assert c.call("AUTH", "temp-pw") == b"OK"
+        assert c.call("ACL", "WHOAMI") == b"default"
+        reply = c.call("AUTH", "guess")
+        assert isinstance(reply, Err) and reply.startswith(b"WRONGPASS"), reply
+        assert c.call("CONFIG", "SET", "requirepass", "") == b"OK"

@@ -119,6 +119,20 @@ TEST_CASE("AUTH user pass waits for the upstream's check and relays its refusal"
   CHECK(checker.sent.size() == 1);
 }
 
+TEST_CASE("AUTH pass without a password of Corral's own is the upstream's AUTH pass", "[acl]") {
+  Proxy proxy;  // no client.password: the upstream's `default` decides, as Redis would
+  Client client(proxy);
+  CHECK(client.send({"AUTH", "guess"}) == Action::wait_then_retry);
+  auto& checker = proxy.links.last_dedicated();
+  REQUIRE(checker.sent.size() == 1);
+  CHECK(checker.sent[0].bytes == command({"AUTH", "guess"}));
+  checker.answer(
+      "-ERR AUTH <password> called without any password configured for the default user. Are "
+      "you sure your configuration is correct?\r\n");
+  CHECK(client.retry({"AUTH", "guess"}) == Action::done);
+  CHECK(client.reply().starts_with("-ERR AUTH <password> called without any password"));
+}
+
 TEST_CASE("client.refuse_scripts refuses the commands that run server-side code", "[acl]") {
   config::Settings settings;
   settings.client.refuse_scripts = true;
@@ -152,5 +166,7 @@ TEST_CASE("AUTH with a user name is refused on a cluster: every client runs as C
                                  "a Redis Cluster upstream"));
   CHECK(client.send({"HELLO", "3", "AUTH", "app", "app-pw"}) == Action::done);
   CHECK(client.reply().starts_with("-ERR AUTH with a user name is not supported"));
-  CHECK(c.proxy.info.auth_failures.load() == 0);  // not a wrong password
+  CHECK(c.proxy.info.auth_failures.load() == 0);       // not a wrong password
+  CHECK(client.send({"AUTH", "pw"}) == Action::done);  // no upstream to ask: Redis's answer
+  CHECK(client.reply().starts_with("-ERR AUTH <password> called without any password"));
 }
