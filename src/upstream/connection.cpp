@@ -247,9 +247,17 @@ awaitable<bool> Connection::tls_handshake() {
       std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *options_.tls_context);
   SSL* ssl = tls_->native_handle();
   const auto& name = options_.tls_server_name;
-  SSL_set_tlsext_host_name(ssl, name.c_str());
-  // Checked by OpenSSL during the handshake when the context verifies peers (verify: true).
-  X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), name.c_str(), name.size());
+  // Checked by OpenSSL during the handshake when the context verifies peers (verify: true). An
+  // IP address (what Sentinels and CLUSTER SHARDS name nodes by) must match an IP SAN: the host
+  // check only matches DNS names. It is not sent as SNI, which RFC 6066 keeps for host names.
+  error_code not_an_address;
+  asio::ip::make_address(name, not_an_address);
+  if (!not_an_address) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, name.c_str());
+    X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), name.c_str(), name.size());
+  }
   asio::steady_timer deadline(executor_);
   close_on_expiry(deadline);
   error_code ec;

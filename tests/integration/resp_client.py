@@ -46,15 +46,18 @@ def encode_command(*args):
 
 
 class Raw:
-    """A RESP2 client on a plain socket: full control of the bytes sent and received."""
+    """A RESP2 client on a plain socket (or on TLS with `tls`, an ssl.SSLContext): full control
+    of the bytes sent and received."""
 
-    def __init__(self, port, host=HOST, timeout=10.0, rcvbuf=None):
+    def __init__(self, port, host=HOST, timeout=10.0, rcvbuf=None, tls=None):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(timeout)
         self.sock.connect((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname=host)
         self.buf = bytearray()
 
     def close(self):

@@ -1,23 +1,80 @@
 # A Sentinel-managed Redis for the integration tests: one primary, two replicas and three
 # `redis-server --sentinel` processes on free loopback ports (short failover timings), Corral in
-# front of them, and a pipelined INCR load that counts what was acknowledged. stop() ends every
-# process however the test ended (the harness's registry kills them at exit too).
+# front of them, and a pipelined INCR load that counts what was acknowledged; with `tls` every
+# process speaks TLS only (certificates made here). stop() ends every process however the test
+# ended (the harness's registry kills them at exit too).
 import os
 import socket
+import ssl
 import threading
 import time
 
 import harness
-from harness import HOST, Corral, RedisServer, wait_until
+from certs import make_ca, make_cert
+from harness import HOST, Corral, Raw, RedisServer, wait_until
 
 MASTER = "mymaster"
 
 
-class Sentinel(RedisServer):
+class TlsFiles:
+    """A CA, the certificate every Redis and Sentinel serves (and presents to its peers), and
+    Corral's client certificate: the nodes require one from every client (tls-auth-clients)."""
+
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, "certs")
+        os.makedirs(self.dir)
+        make_ca(self.dir, "ca")
+        make_cert(self.dir, "ca", "redis", "redis.test")
+        make_cert(self.dir, "ca", "corral", "corral.test")
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def node_conf(self, port):
+        """redis.conf lines for a node listening on TLS `port` only, TLS to its peers too."""
+        return ["port 0", "tls-port %d" % port, "tls-cert-file " + self.path("redis.pem"),
+                "tls-key-file " + self.path("redis.key"),
+                "tls-ca-cert-file " + self.path("ca.pem"), "tls-replication yes"]
+
+    def context(self):
+        """The harness's own client side, with Corral's client certificate."""
+        context = ssl.create_default_context(cafile=self.path("ca.pem"))
+        context.load_cert_chain(self.path("corral.pem"), self.path("corral.key"))
+        return context
+
+    def redis_py(self):
+        return {"ssl": True, "ssl_ca_certs": self.path("ca.pem"),
+                "ssl_certfile": self.path("corral.pem"), "ssl_keyfile": self.path("corral.key")}
+
+
+class Node(RedisServer):
+    """A primary or replica; TLS only when `tls` (TlsFiles) is given."""
+
+    def __init__(self, workdir, extra_args=(), name="redis", tls=None):
+        super().__init__(workdir, extra_args, name=name)
+        self.tls = tls
+
+    def _argv(self):
+        if not self.tls:
+            return super()._argv()
+        # Later options win: the TLS port replaces the plain one.
+        return super()._argv() + [arg for line in self.tls.node_conf(self.port)
+                                  for arg in ["--" + line.split()[0]] + line.split()[1:]]
+
+    def raw(self, timeout=10):
+        if not self.tls:
+            return super().raw(timeout)
+        return Raw(self.port, timeout=timeout, tls=self.tls.context())
+
+    def client(self, db=0, password=None, **kw):
+        return super().client(db, password, **dict(self.tls.redis_py() if self.tls else {}, **kw))
+
+
+class Sentinel(Node):
     """`redis-server sentinel.conf --sentinel`: it rewrites its config, so each has its own."""
 
-    def __init__(self, workdir, primary_port, name):
-        super().__init__(workdir, name=name)
+    def __init__(self, workdir, primary_port, name, tls=None):
+        super().__init__(workdir, name=name, tls=tls)
         self.primary_port = primary_port
         self.conf = os.path.join(workdir, name + ".conf")
 
@@ -30,6 +87,10 @@ class Sentinel(RedisServer):
                     "sentinel parallel-syncs %s 2\n"
                     % (self.port, HOST, self.datadir, MASTER, HOST, self.primary_port,
                        MASTER, MASTER, MASTER))
+            if self.tls:
+                # After `port`: the Sentinel listens on TLS only and speaks TLS to the nodes and
+                # to the other Sentinels (tls-replication).
+                f.write("".join(line + "\n" for line in self.tls.node_conf(self.port)))
         return [harness.REDIS_SERVER, self.conf, "--sentinel"]
 
     def call(self, *argv):
@@ -42,10 +103,12 @@ class Sentinel(RedisServer):
 
 
 class SentinelSet:
-    """The primary, its replicas, the Sentinels and (optionally) Corral."""
+    """The primary, its replicas, the Sentinels and (optionally) Corral; with `tls` all of them
+    speak TLS only, and Corral is given rediss:// Sentinel addresses and `upstream.tls`."""
 
-    def __init__(self, name="sentinel"):
+    def __init__(self, name="sentinel", tls=False):
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
+        self.tls = TlsFiles(self.workdir) if tls else None
         self.redis = {}  # port -> RedisServer (the primary and both replicas)
         self.sentinels = []
         self.corral = None
@@ -53,16 +116,16 @@ class SentinelSet:
 
     def start(self, corral_overrides=None):
         try:
-            primary = RedisServer(self.workdir, name="redis-primary").start()
+            primary = Node(self.workdir, name="redis-primary", tls=self.tls).start()
             self.redis[primary.port] = primary
             for i in range(2):
-                replica = RedisServer(self.workdir, ["--replicaof", HOST, str(primary.port)],
-                                      name="redis-replica%d" % i).start()
+                replica = Node(self.workdir, ["--replicaof", HOST, str(primary.port)],
+                               name="redis-replica%d" % i, tls=self.tls).start()
                 self.redis[replica.port] = replica
             wait_until(lambda: self.linked_replicas(primary) == 2, 10, what="2 replicas linked")
             for i in range(3):
                 self.sentinels.append(
-                    Sentinel(self.workdir, primary.port, "sentinel%d" % i).start())
+                    Sentinel(self.workdir, primary.port, "sentinel%d" % i, self.tls).start())
             wait_until(self.sentinels_agree, 15, what="Sentinels seeing 2 replicas and 2 peers")
             if corral_overrides is not None:
                 self.corral = Corral(self.workdir, 0, self.corral_config(corral_overrides)).start()
@@ -72,9 +135,14 @@ class SentinelSet:
         return self
 
     def corral_config(self, overrides):
+        scheme = "rediss" if self.tls else "redis"
         base = {"upstream": {"address": None, "sentinel": {
             "master": MASTER,
-            "addresses": ["redis://%s:%d" % (HOST, s.port) for s in self.sentinels]}}}
+            "addresses": ["%s://%s:%d" % (scheme, HOST, s.port) for s in self.sentinels]}}}
+        if self.tls:
+            base["upstream"]["tls"] = {"ca": self.tls.path("ca.pem"),
+                                       "cert": self.tls.path("corral.pem"),
+                                       "key": self.tls.path("corral.key")}
         return harness.deep_merge(base, overrides)
 
     def track(self, proc):
