@@ -56,6 +56,8 @@ start_redis() {  # start_redis PORT DIR
   wait_for_port "$1" redis-server
 }
 
+# command_timeout: Redis answers some of the suite's commands after more than the default 2 s
+# (LATENCY's one EVAL of a million SADDs on a loaded machine); the test's own --timeout applies.
 start_corral() {  # start_corral PORT UPSTREAM_PORT DIR
   cat >"$3/corral.yaml" <<EOF
 listen: 127.0.0.1:$1
@@ -64,6 +66,7 @@ threads: 2
 log_level: warn
 upstream:
   address: redis://127.0.0.1:$2
+  command_timeout: 30s
 client:
   allow_commands: $ALLOW
 EOF

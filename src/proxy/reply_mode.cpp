@@ -43,6 +43,11 @@ Action Dispatcher::handle(ClientState& client, const Request& request, const Res
       before == ReplyMode::off) {
     decision.replies = true;
   }
+  // Redis 7 sends (un)subscribe confirmations whatever the mode: it pushes them (CLIENT_PUSHING).
+  if (resolved.spec != nullptr && (resolved.row().flags & kPubSub) &&
+      resolved.row().name.ends_with("subscribe") && !client.mode.in_multi()) {
+    decision.replies = true;
+  }
   client.reply_mode = decision.next;
   if (decision.replies) return handle_command(client, request, resolved, tag, target, awaiting);
   const std::shared_ptr<upstream::ReplyTarget> withheld = std::make_shared<WithheldReply>(target);

@@ -76,7 +76,7 @@ UserAuthStep UpstreamUserAuth::authenticate(ClientState& client, std::string_vie
     error = message;
     return UserAuthStep::wrong_password;
   }
-  auto result = upstream_.as_user(user, password);
+  auto result = upstream_.as_user(user, password, client.database);
   if (!result.upstream) {
     error = result.refusal == upstream::UserUpstreamRefusal::too_many_users ? kTooManyUsers
                                                                             : kClusterUnsupported;

@@ -327,6 +327,12 @@ awaitable<bool> Connection::handshake() {
     resp::append_command(commands, argv);
     ++expected;
   }
+  if (!options_.user_after_select.empty()) {
+    std::string_view argv[] = {"AUTH", options_.user_after_select,
+                               options_.user_password_after_select};
+    resp::append_command(commands, argv);
+    ++expected;
+  }
   if (options_.readonly) {
     std::string_view argv[] = {"READONLY"};
     resp::append_command(commands, argv);

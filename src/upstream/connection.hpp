@@ -53,6 +53,11 @@ struct ConnectionOptions {
   int protocol = 2;
   // A cluster replica serves reads only after READONLY (sent with the handshake).
   bool readonly = false;
+  // Set: the handshake selects `database` as the user above (Corral's own), then logs in as this
+  // upstream ACL user, who so keeps a database it may not SELECT, as Redis keeps a client's
+  // database across AUTH.
+  std::string user_after_select;
+  std::string user_password_after_select;
 };
 
 // The options every connection to `upstream` shares; TLS contexts are built once per process.

@@ -153,8 +153,10 @@ class Upstream {
 
   // The same upstream with every connection logged in as the ACL user `user` (whose password
   // the caller has had the server verify): the commands of a client that authenticated as that
-  // user. Kept open while held. Unsupported unless the upstream kind implements it.
-  virtual UserUpstreamResult as_user(std::string_view /*user*/, std::string_view /*password*/) {
+  // user. Kept open while held. Unsupported unless the upstream kind implements it. The client
+  // keeps `entered_database`, the one it was in, as Redis keeps it across AUTH.
+  virtual UserUpstreamResult as_user(std::string_view /*user*/, std::string_view /*password*/,
+                                     int /*entered_database*/) {
     return {};
   }
 };

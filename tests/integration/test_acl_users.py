@@ -309,6 +309,34 @@ def test_a_reload_asks_again(stack):
         admin(stack).execute_command("ACL", "SETUSER", "corral", "+flushall", "+flushdb")
 
 
+def test_a_user_keeps_the_database_it_authenticated_in(stack):
+    # Redis's own "Script ACL check": SELECT 9, then AUTH as a user who may not SELECT. Redis
+    # keeps the client in database 9; the user's links select it as Corral's user, then log in.
+    # This test needs both pools of this one-thread Corral (bob in 9, bob in 0).
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="earlier tests' pools reaped")
+    with stack.raw() as c:
+        assert c.call("AUTH", CLIENT_PASSWORD) == b"OK"
+        assert c.call("SELECT", "9") == b"OK"
+        assert c.call("ACL", "SETUSER", "bob", "on", ">bob-pw", "+@scripting", "+set", "+multi",
+                      "+exec", "~x*") == b"OK"
+        assert c.call("AUTH", "bob", "bob-pw") == b"OK"
+        assert c.call("EVAL", "return redis.acl_check_cmd('set','xx',1)", "1", "xx") == 1
+        assert c.call("SET", "xa", "in-nine") == b"OK"
+        assert c.call("MULTI") == b"OK"  # a session link, opened the same way
+        assert c.call("SET", "xb", "in-nine") == b"QUEUED"
+        assert c.call("EXEC") == [b"OK"]
+    nine = stack.redis.client(db=9, password=ADMIN_PASSWORD)
+    assert nine.mget("xa", "xb") == [b"in-nine", b"in-nine"]
+    assert admin(stack).exists("xa", "xb") == 0
+    # Authenticated in database 0, bob may not SELECT his way into 9: no wider rights than Redis.
+    with stack.raw() as c:
+        assert c.call("AUTH", "bob", "bob-pw") == b"OK"
+        assert c.call("SELECT", "9") == b"OK"  # answered by Corral
+        assert isinstance(c.call("SET", "xc", "widened"), Err)
+    assert nine.exists("xc") == 0
+
+
 @pytest.fixture(scope="module")
 def scripts_refused():
     s = harness.Stack({"client": {"refuse_scripts": True}}, name="refuse-scripts").start()

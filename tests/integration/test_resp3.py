@@ -280,3 +280,13 @@ def test_redis_cli_resp3(stack):
                           "c:cli"],
                          capture_output=True, text=True, timeout=10).stdout
     check('1) "f"' in out and '2) "v"' in out, "redis-cli (RESP2) HGETALL: %r" % out)
+
+
+def test_a_scripts_big_number_reaches_the_client_as_redis_sends_it(stack):
+    # Redis's "malformed big number protocol parsing": a big number of a script's making is not
+    # all digits; Redis sends it anyway, and so must Corral (before, it lost the connection).
+    big = b"(123  123\r\n"
+    with resp3(stack) as c:
+        c.send_command("EVAL", "return {big_number='123\\r\\n123'}", "0")
+        eq(c.read_bytes(len(big)), big, "the big number as Redis wrote it")
+        eq(c.call("PING"), b"PONG", "the connection after it")

@@ -85,3 +85,26 @@ def test_client_id_stays_corrals_after_reply_off(servers):
         assert after == [b"+OK\r\n"] + before, (before, after)
     finally:
         conns["a"].close()
+
+
+def subscribed_under_reply_off(port, key):
+    conns = {"a": Conn(port)}
+    try:
+        trips = [[["CLIENT", "REPLY", "OFF"], ["PSUBSCRIBE", key + ":*"]],
+                 [["PUNSUBSCRIBE", key + ":*"]],
+                 [["CLIENT", "REPLY", "SKIP"], ["SUBSCRIBE", key]],
+                 [["UNSUBSCRIBE", key], ["CLIENT", "REPLY", "ON"], ["PING"]]]
+        counts = [1, 1, 1, 2]
+        return [run_action(conns, Action("a", [Cmd(args) for args in trip], count), "-")
+                for trip, count in zip(trips, counts)]
+    finally:
+        conns["a"].close()
+
+
+def test_subscribe_confirmations_under_reply_off_as_redis(servers):
+    # Redis 7 pushes (un)subscribe confirmations whatever CLIENT REPLY says (its Tcl suite's
+    # "Keyspace notifications" tests wait for them); Corral withheld them and the client hung.
+    stack, direct = servers
+    expected = subscribed_under_reply_off(direct.port, "rm:reply-off-sub")
+    assert expected[0] == [b"*3\r\n$10\r\npsubscribe\r\n$18\r\nrm:reply-off-sub:*\r\n:1\r\n"]
+    assert subscribed_under_reply_off(stack.port, "rm:reply-off-sub") == expected

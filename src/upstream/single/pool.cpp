@@ -12,11 +12,13 @@
 namespace corral::upstream {
 
 Pool::Pool(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
-           metrics::ThreadStats* stats, std::atomic<int>* ready_connections)
+           metrics::ThreadStats* stats, std::atomic<int>* ready_connections,
+           std::optional<UserLogin> user)
     : executor_(executor),
       settings_(settings),
       stats_(stats),
-      ready_connections_(ready_connections) {
+      ready_connections_(ready_connections),
+      user_(std::move(user)) {
   assert(!settings_.servers.empty());
 }
 
@@ -53,6 +55,13 @@ void Pool::close() {
 ConnectionOptions Pool::options_for(int database, bool reconnect, int protocol) const {
   auto options = connection_options(settings_, database, reconnect);
   options.protocol = protocol;
+  if (user_ && database != 0 && database == user_->entered_database) {
+    options.user_after_select = user_->user;
+    options.user_password_after_select = user_->password;
+  } else if (user_) {
+    options.username = user_->user;  // then SELECT is the user's, and refused as Redis would
+    options.password = user_->password;
+  }
   return options;
 }
 

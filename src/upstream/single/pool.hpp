@@ -6,6 +6,8 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,10 +19,21 @@
 
 namespace corral::upstream {
 
+// The upstream ACL user a pool's connections log in as, and the database its client was in when
+// it authenticated (Redis keeps that one without a SELECT the user may not be allowed).
+struct UserLogin {
+  std::string user;
+  std::string password;
+  int entered_database = 0;
+};
+
 class Pool final : public Links {
  public:
+  // With `user`, every connection runs as that upstream ACL user; `settings` keep Corral's own
+  // credentials, which select the user's entered database before the user logs in.
   Pool(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
-       metrics::ThreadStats* stats, std::atomic<int>* ready_connections);
+       metrics::ThreadStats* stats, std::atomic<int>* ready_connections,
+       std::optional<UserLogin> user = std::nullopt);
   ~Pool() override;
 
   // Opens the shared connections of the default database now, so readiness is known before clients
@@ -56,6 +69,7 @@ class Pool final : public Links {
   config::UpstreamSettings settings_;
   metrics::ThreadStats* stats_;
   std::atomic<int>* ready_connections_;
+  std::optional<UserLogin> user_;
   // Keyed by (database, protocol).
   std::map<std::pair<int, int>, std::vector<std::shared_ptr<Connection>>> shared_;
   // One session link per (database, protocol) in use, opened before a session needs it.

@@ -73,9 +73,10 @@ std::shared_ptr<Link> SingleUpstream::open_own_link_to(std::string_view server, 
   return server.empty() ? links_.dedicated_link(database, protocol) : nullptr;
 }
 
-UserUpstreamResult SingleUpstream::as_user(std::string_view user, std::string_view password) {
+UserUpstreamResult SingleUpstream::as_user(std::string_view user, std::string_view password,
+                                           int entered_database) {
   if (users_ == nullptr) return {};
-  return users_->acquire(user, password);
+  return users_->acquire(user, password, entered_database);
 }
 
 }  // namespace corral::upstream

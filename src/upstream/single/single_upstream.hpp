@@ -53,7 +53,8 @@ class SingleUpstream final : public Upstream {
   // Upstream ACL users get their pools from `users` (which must outlive this); unset, as_user
   // is unsupported (a user's own upstream hands out no further users).
   void set_user_pools(UserPools* users) { users_ = users; }
-  UserUpstreamResult as_user(std::string_view user, std::string_view password) override;
+  UserUpstreamResult as_user(std::string_view user, std::string_view password,
+                             int entered_database) override;
 
  private:
   boost::asio::any_io_executor executor_;

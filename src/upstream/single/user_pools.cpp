@@ -14,8 +14,9 @@ namespace corral::upstream {
 // aliasing pointer, so the entry's use count says whether any client still needs it.
 struct UserPools::Entry {
   Entry(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
-        metrics::ThreadStats* stats)
-      : pool(executor, settings, stats, nullptr), upstream(executor, pool, settings.database) {}
+        metrics::ThreadStats* stats, UserLogin user)
+      : pool(executor, settings, stats, nullptr, std::move(user)),
+        upstream(executor, pool, settings.database) {}
   ~Entry() { pool.close(); }
 
   Pool pool;
@@ -38,19 +39,20 @@ UserPools::~UserPools() {
   if (user_pools_ != nullptr) user_pools_->fetch_sub(static_cast<int>(pools_.size()));
 }
 
-UserUpstreamResult UserPools::acquire(std::string_view user, std::string_view password) {
-  std::pair<std::string, std::string> key{user, password};
+UserUpstreamResult UserPools::acquire(std::string_view user, std::string_view password,
+                                      int entered_database) {
+  Key key{std::string(user), std::string(password), entered_database};
   auto found = pools_.find(key);
   if (found == pools_.end()) {
     reap();
     if (pools_.size() >= static_cast<std::size_t>(settings_.max_user_pools)) {
       return {nullptr, UserUpstreamRefusal::too_many_users};
     }
-    auto settings = settings_;
-    settings.username = std::string(user);
-    settings.password = std::string(password);
-    found =
-        pools_.emplace(std::move(key), std::make_shared<Entry>(executor_, settings, stats_)).first;
+    UserLogin login{std::string(user), std::string(password), entered_database};
+    found = pools_
+                .emplace(std::move(key),
+                         std::make_shared<Entry>(executor_, settings_, stats_, std::move(login)))
+                .first;
     if (user_pools_ != nullptr) user_pools_->fetch_add(1);
     schedule_reap();
   }
@@ -68,7 +70,7 @@ void UserPools::reap() {
       entry.last_held = now;
       ++it;
     } else if (now - entry.last_held >= settings_.user_pool_idle_timeout) {
-      spdlog::debug("upstream user {}: idle pool closed", it->first.first);
+      spdlog::debug("upstream user {}: idle pool closed", std::get<0>(it->first));
       it = pools_.erase(it);
       if (user_pools_ != nullptr) user_pools_->fetch_sub(1);
     } else {

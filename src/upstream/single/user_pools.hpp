@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -31,9 +32,11 @@ class UserPools {
   UserPools& operator=(const UserPools&) = delete;
 
   // The upstream that runs every command as `user` (its shared and session links log in with
-  // `password`); it stays open while the result is held, and for the idle timeout after. Refused
-  // with too_many_users when max_user_pools pools are held by clients.
-  UserUpstreamResult acquire(std::string_view user, std::string_view password);
+  // `password`) for a client that authenticated in `entered_database`; it stays open while the
+  // result is held, and for the idle timeout after. Refused with too_many_users when
+  // max_user_pools pools are held by clients.
+  UserUpstreamResult acquire(std::string_view user, std::string_view password,
+                             int entered_database);
 
   // Closes the pools that no client has held for the idle timeout.
   void reap();
@@ -47,9 +50,11 @@ class UserPools {
   config::UpstreamSettings settings_;
   metrics::ThreadStats* stats_;
   std::atomic<int>* user_pools_;
-  // Keyed by user name and password: a user with several passwords gets a pool per password,
-  // so that a reconnect logs in with the password its client proved.
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<Entry>> pools_;
+  // Keyed by user name, password and entered database: a user with several passwords gets a
+  // pool per password, so that a reconnect logs in with the password its client proved; a pool
+  // per database its clients authenticated in, whose links only they may use (see UserLogin).
+  using Key = std::tuple<std::string, std::string, int>;
+  std::map<Key, std::shared_ptr<Entry>> pools_;
   boost::asio::steady_timer reaper_;
   bool reaping_ = false;
   // The reaper's callback may run after a cancel that came too late: it checks this first.

@@ -133,13 +133,22 @@ TEST_CASE("streamed strings and aggregates", "[reply][resp3]") {
 }
 
 TEST_CASE("malformed RESP3 replies", "[reply][resp3][error]") {
-  for (const std::string& bytes : std::vector<std::string>{
-           "_x\r\n", "#x\r\n", "#\r\n", ",\r\n", ",1.x\r\n", "(\r\n", "(12a\r\n", "(-\r\n",
-           "=3\r\ntxt\r\n", "=5\r\ntxt!x\r\n", "%-1\r\n", "~-1\r\n", ">-1\r\n", "!-1\r\n", "|?\r\n",
-           ".\r\n", "$?\r\n;x\r\n", "$?\r\n:1\r\n", "*?x\r\n"}) {
+  for (const std::string& bytes :
+       std::vector<std::string>{"_x\r\n", "#x\r\n", "#\r\n", ",\r\n", ",1.x\r\n", "=3\r\ntxt\r\n",
+                                "=5\r\ntxt!x\r\n", "%-1\r\n", "~-1\r\n", ">-1\r\n", "!-1\r\n",
+                                "|?\r\n", ".\r\n", "$?\r\n;x\r\n", "$?\r\n:1\r\n", "*?x\r\n"}) {
     INFO(bytes);
     CHECK(frame_reply(bytes).status == FrameStatus::invalid);
     CHECK_FALSE(decode_reply(bytes));
+  }
+}
+
+TEST_CASE("a big number is framed as Redis sends it, digits or not", "[reply][resp3]") {
+  // A script's `return {big_number='123\r\n123'}`, as Redis 7.0 answers it.
+  for (const std::string& bytes : std::vector<std::string>{"(123  123\r\n", "(\r\n", "(-\r\n"}) {
+    INFO(bytes);
+    CHECK(frame_reply(bytes).status == FrameStatus::complete);
+    CHECK(frame_reply(bytes).size == bytes.size());
   }
 }
 
