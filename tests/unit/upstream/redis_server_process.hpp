@@ -40,9 +40,12 @@ class RedisServerProcess {
       const int quiet = open("/dev/null", O_WRONLY);
       dup2(quiet, STDOUT_FILENO);
       dup2(quiet, STDERR_FILENO);
-      std::vector<std::string> args{"redis-server", "--port",     port,     "--bind",
-                                    "127.0.0.1",    "--save",     "",       "--appendonly",
-                                    "no",           "--loglevel", "warning"};
+      // A dump.rdb in the working directory would be loaded (a cluster node crashed loading
+      // one with keys of another database): this server reads a file of its own, never there.
+      const std::string dump = "corral-unit-" + port + "-never-written.rdb";
+      std::vector<std::string> args{
+          "redis-server", "--port", port,         "--bind",  "127.0.0.1",    "--save", "",
+          "--appendonly", "no",     "--loglevel", "warning", "--dbfilename", dump};
       args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
       for (auto& arg : args) argv.push_back(arg.data());
