@@ -102,6 +102,29 @@ def test_monitor_is_refused_to_a_user_whose_acl_refuses_it(stack):
                        what="the pools of this test reaped")
 
 
+def test_a_user_deleted_and_created_again_is_served_at_once(stack):
+    # redis-py's asyncio test_acl_log after the sync one: its teardown deleted the user, whose
+    # pool's logins were then refused, and the next test created it again.
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="earlier tests' pools reaped")
+    user = ["ACL", "SETUSER", "again", "on", ">again-pw", "~*", "+@all"]
+    assert admin(stack).execute_command(*user) == b"OK"
+    refusals = stack.corral.log_text(1 << 20).count("refused the handshake")
+    with stack.raw() as holder, stack.raw() as c:
+        assert holder.call("AUTH", "again", "again-pw") == b"OK"
+        assert holder.call("SET", "again:k", "v") == b"OK"  # the user's pool is open
+        assert admin(stack).execute_command("ACL", "DELUSER", "again") == 1
+        # Its connection closed by Redis; a few refused logins put the next retry a second away.
+        harness.wait_until(
+            lambda: stack.corral.log_text(1 << 20).count("refused the handshake") >= refusals + 5,
+            what="the pool's logins refused")
+        assert admin(stack).execute_command(*user) == b"OK"
+        assert c.call("AUTH", "again", "again-pw") == b"OK"
+        assert c.call("GET", "again:k") == b"v"
+    harness.wait_until(lambda: stack.corral.metric("corral_upstream_user_pools") == 0,
+                       what="the pools of this test reaped")
+
+
 def test_corral_password_and_upstream_users_are_both_modes(stack):
     with stack.raw() as c:
         assert c.call("GET", "app:k").startswith(b"NOAUTH")

@@ -52,6 +52,15 @@ void Pool::close() {
   spare_.clear();
 }
 
+bool Pool::refused() const {
+  for (const auto& [key, connections] : shared_) {
+    for (const auto& connection : connections) {
+      if (!connection->refusal().empty()) return true;
+    }
+  }
+  return false;
+}
+
 ConnectionOptions Pool::options_for(int database, bool reconnect, int protocol) const {
   auto options = connection_options(settings_, database, reconnect);
   options.protocol = protocol;

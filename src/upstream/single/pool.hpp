@@ -40,6 +40,9 @@ class Pool final : public Links {
   // come.
   void start();
   void close();
+  // The server refused a shared connection's last login (a user pool's user was deleted or its
+  // password changed): until a retry succeeds, the pool serves nothing.
+  bool refused() const;
 
   // A shared connection for `database`. A client always passes the same `affinity` (its id), so
   // all its commands travel one connection and Redis runs them in the order it sent them.

@@ -43,6 +43,14 @@ UserUpstreamResult UserPools::acquire(std::string_view user, std::string_view pa
                                       int entered_database) {
   Key key{std::string(user), std::string(password), entered_database};
   auto found = pools_.find(key);
+  // The upstream has just accepted this pair, yet the pool's logins are refused: the user was
+  // deleted and created again. A fresh pool logs in now instead of at its next retry (up to
+  // seconds away); clients still holding the old one keep it until they let go.
+  if (found != pools_.end() && found->second->pool.refused()) {
+    pools_.erase(found);
+    if (user_pools_ != nullptr) user_pools_->fetch_sub(1);
+    found = pools_.end();
+  }
   if (found == pools_.end()) {
     reap();
     if (pools_.size() >= static_cast<std::size_t>(settings_.max_user_pools)) {
