@@ -508,9 +508,13 @@ class Stack:
         self.corral = None
         self.overrides = corral_overrides
 
-    def start(self):
+    def start(self, redis_setup=None):
+        """`redis_setup(redis_server)`, when given, runs once redis-server is up and before
+        Corral starts (the ACL users Corral logs in as)."""
         try:
             self.redis.start()
+            if redis_setup is not None:
+                redis_setup(self.redis)
             if not redis_mode():
                 self.corral = Corral(self.workdir, self.redis.port, self.overrides).start()
         except BaseException:

@@ -40,17 +40,14 @@ def stack():
                        "policies": [{"prefix": "c:", "origin": "redis", "ttl": "60s"},
                                     {"prefix": "app:c:", "origin": "redis", "ttl": "60s"}]},
                       redis_args=["--requirepass", ADMIN_PASSWORD], name="acl-users")
-    try:
-        s.redis.start()
-        admin = s.redis.client(password=ADMIN_PASSWORD)
-        for line in USERS:
-            assert admin.execute_command(*line) == b"OK"
-        s.corral = harness.Corral(s.workdir, s.redis.port, s.overrides).start()
-    except BaseException:
-        s.stop()
-        raise
+    s.start(redis_setup=lambda redis: run_all(redis.client(password=ADMIN_PASSWORD), USERS))
     yield s
     s.stop()
+
+
+def run_all(client, commands):
+    for command in commands:
+        assert client.execute_command(*command) == b"OK", command
 
 
 def admin(stack):

@@ -36,15 +36,8 @@ def stack():
     # One io thread: the subscribed client and the others share it, as in the differential test.
     s = harness.Stack({"threads": 1, "upstream": {"username": "corral", "password": "corral-pw"}},
                       redis_args=["--requirepass", ADMIN_PASSWORD], name="tunnel")
-    try:
-        s.redis.start()
-        admin = s.redis.client(password=ADMIN_PASSWORD)
-        for line in USERS:
-            assert admin.execute_command(*line) == b"OK"
-        s.corral = harness.Corral(s.workdir, s.redis.port, s.overrides).start()
-    except BaseException:
-        s.stop()
-        raise
+    s.start(redis_setup=lambda redis: [
+        redis.client(password=ADMIN_PASSWORD).execute_command(*line) for line in USERS])
     yield s
     s.stop()
 

@@ -35,14 +35,8 @@ def stack():
                        "upstream": {"username": "corral", "password": CORRAL_PASSWORD},
                        "policies": [{"prefix": "acl:c:", "origin": "redis", "ttl": "60s"}]},
                       redis_args=["--requirepass", ADMIN_PASSWORD], name="upstream-acl")
-    try:
-        s.redis.start()
-        admin = s.redis.client(password=ADMIN_PASSWORD)
-        assert admin.execute_command(*documented_acl_line()) == b"OK"
-        s.corral = harness.Corral(s.workdir, s.redis.port, s.overrides).start()
-    except BaseException:
-        s.stop()
-        raise
+    s.start(redis_setup=lambda redis: redis.client(password=ADMIN_PASSWORD).execute_command(
+        *documented_acl_line()))
     yield s
     s.stop()
 
