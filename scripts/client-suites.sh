@@ -15,7 +15,7 @@
 # direct run; for the Corral run Corral listens there, with redis-server behind it on 6380.
 # redis-py's cluster tests need a cluster and skip themselves; its module tests (RedisJSON & co.,
 # not installed) fail alike both ways. A test that leaves the Redis behind Corral demanding a
-# password (it set one through Corral, and AUTH is Corral's) would fail every later test: through
+# password (it set one through Corral and its teardown failed) would fail every later test: through
 # Corral the password is removed after such a test (scripts/lib/upstream_reset_plugin.py, as an
 # admin user that only that Redis has) and the test is named at the end of the output.
 set -euo pipefail

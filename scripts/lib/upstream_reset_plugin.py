@@ -1,7 +1,7 @@
 """pytest plugin of scripts/client-suites.sh for the run through Corral: after each test, if the
 Redis behind Corral now demands a password (a test set one through Corral and its teardown could
-not undo it: redis-py's test_auth calls AUTH, which Corral answers itself), the password is removed
-again as the admin user, so that one test does not fail every later one. Listed at the end."""
+not undo it), the password is removed again as the admin user, so that one test does not fail
+every later one. Listed at the end."""
 import os
 
 import pytest
