@@ -12,7 +12,8 @@
 #      BENCH_TARGETS (the passthrough targets, default all: redis twemproxy corral predixy io_only
 #      corral_tls io_only_tls redis_tls corral_resp3 redis_resp3), BENCH_SYSCALL_RUNS (1: perf runs per cell),
 #      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure),
-#      BASELINE_BIN (another corral binary, e.g. an older build: measured in the same run as "baseline")
+#      BASELINE_BIN (another corral binary, e.g. an older build: measured in the same run as "baseline"),
+#      BASELINE_EXTRA (YAML lines added to the baseline's config, e.g. "hot_keys: { detect: false }")
 #
 # The targets in SPEC.md are ratios measured on one machine in one run, and that is what this reports.
 # Absolute numbers mean little here: redis-benchmark pins a core, and on a 2-core box the client,
@@ -402,7 +403,7 @@ else
   pass_targets=$(echo "$pass_targets" | sed 's/\bpredixy\b//')
 fi
 if [ -n "${BASELINE_BIN:-}" ]; then
-  start_corral baseline "" "$(realpath "$BASELINE_BIN")"
+  start_corral baseline "${BASELINE_EXTRA:-}" "$(realpath "$BASELINE_BIN")"
   baseline_pid=$corral_pid
   port_of[baseline]=$corral_port
   pid_of[baseline]=$baseline_pid
