@@ -1,7 +1,7 @@
 // ClientSession: the session seam's calls mapped onto the dispatcher, with the client's state.
 #include "proxy/client_session.hpp"
 
-#include "proxy/blocking_session.hpp"
+#include "proxy/links/blocking_session.hpp"
 
 namespace corral::proxy {
 

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "proxy/client_registry.hpp"
 #include "proxy/client_state.hpp"
 #include "proxy/dispatcher.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "session/handler.hpp"
 
 namespace corral::proxy {

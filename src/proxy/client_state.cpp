@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "proxy/ascii.hpp"
-#include "proxy/client_registry.hpp"
-#include "proxy/tracking_redirect.hpp"
+#include "proxy/links/tracking_redirect.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"

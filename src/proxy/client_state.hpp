@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "proxy/reply_mode.hpp"
 
 namespace corral::upstream {
@@ -85,7 +85,7 @@ class ConnectionMode {
 };
 
 // A session link kept open, idle and clean, after the client's blocking command ended: the next
-// blocking command leaves on it at once (see proxy/blocking_session.hpp). It serves only the
+// blocking command leaves on it at once (see proxy/links/blocking_session.hpp). It serves only the
 // database, protocol and partition it was opened for.
 struct KeptLink {
   std::shared_ptr<upstream::Link> link;
@@ -103,7 +103,7 @@ struct ClientState {
   int protocol = 2;  // RESP version, switched by HELLO
   ReplyMode reply_mode = ReplyMode::on;
   // A valid SELECT queued in the open transaction (-1: none), and the database an EXEC that ran
-  // it chose, set when EXEC's reply comes (proxy/queued_select.hpp).
+  // it chose, set when EXEC's reply comes (proxy/links/queued_select.hpp).
   int queued_database = -1;
   std::shared_ptr<int> database_after_exec;
   std::string name;
@@ -118,11 +118,11 @@ struct ClientState {
   bool dedicated_blocked = false;  // `dedicated` carried a blocking command: worth keeping
   KeptLink kept;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
-  // RESP2 subscribed mode: tunnel barriers sent and not answered yet (proxy/tunnel_barrier.hpp),
-  // while which the client's next requests wait; whether one came back since the last request
-  // forwarded in the tunnel (Redis's replies to everything sent before it are then in); and
-  // whether the last (un)subscribe confirmation left no subscription (for an ACL user that may
-  // not PING, whose barrier tells nothing).
+  // RESP2 subscribed mode: tunnel barriers sent and not answered yet
+  // (proxy/links/tunnel_barrier.hpp), while which the client's next requests wait; whether one came
+  // back since the last request forwarded in the tunnel (Redis's replies to everything sent before
+  // it are then in); and whether the last (un)subscribe confirmation left no subscription (for an
+  // ACL user that may not PING, whose barrier tells nothing).
   std::size_t tunnel_barriers_due = 0;
   bool tunnel_checked = false;
   bool last_confirmation_ended = false;
@@ -134,7 +134,7 @@ struct ClientState {
   int cluster_slot = -1;
   std::vector<std::string> held_commands;
   // MONITOR: how lines reach this client from any thread (empty without a session), and whether
-  // it is in the feed (proxy/monitor_feed.hpp).
+  // it is in the feed (proxy/local/monitor_feed.hpp).
   std::function<void(std::string)> push;
   std::string addr;
   bool monitoring = false;

@@ -10,10 +10,10 @@
 
 #include "config/settings.hpp"
 #include "metrics/process_info.hpp"
-#include "proxy/acl_verdicts.hpp"
 #include "proxy/client_state.hpp"
-#include "proxy/command_lookup.hpp"
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_lookup.hpp"
+#include "proxy/commands/command_table.hpp"
+#include "proxy/local/acl_verdicts.hpp"
 #include "proxy/request.hpp"
 #include "proxy/upstream_user_auth.hpp"
 #include "session/handler.hpp"

@@ -1,10 +1,10 @@
 // A RESP2 subscribed client's tunnel: its requests have no reply slots, every reply reaches it
-// unsolicited, and a barrier (proxy/tunnel_barrier.hpp) settles whether Redis still holds it
+// unsolicited, and a barrier (proxy/links/tunnel_barrier.hpp) settles whether Redis still holds it
 // subscribed before anything but a subscription command or PING is sent.
 #include "proxy/dispatcher.hpp"
 #include "proxy/errors.hpp"
-#include "proxy/subscriptions.hpp"
-#include "proxy/tunnel_barrier.hpp"
+#include "proxy/links/subscriptions.hpp"
+#include "proxy/links/tunnel_barrier.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "proxy/client_registry.hpp"
+#include "proxy/local/client_registry.hpp"
 
 namespace corral::proxy {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::proxy {

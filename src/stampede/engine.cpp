@@ -9,10 +9,10 @@
 #include "stampede/core/entry_meta.hpp"
 #include "stampede/core/refresh_timing.hpp"
 #include "stampede/fleet/companion_keys.hpp"
-#include "stampede/hot_cache.hpp"
-#include "stampede/invalidating_target.hpp"
+#include "stampede/hot/hot_cache.hpp"
+#include "stampede/read/waiter.hpp"
+#include "stampede/tracking/invalidating_target.hpp"
 #include "stampede/versioned/version_key.hpp"
-#include "stampede/waiter.hpp"
 
 namespace corral::stampede {
 

@@ -1,5 +1,5 @@
 // The Route/Effect isolation rule and its named exceptions (see command_effect.hpp).
-#include "proxy/command_effect.hpp"
+#include "proxy/commands/command_effect.hpp"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 #include <span>
 #include <string_view>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 namespace corral::proxy {
 

@@ -1,14 +1,14 @@
 // COMMAND, COMMAND COUNT / INFO / LIST [FILTERBY] / GETKEYS from the command table, in Redis
 // 7.0's reply shape: the answers when the upstream cannot give its own (command_upstream.hpp).
-#include "proxy/command_info.hpp"
+#include "proxy/commands/command_info.hpp"
 
 #include <algorithm>
 #include <array>
 #include <vector>
 
 #include "proxy/ascii.hpp"
-#include "proxy/glob.hpp"
-#include "proxy/learned_commands.hpp"
+#include "proxy/commands/glob.hpp"
+#include "proxy/commands/learned_commands.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::proxy {

@@ -7,12 +7,12 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 
 // The answers below are the built-in table's, used when the upstream cannot answer (a Redis
-// Cluster, a down upstream); proxy/command_upstream.hpp forwards COMMAND otherwise.
+// Cluster, a down upstream); proxy/commands/command_upstream.hpp forwards COMMAND otherwise.
 
 Action command_all(LocalCall& call);
 Action command_count(LocalCall& call);

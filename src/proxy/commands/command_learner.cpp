@@ -2,7 +2,7 @@
 // for the server to change (the upstream may have been upgraded or replaced behind the address).
 #include <utility>
 
-#include "proxy/command_learner.hpp"
+#include "proxy/commands/command_learner.hpp"
 
 #include <chrono>
 
@@ -13,7 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "proxy/learned_commands.hpp"
+#include "proxy/commands/learned_commands.hpp"
 #include "upstream/call.hpp"
 #include "upstream/server_version.hpp"
 #include "upstream/upstream.hpp"

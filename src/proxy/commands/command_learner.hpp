@@ -1,6 +1,6 @@
 // Asks the upstream for its COMMAND table and version whenever its server may have changed (a
 // reconnect, a new cluster map), and publishes the commands the built-in table lacks
-// (proxy/learned_commands.hpp).
+// (proxy/commands/learned_commands.hpp).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // One COMMAND INFO per unknown name: the reply publishes the command (learned_commands.hpp) or
 // marks the name unknown.
-#include "proxy/command_lookup.hpp"
+#include "proxy/commands/command_lookup.hpp"
 
 #include "upstream/upstream.hpp"
 
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/command_table.hpp"
-#include "proxy/learned_commands.hpp"
+#include "proxy/commands/command_table.hpp"
+#include "proxy/commands/learned_commands.hpp"
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/upstream.hpp"

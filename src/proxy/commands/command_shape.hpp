@@ -2,7 +2,7 @@
 // key positions, without the rest of the table.
 #pragma once
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "upstream/upstream.hpp"
 
 namespace corral::proxy {

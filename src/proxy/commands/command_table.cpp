@@ -1,6 +1,6 @@
 // Lookups into the generated command table (command_table_data.cpp) and key extraction for every
 // KeySpec; each movable-key rule mirrors the matching *GetKeys function of Redis 7.0 (db.c).
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 #include <array>
 #include <cassert>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "proxy/ascii.hpp"
-#include "proxy/learned_commands.hpp"
+#include "proxy/commands/learned_commands.hpp"
 
 namespace corral::proxy {
 namespace {

@@ -66,7 +66,7 @@ enum class StateChange : std::uint8_t {
 // What a command touches besides producing its reply. Together with Route it is the isolation
 // rule (docs/commands.md "Effects", enforced over the whole table by command_effect_test):
 // a `connection` command never runs on a shared connection, and a `server` command is kDangerous
-// unless proxy/command_effect.hpp lists it as harmless, with the reason.
+// unless proxy/commands/command_effect.hpp lists it as harmless, with the reason.
 enum class Effect : std::uint8_t {
   reply,       // only this client's reply: reads keys or server state, changes nothing
   keys,        // data: writes the keys it names (scripts included), or publishes messages
@@ -116,7 +116,7 @@ const CommandSpec* find_command(std::string_view name);
 // Subcommand of a container command (CLIENT, CONFIG, ...), case-insensitive; nullptr when unknown.
 const CommandSpec* find_subcommand(const CommandSpec& container, std::string_view subcommand);
 // Index of `spec` in all_commands(); all_commands().size() for a row learned from the upstream
-// (proxy/learned_commands.hpp), which lookups also return.
+// (proxy/commands/learned_commands.hpp), which lookups also return.
 std::size_t command_id(const CommandSpec& spec);
 
 // True when argc satisfies the arity (argc counts the command name).

@@ -1,9 +1,9 @@
 // Forwards COMMAND ... to the client's shared connection and adds Corral's own commands to the
 // upstream's reply: entries to COMMAND / COMMAND INFO, names to COMMAND LIST, its count to COMMAND
 // COUNT, docs to COMMAND DOCS. An error (a syntax error, an unknown subcommand) passes unchanged.
-#include "proxy/command_upstream.hpp"
+#include "proxy/commands/command_upstream.hpp"
 
-#include "proxy/command_shape.hpp"
+#include "proxy/commands/command_shape.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "proxy/ascii.hpp"
-#include "proxy/command_info.hpp"
-#include "proxy/command_shape.hpp"
+#include "proxy/commands/command_info.hpp"
+#include "proxy/commands/command_shape.hpp"
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/link.hpp"

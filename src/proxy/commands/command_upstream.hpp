@@ -1,9 +1,10 @@
 // COMMAND and its subcommands as the upstream answers them (its version's commands, subcommands,
 // docs, key extraction and FILTERBY, its errors), with Corral's own commands (CORRAL.*) added.
-// The built-in table answers (proxy/command_info.hpp) on a Redis Cluster or a down upstream.
+// The built-in table answers (proxy/commands/command_info.hpp) on a Redis Cluster or a down
+// upstream.
 #pragma once
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 

@@ -1,6 +1,6 @@
 // Glob matching with Redis's rules, backtracking to the last '*' only (linear in practice, no
 // recursion: a hostile pattern cannot exhaust the stack).
-#include "proxy/glob.hpp"
+#include "proxy/commands/glob.hpp"
 
 #include <cstddef>
 #include <utility>

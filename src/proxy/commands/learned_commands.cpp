@@ -1,5 +1,5 @@
 // Learning the upstream's commands from its COMMAND reply, and publishing them to all threads.
-#include "proxy/learned_commands.hpp"
+#include "proxy/commands/learned_commands.hpp"
 
 #include <atomic>
 #include <functional>

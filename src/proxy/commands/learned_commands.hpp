@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 namespace corral::proxy {
 

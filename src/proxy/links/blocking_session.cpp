@@ -1,10 +1,10 @@
 // Blocking commands on a client's session link: the count of those Redis still blocks on, and the
 // link kept between them so that the next one does not wait behind a connect and a handshake.
-#include "proxy/blocking_session.hpp"
+#include "proxy/links/blocking_session.hpp"
 
 #include <utility>
 
-#include "proxy/client_registry.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "upstream/link.hpp"
 
 namespace corral::proxy {

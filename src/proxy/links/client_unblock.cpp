@@ -1,5 +1,5 @@
 // CLIENT UNBLOCK: Corral's client id mapped to Redis's id of that client's dedicated connection.
-#include "proxy/client_unblock.hpp"
+#include "proxy/links/client_unblock.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "proxy/ascii.hpp"
-#include "proxy/client_registry.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "proxy/client_state.hpp"
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 #include "upstream/link.hpp"
 
 namespace corral::proxy {

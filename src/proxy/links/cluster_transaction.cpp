@@ -1,10 +1,10 @@
 // The held transaction: MULTI and keyless queued commands are kept as bytes and answered as Redis
 // would (+OK, +QUEUED); binding replays them on the new connection, their replies discarded.
-#include "proxy/cluster_transaction.hpp"
+#include "proxy/links/cluster_transaction.hpp"
 
 #include <string>
 
-#include "proxy/client_unblock.hpp"
+#include "proxy/links/client_unblock.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"

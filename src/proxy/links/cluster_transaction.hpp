@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "proxy/client_state.hpp"
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "upstream/reply_target.hpp"
 #include "upstream/upstream.hpp"
 

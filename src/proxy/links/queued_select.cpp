@@ -1,5 +1,5 @@
 // SELECT queued inside MULTI: the client follows it only when EXEC's reply says it ran.
-#include "proxy/queued_select.hpp"
+#include "proxy/links/queued_select.hpp"
 
 #include <string_view>
 #include <utility>

@@ -1,6 +1,6 @@
 // Pub/sub bookkeeping: which replies confirm or end subscriptions, and the answers Redis gives a
 // client that has none.
-#include "proxy/subscriptions.hpp"
+#include "proxy/links/subscriptions.hpp"
 
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"

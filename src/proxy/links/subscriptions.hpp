@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 namespace corral::proxy {
 

@@ -1,14 +1,14 @@
 // CLIENT TRACKING REDIRECT: the sink connection, delivery to the target client in Redis's form
 // (a RESP3 push, or a __redis__:invalidate message to a subscribed RESP2 client), and the Corral
 // id shown where Redis would show the sink's.
-#include "proxy/tracking_redirect.hpp"
+#include "proxy/links/tracking_redirect.hpp"
 
 #include <charconv>
 #include <utility>
 
 #include "proxy/ascii.hpp"
-#include "proxy/client_registry.hpp"
-#include "proxy/client_unblock.hpp"
+#include "proxy/links/client_unblock.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 

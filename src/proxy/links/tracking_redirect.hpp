@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "proxy/client_state.hpp"
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
 #include "upstream/upstream.hpp"

@@ -1,7 +1,7 @@
 // How a transaction ends when Redis cannot end it as asked: EXEC after a command Corral refused
 // inside MULTI (EXECABORT, after a DISCARD upstream), and any command of a transaction whose
 // connection died (refused until the client ends it).
-#include "proxy/transaction_endings.hpp"
+#include "proxy/links/transaction_endings.hpp"
 
 #include <string>
 #include <utility>

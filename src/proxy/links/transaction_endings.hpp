@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "proxy/client_state.hpp"
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "session/handler.hpp"
 #include "upstream/reply_target.hpp"
 

@@ -1,5 +1,5 @@
 // The tunnel barrier's request, and reading its reply (see tunnel_barrier.hpp).
-#include "proxy/tunnel_barrier.hpp"
+#include "proxy/links/tunnel_barrier.hpp"
 
 #include <array>
 #include <random>

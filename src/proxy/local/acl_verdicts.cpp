@@ -1,5 +1,5 @@
 // ACL DRYRUN verdicts per (user, command, key), learned on first use and dropped on ACL changes.
-#include "proxy/acl_verdicts.hpp"
+#include "proxy/local/acl_verdicts.hpp"
 
 #include <atomic>
 

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 namespace corral::upstream {
 class Upstream;

@@ -1,13 +1,13 @@
 // CORRAL.INFO key, CORRAL.INVALIDATE key|prefix*|TAG name, CORRAL.STATS: answered from the cache
 // runtime.
-#include "proxy/admin_commands.hpp"
+#include "proxy/local/admin_commands.hpp"
 
 #include <chrono>
 
 #include "proxy/resp3.hpp"
 #include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
-#include "stampede/cache_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"

@@ -1,7 +1,7 @@
 // CORRAL.* admin commands: inspect and invalidate the cache, read per-policy counters.
 #pragma once
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 

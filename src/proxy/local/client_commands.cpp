@@ -1,12 +1,12 @@
 // CLIENT subcommands that act on the clients of Corral, answered as Redis answers them.
-#include "proxy/client_commands.hpp"
+#include "proxy/local/client_commands.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 
 #include "proxy/ascii.hpp"
-#include "proxy/client_registry.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::proxy {

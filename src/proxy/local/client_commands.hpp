@@ -2,7 +2,7 @@
 // not on Corral's upstream connections.
 #pragma once
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 

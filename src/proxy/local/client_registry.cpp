@@ -1,5 +1,5 @@
 // The process-wide client registry: membership under a lock, per-client activity in atomics.
-#include "proxy/client_registry.hpp"
+#include "proxy/local/client_registry.hpp"
 
 #include <algorithm>
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::proxy {

@@ -1,15 +1,15 @@
 // CORRAL.HOTKEYS: one flat field/value array per key (like CORRAL.INFO): key, kind, rate,
 // rate_error, policy, sampled, sketch_error; hottest first.
-#include "proxy/hot_keys_command.hpp"
+#include "proxy/local/hot_keys_command.hpp"
 
 #include <charconv>
 #include <cstdio>
 
-#include "proxy/admin_commands.hpp"
+#include "proxy/local/admin_commands.hpp"
 #include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
-#include "stampede/cache_runtime.hpp"
 #include "stampede/core/hot_keys.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 
 namespace corral::proxy {
 

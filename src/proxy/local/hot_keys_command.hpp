@@ -1,7 +1,7 @@
 // CORRAL.HOTKEYS [COUNT n] [READS|WRITES]: the hottest keys of the last detection window.
 #pragma once
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 

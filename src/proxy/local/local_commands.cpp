@@ -1,5 +1,5 @@
 // Commands Corral answers itself, as a table from command row name to handler.
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 #include <unistd.h>
 #include <algorithm>
@@ -9,17 +9,17 @@
 
 #include <spdlog/spdlog.h>
 
-#include "proxy/admin_commands.hpp"
 #include "proxy/ascii.hpp"
-#include "proxy/client_commands.hpp"
-#include "proxy/client_unblock.hpp"
-#include "proxy/command_info.hpp"
-#include "proxy/command_upstream.hpp"
-#include "proxy/hot_keys_command.hpp"
-#include "proxy/monitor_feed.hpp"
+#include "proxy/commands/command_info.hpp"
+#include "proxy/commands/command_upstream.hpp"
+#include "proxy/links/client_unblock.hpp"
+#include "proxy/local/admin_commands.hpp"
+#include "proxy/local/client_commands.hpp"
+#include "proxy/local/hot_keys_command.hpp"
+#include "proxy/local/monitor_feed.hpp"
+#include "proxy/local/server_info.hpp"
+#include "proxy/local/slowlog_commands.hpp"
 #include "proxy/resp3.hpp"
-#include "proxy/server_info.hpp"
-#include "proxy/slowlog_commands.hpp"
 #include "proxy/upstream_user_auth.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/server_version.hpp"
@@ -368,8 +368,8 @@ Action client_id(LocalCall& call) {
   return Action::done;
 }
 
-// MONITOR: this Corral's clients' commands from now on (proxy/monitor_feed.hpp). Replies still
-// due come first, so that +OK precedes the first line.
+// MONITOR: this Corral's clients' commands from now on (proxy/local/monitor_feed.hpp). Replies
+// still due come first, so that +OK precedes the first line.
 Action monitor(LocalCall& call) {
   if (!call.client.push) {
     resp::append_error(call.reply, "ERR MONITOR needs a client connection");

@@ -9,7 +9,7 @@
 #include "config/settings.hpp"
 #include "metrics/process_info.hpp"
 #include "proxy/client_state.hpp"
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 #include "proxy/dispatcher.hpp"
 
 namespace corral::upstream {

@@ -1,6 +1,6 @@
 // The MONITOR feed: Redis 7.0's line format (replicationFeedMonitors, sdscatrepr) and the
 // process-wide list of watchers, each fed on its own io thread through its session's push.
-#include "proxy/monitor_feed.hpp"
+#include "proxy/local/monitor_feed.hpp"
 
 #include <algorithm>
 #include <cstdio>

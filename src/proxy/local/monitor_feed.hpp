@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 namespace corral::proxy {
 

@@ -1,7 +1,7 @@
 // INFO [section ...]: forwarded to the upstream, whose text keeps Redis's fields (redis_version,
 // memory, keyspace, stats ...); Corral replaces what describes the proxy and adds its sections.
 // A cluster's INFO is Corral's sections and one line per node.
-#include "proxy/server_info.hpp"
+#include "proxy/local/server_info.hpp"
 #include "upstream/upstream.hpp"
 
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
-#include "stampede/cache_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 #include "upstream/link.hpp"
 #include "upstream/server_version.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 

@@ -1,11 +1,11 @@
 // The slowlog commands: Redis's entry shape (id, unix time, microseconds, arguments, client
 // address, client name), and CORRAL.SLOWLOG's, which adds the phases as name/microseconds pairs.
-#include "proxy/slowlog_commands.hpp"
+#include "proxy/local/slowlog_commands.hpp"
 
 #include <charconv>
 #include <limits>
 
-#include "proxy/admin_commands.hpp"
+#include "proxy/local/admin_commands.hpp"
 #include "resp/encoder.hpp"
 #include "slowlog/slow_log.hpp"
 

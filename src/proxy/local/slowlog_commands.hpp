@@ -2,7 +2,7 @@
 // upstream's entries are not merged in: docs/slowlog.md), and CORRAL.SLOWLOG with the phases.
 #pragma once
 
-#include "proxy/local_commands.hpp"
+#include "proxy/local/local_commands.hpp"
 
 namespace corral::proxy {
 

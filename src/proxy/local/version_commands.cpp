@@ -1,6 +1,6 @@
 // CORRAL.ROLLOVER and CORRAL.PURGE: argument checks and the admin check here; the conversation
 // with Redis is stampede/versioned's (rollover.hpp, purge.hpp), run as a coroutine on this thread.
-#include "proxy/version_commands.hpp"
+#include "proxy/local/version_commands.hpp"
 
 #include <utility>
 
@@ -10,7 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "stampede/cache_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 #include "stampede/versioned/purge.hpp"
 #include "stampede/versioned/rollover.hpp"
 #include "stampede/versioned/version_key.hpp"

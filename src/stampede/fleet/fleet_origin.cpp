@@ -27,7 +27,7 @@
 #include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_scripts.hpp"
 #include "stampede/fleet/fleet_wakeups.hpp"
-#include "stampede/policy_stats.hpp"
+#include "stampede/policy/policy_stats.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
 #include "upstream/cluster/key_slot.hpp"

@@ -1,12 +1,12 @@
 // HotCache: the hot set's swaps and the link changes, each dropping what may no longer be
 // coherent.
-#include "stampede/hot_cache.hpp"
+#include "stampede/hot/hot_cache.hpp"
 
 #include <algorithm>
 
 #include "cache/cache_key.hpp"
-#include "stampede/cache_runtime.hpp"
 #include "stampede/core/hot_keys.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 
 namespace corral::stampede {
 

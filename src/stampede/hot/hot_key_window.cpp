@@ -1,6 +1,6 @@
 // HotKeyWindow: a timer loop; the rate divisor is the time that really passed, not the nominal
 // window, so a late timer on a loaded thread does not inflate rates.
-#include "stampede/hot_key_window.hpp"
+#include "stampede/hot/hot_key_window.hpp"
 
 namespace corral::stampede {
 

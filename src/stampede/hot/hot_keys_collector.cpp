@@ -1,5 +1,5 @@
 // The hot-key collector, read at scrape time from the last window's report.
-#include "stampede/hot_keys_collector.hpp"
+#include "stampede/hot/hot_keys_collector.hpp"
 
 #include <string>
 
@@ -7,7 +7,7 @@
 
 #include "metrics/metric_families.hpp"
 #include "stampede/core/hot_keys.hpp"
-#include "stampede/hot_cache.hpp"
+#include "stampede/hot/hot_cache.hpp"
 
 namespace corral::stampede {
 

@@ -1,6 +1,6 @@
 // HotReads: hot-key hits, coalesced fills on the tracked fill connection of the key's server, and
 // the rule that keeps a fill from storing a value an invalidation has already overtaken.
-#include "stampede/hot_reads.hpp"
+#include "stampede/hot/hot_reads.hpp"
 
 #include <charconv>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include "cache/cache_key.hpp"
 #include "origin/origin.hpp"
 #include "resp/encoder.hpp"
-#include "stampede/hot_cache.hpp"
+#include "stampede/hot/hot_cache.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/errors.hpp"
 

@@ -19,7 +19,7 @@
 #include "cache/clock.hpp"
 #include "cache/entry.hpp"
 #include "stampede/core/hot_set.hpp"
-#include "stampede/hot_fill_routes.hpp"
+#include "stampede/hot/hot_fill_routes.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {

@@ -1,14 +1,14 @@
 // Builds the caching layer's metric families from the relaxed counters at scrape time, so the
 // data path never touches a prometheus object.
-#include "stampede/cache_collector.hpp"
+#include "stampede/policy/cache_collector.hpp"
 
 #include <chrono>
 #include <limits>
 #include <string>
 
 #include "metrics/metric_families.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/policy_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/policy/policy_runtime.hpp"
 
 namespace corral::stampede {
 

@@ -1,6 +1,6 @@
 // Process-wide caching state: policy snapshots (swapped whole on reload, per-policy state carried
 // over by prefix), counters lookup for admin commands, and the metrics collector.
-#include "stampede/cache_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 
 #include "stampede/versioned/version_key.hpp"
 
@@ -9,10 +9,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "stampede/cache_collector.hpp"
-#include "stampede/cached_command.hpp"
-#include "stampede/hot_cache.hpp"
-#include "stampede/policy_runtime.hpp"
+#include "stampede/hot/hot_cache.hpp"
+#include "stampede/policy/cache_collector.hpp"
+#include "stampede/policy/policy_runtime.hpp"
+#include "stampede/read/cached_command.hpp"
 
 namespace corral::stampede {
 

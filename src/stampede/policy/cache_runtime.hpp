@@ -19,8 +19,8 @@
 #include "stampede/core/policy_match.hpp"
 #include "stampede/core/tag_epochs.hpp"
 #include "stampede/fleet/fleet_wakeups.hpp"
-#include "stampede/policy_stats.hpp"
-#include "stampede/tracking_gaps.hpp"
+#include "stampede/policy/policy_stats.hpp"
+#include "stampede/tracking/tracking_gaps.hpp"
 
 namespace prometheus {
 class Collectable;

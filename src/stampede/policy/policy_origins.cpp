@@ -1,5 +1,5 @@
 // Builds a policy's origin from its settings: http or redis, then `shared` and `versioned`.
-#include "stampede/policy_origins.hpp"
+#include "stampede/policy/policy_origins.hpp"
 
 #include "origin/http_origin.hpp"
 #include "stampede/engine.hpp"

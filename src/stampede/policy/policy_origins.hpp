@@ -6,7 +6,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "stampede/read_through.hpp"
+#include "stampede/read/read_through.hpp"
 
 namespace corral::upstream {
 class KeyedCaller;

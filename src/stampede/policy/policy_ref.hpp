@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "config/settings.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/policy_runtime.hpp"
-#include "stampede/policy_stats.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/policy/policy_runtime.hpp"
+#include "stampede/policy/policy_stats.hpp"
 
 namespace corral::stampede {
 

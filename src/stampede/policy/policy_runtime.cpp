@@ -1,5 +1,5 @@
 // Per-policy protection state: breaker swaps on reload.
-#include "stampede/policy_runtime.hpp"
+#include "stampede/policy/policy_runtime.hpp"
 
 namespace corral::stampede {
 

@@ -13,7 +13,7 @@
 #include "stampede/core/breaker.hpp"
 #include "stampede/core/flight_table.hpp"
 #include "stampede/core/origin_queue.hpp"
-#include "stampede/flight.hpp"
+#include "stampede/read/flight.hpp"
 #include "stampede/versioned/version_state.hpp"
 
 namespace corral::stampede {

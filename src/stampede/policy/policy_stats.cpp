@@ -1,5 +1,5 @@
 // Per-policy counters and the lock-free duration histogram.
-#include "stampede/policy_stats.hpp"
+#include "stampede/policy/policy_stats.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Cached command names, policy command masks and variant encoding.
-#include "stampede/cached_command.hpp"
+#include "stampede/read/cached_command.hpp"
 
 #include <algorithm>
 #include <array>

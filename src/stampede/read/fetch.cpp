@@ -1,7 +1,7 @@
 // The fetching side of a miss or a refresh: the circuit breaker after admission (see
 // fetch_admission.cpp), one origin request, and the outcome stored (with fill tickets, jittered
 // lifetimes and the EWMA of fetch times) and handed to every waiter of the flight.
-#include "stampede/fetch.hpp"
+#include "stampede/read/fetch.hpp"
 
 #include <utility>
 

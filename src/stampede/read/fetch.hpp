@@ -19,10 +19,10 @@
 #include "cache/cache_key.hpp"
 #include "cache/random.hpp"
 #include "origin/origin.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/flight.hpp"
-#include "stampede/mget_assembly.hpp"
-#include "stampede/policy_ref.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/policy/policy_ref.hpp"
+#include "stampede/read/flight.hpp"
+#include "stampede/read/mget_assembly.hpp"
 
 namespace corral::stampede {
 

@@ -9,8 +9,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "stampede/cached_command.hpp"
-#include "stampede/fetch.hpp"
+#include "stampede/read/cached_command.hpp"
+#include "stampede/read/fetch.hpp"
 
 namespace corral::stampede {
 

@@ -1,5 +1,5 @@
 // Flight payloads: waiter lists shared across threads, completed once.
-#include "stampede/flight.hpp"
+#include "stampede/read/flight.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // MGET replies assembled from their parts; a failed or error part answers the whole MGET.
-#include "stampede/mget_assembly.hpp"
+#include "stampede/read/mget_assembly.hpp"
 
 #include <utility>
 

@@ -1,10 +1,10 @@
 // ReadThrough: the public face of the per-thread Engine, built with the production origins.
-#include "stampede/read_through.hpp"
+#include "stampede/read/read_through.hpp"
 
 #include "origin/redis_origin.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/engine.hpp"
-#include "stampede/policy_origins.hpp"
+#include "stampede/policy/policy_origins.hpp"
 #include "upstream/upstream.hpp"
 
 namespace corral::stampede {

@@ -14,8 +14,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include "stampede/cache_runtime.hpp"
-#include "stampede/hot_fill_routes.hpp"
+#include "stampede/hot/hot_fill_routes.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::upstream {

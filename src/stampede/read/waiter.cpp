@@ -1,6 +1,6 @@
 // The waiting side of a miss: waiters of a flight (woken on their own thread, bounded by
 // wait_timeout) and the on_overflow answers.
-#include "stampede/waiter.hpp"
+#include "stampede/read/waiter.hpp"
 
 #include <algorithm>
 #include <utility>

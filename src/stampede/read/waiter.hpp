@@ -18,8 +18,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "origin/origin.hpp"
-#include "stampede/flight.hpp"
-#include "stampede/policy_ref.hpp"
+#include "stampede/policy/policy_ref.hpp"
+#include "stampede/read/flight.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::stampede {

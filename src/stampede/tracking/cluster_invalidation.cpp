@@ -1,6 +1,6 @@
 // Follows the topology's version on a short timer (the map changes rarely; a listener started a
 // fraction of a second late only delays its flush) and keeps one listener per primary.
-#include "stampede/cluster_invalidation.hpp"
+#include "stampede/tracking/cluster_invalidation.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -15,9 +15,9 @@
 
 #include "cache/store.hpp"
 #include "config/values.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/hot_cache.hpp"
-#include "stampede/invalidation_listener.hpp"
+#include "stampede/hot/hot_cache.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/tracking/invalidation_listener.hpp"
 #include "upstream/cluster/key_slot.hpp"
 #include "upstream/cluster/topology.hpp"
 

@@ -1,10 +1,10 @@
 // A write's reply target: invalidates its keys, then answers the client.
-#include "stampede/invalidating_target.hpp"
+#include "stampede/tracking/invalidating_target.hpp"
 
 #include <utility>
 
 #include "stampede/engine.hpp"
-#include "stampede/hot_cache.hpp"
+#include "stampede/hot/hot_cache.hpp"
 
 namespace corral::stampede {
 

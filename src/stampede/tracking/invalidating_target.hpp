@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "stampede/cache_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::stampede {

@@ -2,7 +2,7 @@
 // SUBSCRIBE __redis__:invalidate, then invalidation messages; tracked prefixes are flushed
 // whenever tracking is (re)established after a gap, since writes made while nobody tracked went
 // unseen. A policy reload opens the new session before closing the old one: no gap, no flush.
-#include "stampede/invalidation_listener.hpp"
+#include "stampede/tracking/invalidation_listener.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -15,8 +15,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "resp/reply.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/hot_cache.hpp"
+#include "stampede/hot/hot_cache.hpp"
+#include "stampede/policy/cache_runtime.hpp"
 #include "upstream/async_event.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"

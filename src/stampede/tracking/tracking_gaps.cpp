@@ -1,5 +1,5 @@
 // The registry of tracking gaps: a short list under a mutex, read only while some gap is open.
-#include "stampede/tracking_gaps.hpp"
+#include "stampede/tracking/tracking_gaps.hpp"
 
 #include <algorithm>
 

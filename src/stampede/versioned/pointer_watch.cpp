@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "resp/reply.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/policy_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/policy/policy_runtime.hpp"
 #include "stampede/versioned/versioned_origin.hpp"
 #include "upstream/cluster/hash_tag.hpp"
 #include "upstream/errors.hpp"

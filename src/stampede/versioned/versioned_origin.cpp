@@ -11,8 +11,8 @@
 
 #include "resp/array_elements.hpp"
 #include "resp/encoder.hpp"
-#include "stampede/policy_runtime.hpp"
-#include "stampede/policy_stats.hpp"
+#include "stampede/policy/policy_runtime.hpp"
+#include "stampede/policy/policy_stats.hpp"
 
 namespace corral::stampede {
 

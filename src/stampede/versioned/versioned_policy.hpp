@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "config/settings.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/policy_runtime.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/policy/policy_runtime.hpp"
 
 namespace corral::stampede {
 

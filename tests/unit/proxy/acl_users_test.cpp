@@ -2,7 +2,7 @@
 // that gate cached reads, and client.refuse_scripts, against a recording upstream.
 #include <catch2/catch.hpp>
 
-#include "proxy/acl_verdicts.hpp"
+#include "proxy/local/acl_verdicts.hpp"
 #include "recording_cluster.hpp"
 #include "recording_upstream.hpp"
 #include "resp/encoder.hpp"

@@ -4,9 +4,9 @@
 
 #include <thread>
 
-#include "proxy/client_registry.hpp"
 #include "proxy/client_session.hpp"
-#include "proxy/client_unblock.hpp"
+#include "proxy/links/client_unblock.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "recording_upstream.hpp"
 
 using namespace corral;

@@ -1,7 +1,7 @@
 // The Route/Effect isolation rule over the whole command table: every row has a decision, no
 // connection-state command shares a connection, and server-wide commands are refused unless
 // allowed or a named exception.
-#include "proxy/command_effect.hpp"
+#include "proxy/commands/command_effect.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Unit tests of the command table: lookups, arity, key extraction for every KeySpec, and sanity
 // checks over the generated rows (the data itself comes from scripts/gen_command_table.py).
-#include "proxy/command_table.hpp"
+#include "proxy/commands/command_table.hpp"
 
 #include <catch2/catch.hpp>
 

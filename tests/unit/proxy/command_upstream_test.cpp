@@ -2,7 +2,7 @@
 // names, the count; errors pass unchanged; without an upstream the built-in table answers.
 #include <catch2/catch.hpp>
 
-#include "proxy/command_info.hpp"
+#include "proxy/commands/command_info.hpp"
 #include "recording_upstream.hpp"
 
 using namespace corral;

@@ -2,8 +2,8 @@
 // pipelined unsubscribe/resubscribe: the dispatcher against a recording upstream.
 #include <catch2/catch.hpp>
 
-#include "proxy/server_info.hpp"
-#include "proxy/tunnel_barrier.hpp"
+#include "proxy/links/tunnel_barrier.hpp"
+#include "proxy/local/server_info.hpp"
 #include "recording_upstream.hpp"
 #include "upstream/errors.hpp"
 

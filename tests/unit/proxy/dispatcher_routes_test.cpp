@@ -2,7 +2,7 @@
 // answers, shared and dedicated connections, tunnels, and the checks that refuse a request.
 #include <catch2/catch.hpp>
 
-#include "proxy/tunnel_barrier.hpp"
+#include "proxy/links/tunnel_barrier.hpp"
 #include "recording_upstream.hpp"
 
 namespace corral::proxy::test {

@@ -1,7 +1,7 @@
 // Redis's glob rules (COMMAND LIST FILTERBY PATTERN): stars, ?, classes, escapes, case folding.
 #include <catch2/catch.hpp>
 
-#include "proxy/glob.hpp"
+#include "proxy/commands/glob.hpp"
 
 using corral::proxy::glob_match;
 

@@ -2,8 +2,8 @@
 // ignored, and routed by the dispatcher like built-in ones.
 #include <catch2/catch.hpp>
 
-#include "proxy/command_effect.hpp"
-#include "proxy/learned_commands.hpp"
+#include "proxy/commands/command_effect.hpp"
+#include "proxy/commands/learned_commands.hpp"
 #include "recording_upstream.hpp"
 
 using namespace corral;

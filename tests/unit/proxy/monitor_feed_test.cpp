@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/monitor_feed.hpp"
+#include "proxy/local/monitor_feed.hpp"
 
 using namespace corral::proxy;
 

@@ -3,8 +3,8 @@
 // a target that left is reported, and GETREDIR / TRACKINGINFO name Corral's ids.
 #include <catch2/catch.hpp>
 
-#include "proxy/client_registry.hpp"
-#include "proxy/tracking_redirect.hpp"
+#include "proxy/links/tracking_redirect.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "recording_upstream.hpp"
 
 using namespace corral;

@@ -1,9 +1,9 @@
-// The tunnel barrier's reply, read in each shape Redis gives it (proxy/tunnel_barrier.hpp).
+// The tunnel barrier's reply, read in each shape Redis gives it (proxy/links/tunnel_barrier.hpp).
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "proxy/tunnel_barrier.hpp"
+#include "proxy/links/tunnel_barrier.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::proxy {

@@ -22,8 +22,8 @@
 #include "cache/random.hpp"
 #include "origin/origin.hpp"
 #include "resp/encoder.hpp"
-#include "stampede/cache_runtime.hpp"
-#include "stampede/read_through.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/read/read_through.hpp"
 
 namespace corral::test {
 

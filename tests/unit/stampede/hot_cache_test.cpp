@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "stampede/hot_cache.hpp"
+#include "stampede/hot/hot_cache.hpp"
 
 using namespace corral;
 using namespace corral::stampede;

@@ -11,8 +11,8 @@
 
 #include "cache/clock.hpp"
 #include "resp/encoder.hpp"
-#include "stampede/hot_cache.hpp"
-#include "stampede/hot_reads.hpp"
+#include "stampede/hot/hot_cache.hpp"
+#include "stampede/hot/hot_reads.hpp"
 #include "upstream/link.hpp"
 
 using namespace corral;

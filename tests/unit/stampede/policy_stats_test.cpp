@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "stampede/policy_stats.hpp"
+#include "stampede/policy/policy_stats.hpp"
 
 using namespace corral::stampede;
 

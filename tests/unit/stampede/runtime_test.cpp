@@ -3,7 +3,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "engine_support.hpp"
-#include "stampede/policy_runtime.hpp"
+#include "stampede/policy/policy_runtime.hpp"
 
 using namespace corral;
 using namespace corral::test;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "stampede/cache_runtime.hpp"
-#include "stampede/invalidation_listener.hpp"
+#include "stampede/policy/cache_runtime.hpp"
+#include "stampede/tracking/invalidation_listener.hpp"
 
 using namespace corral;
 using stampede::tracked_prefixes;

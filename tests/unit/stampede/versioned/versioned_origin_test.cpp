@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "stampede/policy_runtime.hpp"
-#include "stampede/policy_stats.hpp"
+#include "stampede/policy/policy_runtime.hpp"
+#include "stampede/policy/policy_stats.hpp"
 #include "stampede/versioned/versioned_origin.hpp"
 
 using namespace corral;
