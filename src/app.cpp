@@ -32,6 +32,7 @@
 #include "upstream/cluster/cluster_ready_probe.hpp"
 #include "upstream/cluster/cluster_router.hpp"
 #include "upstream/cluster/cluster_upstream.hpp"
+#include "upstream/cluster/cluster_user_upstream.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/sentinel/sentinel_links.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
@@ -39,7 +40,8 @@
 #include "upstream/single/pool.hpp"
 #include "upstream/single/ready_probe.hpp"
 #include "upstream/single/single_upstream.hpp"
-#include "upstream/single/user_pools.hpp"
+#include "upstream/single/single_user_upstream.hpp"
+#include "upstream/user_pools.hpp"
 
 namespace corral {
 
@@ -65,10 +67,9 @@ struct App::ThreadParts {
         cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
                                     io.get_executor(), settings.upstream, topology, &stats)
                               : nullptr),
-        // Upstream ACL users' pools: for one Redis at a fixed address (not a Sentinel's primary).
-        user_pools(pool ? std::make_unique<upstream::UserPools>(
-                              io.get_executor(), settings.upstream, &stats, &info.user_pools)
-                        : nullptr),
+        // Upstream ACL users' pools: for one Redis at a fixed address and for a cluster (not a
+        // Sentinel's primary).
+        user_pools(make_user_pools(io, settings, stats, info, pool != nullptr, topology)),
         upstream(make_upstream(io, settings, one_server(), cluster_pool.get(), user_pools.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
@@ -82,6 +83,30 @@ struct App::ThreadParts {
     dispatcher.set_keyed_caller(keyed_caller);
   }
 
+  static std::unique_ptr<upstream::UserPools> make_user_pools(
+      asio::io_context& io, const config::Settings& settings, metrics::ThreadStats& stats,
+      metrics::ProcessInfo& info, bool one_redis, std::shared_ptr<upstream::Topology> topology) {
+    upstream::UserPools::Factory factory;
+    const auto executor = io.get_executor();
+    if (one_redis) {
+      factory = [executor, upstream_settings = settings.upstream,
+                 stats = &stats](upstream::UserLogin login) {
+        return upstream::make_single_user_upstream(executor, upstream_settings, stats,
+                                                   std::move(login));
+      };
+    } else if (topology) {
+      factory = [executor, upstream_settings = settings.upstream, stats = &stats,
+                 topology](upstream::UserLogin login) {
+        return upstream::make_cluster_user_upstream(executor, upstream_settings, topology, stats,
+                                                    std::move(login));
+      };
+    } else {
+      return nullptr;
+    }
+    return std::make_unique<upstream::UserPools>(executor, settings.upstream, &info.user_pools,
+                                                 std::move(factory));
+  }
+
   // The one choice of upstream kind for the thread.
   static std::unique_ptr<upstream::Upstream> make_upstream(asio::io_context& io,
                                                            const config::Settings& settings,
@@ -89,8 +114,10 @@ struct App::ThreadParts {
                                                            upstream::ClusterPool* cluster_pool,
                                                            upstream::UserPools* user_pools) {
     if (cluster_pool != nullptr) {
-      return std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
-                                                         settings.upstream);
+      auto cluster = std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
+                                                                 settings.upstream);
+      cluster->set_user_pools(user_pools);
+      return cluster;
     }
     // One Redis, or a Sentinel-managed primary (one Redis at a time: the single-Redis upstream
     // over links that follow the primary).

@@ -372,7 +372,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       if (awaiting > 0) return Action::drain_then_retry;
       if (client.dedicated->in_flight() == 0) set_dedicated_aside(client);
     }
-    if (cluster_transaction_step(upstream_, client, row, command, tag, target) ==
+    if (cluster_transaction_step(client_upstream, client, row, command, tag, target) ==
         ClusterStep::answered) {
       return Action::done;
     }

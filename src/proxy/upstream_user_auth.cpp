@@ -8,9 +8,9 @@
 namespace corral::proxy {
 
 namespace {
-constexpr std::string_view kClusterUnsupported =
-    "ERR AUTH with a user name is not supported through Corral on a Redis Cluster upstream: "
-    "every client runs as upstream.username there";
+constexpr std::string_view kUsersUnsupported =
+    "ERR AUTH with a user name is not supported through Corral on this kind of upstream "
+    "(a Sentinel-managed primary): every client runs as upstream.username there";
 constexpr std::string_view kTooManyUsers =
     "ERR too many upstream users in use on this Corral (upstream.max_user_pools)";
 }  // namespace
@@ -20,9 +20,17 @@ std::string_view error_message(std::string_view reply) {
   return reply.substr(1, reply.size() - 3);
 }
 
+// Any server can check a password: on a cluster, the node serving slot 0 (every node of a cluster
+// is configured with the same users, or clients could not reach all their keys as one user).
+std::shared_ptr<upstream::Link> UpstreamUserAuth::open_checker() {
+  if (!upstream_.partitioned()) return upstream_.open_own_link(0, 2);
+  const auto server = upstream_.server_of_key("");
+  return server ? upstream_.open_own_link_to(*server, 0, 2) : nullptr;
+}
+
 bool UpstreamUserAuth::send_check(const std::shared_ptr<UserCheck>& check) {
   if (!checker_ || checker_->state() == upstream::Link::State::closed) {
-    checker_ = upstream_.open_own_link(0, 2);
+    checker_ = open_checker();
     if (!checker_) return false;
   }
   std::string command;
@@ -45,10 +53,6 @@ bool UpstreamUserAuth::send_check(const std::shared_ptr<UserCheck>& check) {
 UserAuthStep UpstreamUserAuth::authenticate(ClientState& client, std::string_view user,
                                             std::string_view password, bool named,
                                             bool admin_password_set, std::string& error) {
-  if (upstream_.partitioned()) {
-    error = named ? kClusterUnsupported : kErrNoDefaultPassword;
-    return UserAuthStep::refused;
-  }
   auto& check = client.user_check;
   // A retried request finds its own check; any other AUTH starts afresh.
   if (check && (check->user != user || check->password != password || check->named != named)) {
@@ -79,7 +83,7 @@ UserAuthStep UpstreamUserAuth::authenticate(ClientState& client, std::string_vie
   auto result = upstream_.as_user(user, password, client.database);
   if (!result.upstream) {
     error = result.refusal == upstream::UserUpstreamRefusal::too_many_users ? kTooManyUsers
-                                                                            : kClusterUnsupported;
+                                                                            : kUsersUnsupported;
     return UserAuthStep::refused;
   }
   client.user_upstream = std::move(result.upstream);

@@ -55,6 +55,7 @@ class UpstreamUserAuth {
 
  private:
   bool send_check(const std::shared_ptr<UserCheck>& check);
+  std::shared_ptr<upstream::Link> open_checker();
 
   upstream::Upstream& upstream_;
   std::shared_ptr<upstream::Link> checker_;

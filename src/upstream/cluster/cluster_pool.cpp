@@ -12,8 +12,13 @@ namespace corral::upstream {
 
 ClusterPool::ClusterPool(const boost::asio::any_io_executor& executor,
                          const config::UpstreamSettings& settings,
-                         std::shared_ptr<Topology> topology, metrics::ThreadStats* stats)
-    : executor_(executor), settings_(settings), topology_(std::move(topology)), stats_(stats) {}
+                         std::shared_ptr<Topology> topology, metrics::ThreadStats* stats,
+                         std::optional<UserLogin> user)
+    : executor_(executor),
+      settings_(settings),
+      topology_(std::move(topology)),
+      stats_(stats),
+      user_(std::move(user)) {}
 
 ClusterPool::~ClusterPool() { close(); }
 
@@ -26,6 +31,17 @@ void ClusterPool::close() {
   }
   connections_.clear();
   by_node_.clear();
+}
+
+bool ClusterPool::refused() const {
+  for (const auto& [key, node] : connections_) {
+    for (const auto& list : node.by_protocol) {
+      for (const auto& connection : list) {
+        if (!connection->refusal().empty()) return true;
+      }
+    }
+  }
+  return false;
 }
 
 SlotMap& ClusterPool::routes() {
@@ -59,10 +75,15 @@ ConnectionOptions ClusterPool::options_for(const config::Endpoint& node, bool re
   auto options = node_connection_options(settings_, node, reconnect);
   options.protocol = protocol;
   options.readonly = settings_.read_from != config::ReadFrom::primary;
+  if (user_) {
+    options.username = user_->user;
+    options.password = user_->password;
+  }
   return options;
 }
 
 std::atomic<int>* ClusterPool::ready_count(const config::Endpoint& node) {
+  if (user_) return nullptr;
   return &topology_->node_gauges().node(node).ready_connections;
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,17 +15,22 @@
 #include "config/settings.hpp"
 #include "upstream/cluster/cluster_links.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/user_login.hpp"
 
 namespace corral::upstream {
 
 class ClusterPool final : public ClusterLinks {
  public:
+  // With `user`, every connection logs in as that upstream ACL user (and counts in no node gauge:
+  // those are Corral's own connections).
   ClusterPool(const boost::asio::any_io_executor& executor,
               const config::UpstreamSettings& settings, std::shared_ptr<Topology> topology,
-              metrics::ThreadStats* stats);
+              metrics::ThreadStats* stats, std::optional<UserLogin> user = std::nullopt);
   ~ClusterPool() override;
 
   void close();
+  // A shared connection's last login was refused (see UserUpstream::refused).
+  bool refused() const;
 
   SlotMap& routes() override;
   Link& node_link(int node, std::size_t affinity, int protocol) override;
@@ -54,6 +60,7 @@ class ClusterPool final : public ClusterLinks {
   SlotMap routes_;
   std::map<std::string, NodeConnections> connections_;  // by "host:port"
   std::vector<NodeConnections*> by_node_;               // parallel to routes_.nodes
+  std::optional<UserLogin> user_;
   ClusterHold held_{*this};
 };
 

@@ -16,6 +16,7 @@
 #include "upstream/cluster/cluster_split.hpp"
 #include "upstream/cluster/key_slot.hpp"
 #include "upstream/out_of_band.hpp"
+#include "upstream/user_pools.hpp"
 
 namespace corral::upstream {
 
@@ -220,6 +221,12 @@ std::shared_ptr<Link> ClusterUpstream::open_own_link_to(std::string_view server,
     }
   }
   return nullptr;
+}
+
+UserUpstreamResult ClusterUpstream::as_user(std::string_view user, std::string_view password,
+                                            int entered_database) {
+  if (users_ == nullptr) return {};
+  return users_->acquire(user, password, entered_database);
 }
 
 }  // namespace corral::upstream

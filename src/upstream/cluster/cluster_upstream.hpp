@@ -12,6 +12,8 @@
 
 namespace corral::upstream {
 
+class UserPools;
+
 class ClusterUpstream final : public Upstream {
  public:
   // `links` (a ClusterPool; a recorder in tests) and `settings` must outlive this.
@@ -51,6 +53,12 @@ class ClusterUpstream final : public Upstream {
   void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
              const std::shared_ptr<ReplyTarget>& target) override;
 
+  // Upstream ACL users get their pools from `users` (which must outlive this); unset, as_user
+  // is unsupported (a user's own upstream hands out no further users).
+  void set_user_pools(UserPools* users) { users_ = users; }
+  UserUpstreamResult as_user(std::string_view user, std::string_view password,
+                             int entered_database) override;
+
   ClusterLinks& links() { return links_; }
   ClusterRouter& router() { return router_; }
 
@@ -59,6 +67,7 @@ class ClusterUpstream final : public Upstream {
   ClusterLinks& links_;
   const config::UpstreamSettings& settings_;
   ClusterRouter router_;
+  UserPools* users_ = nullptr;
 };
 
 }  // namespace corral::upstream

@@ -16,16 +16,9 @@
 #include "config/settings.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/link.hpp"
+#include "upstream/user_login.hpp"
 
 namespace corral::upstream {
-
-// The upstream ACL user a pool's connections log in as, and the database its client was in when
-// it authenticated (Redis keeps that one without a SELECT the user may not be allowed).
-struct UserLogin {
-  std::string user;
-  std::string password;
-  int entered_database = 0;
-};
 
 class Pool final : public Links {
  public:

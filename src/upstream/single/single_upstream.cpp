@@ -5,7 +5,7 @@
 
 #include "upstream/out_of_band.hpp"
 #include "upstream/single/single_caller.hpp"
-#include "upstream/single/user_pools.hpp"
+#include "upstream/user_pools.hpp"
 
 namespace corral::upstream {
 

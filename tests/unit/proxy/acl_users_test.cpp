@@ -156,17 +156,26 @@ TEST_CASE("client.refuse_scripts refuses the commands that run server-side code"
   CHECK(open.links.shared_of(0).sent.size() == 1);
 }
 
-TEST_CASE("AUTH with a user name is refused on a cluster: every client runs as Corral's user",
+TEST_CASE("On a cluster AUTH is checked by a node; a user needs the cluster's user pools",
           "[acl][cluster]") {
   ClusterProxy c;
   Client client(c.proxy);
-  CHECK(client.send({"AUTH", "app", "app-pw"}) == Action::done);
-  CHECK(
-      client.reply().starts_with("-ERR AUTH with a user name is not supported through Corral on "
-                                 "a Redis Cluster upstream"));
-  CHECK(client.send({"HELLO", "3", "AUTH", "app", "app-pw"}) == Action::done);
+  CHECK(client.send({"AUTH", "app", "guess"}) == Action::wait_then_retry);
+  REQUIRE(c.links.dedicated.size() == 1);
+  auto& [port, checker] = c.links.dedicated.front();
+  CHECK(port == 7000);  // the node serving slot 0
+  REQUIRE(checker->sent.size() == 1);
+  CHECK(checker->sent[0].bytes == command({"AUTH", "app", "guess"}));
+  checker->answer("-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  CHECK(client.retry({"AUTH", "app", "guess"}) == Action::done);
+  CHECK(client.reply().starts_with("-WRONGPASS"));
+  CHECK(c.proxy.info.auth_failures.load() == 1);
+
+  // Accepted by the node, but this upstream was given no user pools (as a Sentinel's is not):
+  // refused with the reason, not run as Corral's own user.
+  CHECK(client.send({"AUTH", "app", "app-pw"}) == Action::wait_then_retry);
+  checker->answer("+OK\r\n");
+  CHECK(client.retry({"AUTH", "app", "app-pw"}) == Action::done);
   CHECK(client.reply().starts_with("-ERR AUTH with a user name is not supported"));
-  CHECK(c.proxy.info.auth_failures.load() == 0);       // not a wrong password
-  CHECK(client.send({"AUTH", "pw"}) == Action::done);  // no upstream to ask: Redis's answer
-  CHECK(client.reply().starts_with("-ERR AUTH <password> called without any password"));
+  CHECK(c.links.dedicated.size() == 1);  // one checker link, kept
 }

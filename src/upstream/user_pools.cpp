@@ -1,36 +1,28 @@
 // Per-user pools of one io thread: built on first use, handed out as an Upstream, reaped idle.
-#include "upstream/single/user_pools.hpp"
+#include "upstream/user_pools.hpp"
 
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
-#include "upstream/single/pool.hpp"
-#include "upstream/single/single_upstream.hpp"
-
 namespace corral::upstream {
 
-// The pool and the upstream over it live and die together; clients hold the upstream through an
-// aliasing pointer, so the entry's use count says whether any client still needs it.
+// Clients hold the user's upstream through an aliasing pointer, so the entry's use count says
+// whether any client still needs it.
 struct UserPools::Entry {
-  Entry(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
-        metrics::ThreadStats* stats, UserLogin user)
-      : pool(executor, settings, stats, nullptr, std::move(user)),
-        upstream(executor, pool, settings.database) {}
-  ~Entry() { pool.close(); }
+  explicit Entry(std::unique_ptr<UserUpstream> built) : user(std::move(built)) {}
 
-  Pool pool;
-  SingleUpstream upstream;
+  std::unique_ptr<UserUpstream> user;
   std::chrono::steady_clock::time_point last_held = std::chrono::steady_clock::now();
 };
 
 UserPools::UserPools(const boost::asio::any_io_executor& executor,
-                     const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
-                     std::atomic<int>* user_pools)
+                     const config::UpstreamSettings& settings, std::atomic<int>* user_pools,
+                     Factory factory)
     : executor_(executor),
       settings_(settings),
-      stats_(stats),
       user_pools_(user_pools),
+      factory_(std::move(factory)),
       reaper_(executor) {}
 
 UserPools::~UserPools() {
@@ -46,7 +38,7 @@ UserUpstreamResult UserPools::acquire(std::string_view user, std::string_view pa
   // The upstream has just accepted this pair, yet the pool's logins are refused: the user was
   // deleted and created again. A fresh pool logs in now instead of at its next retry (up to
   // seconds away); clients still holding the old one keep it until they let go.
-  if (found != pools_.end() && found->second->pool.refused()) {
+  if (found != pools_.end() && found->second->user->refused()) {
     pools_.erase(found);
     if (user_pools_ != nullptr) user_pools_->fetch_sub(1);
     found = pools_.end();
@@ -57,16 +49,14 @@ UserUpstreamResult UserPools::acquire(std::string_view user, std::string_view pa
       return {nullptr, UserUpstreamRefusal::too_many_users};
     }
     UserLogin login{std::string(user), std::string(password), entered_database};
-    found = pools_
-                .emplace(std::move(key),
-                         std::make_shared<Entry>(executor_, settings_, stats_, std::move(login)))
-                .first;
+    found =
+        pools_.emplace(std::move(key), std::make_shared<Entry>(factory_(std::move(login)))).first;
     if (user_pools_ != nullptr) user_pools_->fetch_add(1);
     schedule_reap();
   }
   const auto& entry = found->second;
   entry->last_held = std::chrono::steady_clock::now();
-  return {std::shared_ptr<Upstream>(entry, &entry->upstream), UserUpstreamRefusal::none};
+  return {std::shared_ptr<Upstream>(entry, &entry->user->upstream()), UserUpstreamRefusal::none};
 }
 
 void UserPools::reap() {

@@ -1,9 +1,11 @@
 // One io thread's upstream connections for clients that authenticated as an upstream ACL user:
-// a multiplexed pool per (user, password) in use, bounded in number, closed once idle.
+// a pool per (user, password, database) in use, bounded in number, closed once idle. The kind of
+// upstream builds each pool (a factory); this keeps them.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,18 +17,17 @@
 
 #include "config/settings.hpp"
 #include "upstream/upstream.hpp"
-
-namespace corral::metrics {
-class ThreadStats;
-}
+#include "upstream/user_login.hpp"
 
 namespace corral::upstream {
 
 class UserPools {
  public:
+  using Factory = std::function<std::unique_ptr<UserUpstream>(UserLogin)>;
+
   // `user_pools` (may be null) counts the pools open across io threads, for a gauge.
   UserPools(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings,
-            metrics::ThreadStats* stats, std::atomic<int>* user_pools);
+            std::atomic<int>* user_pools, Factory factory);
   ~UserPools();
   UserPools(const UserPools&) = delete;
   UserPools& operator=(const UserPools&) = delete;
@@ -48,8 +49,8 @@ class UserPools {
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings settings_;
-  metrics::ThreadStats* stats_;
   std::atomic<int>* user_pools_;
+  Factory factory_;
   // Keyed by user name, password and entered database: a user with several passwords gets a
   // pool per password, so that a reconnect logs in with the password its client proved; a pool
   // per database its clients authenticated in, whose links only they may use (see UserLogin).
