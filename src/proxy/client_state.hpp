@@ -2,6 +2,7 @@
 // and the mode of its dedicated upstream connection as one small state machine.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -133,6 +134,9 @@ struct ClientState {
   // and a transaction's MULTI and keyless commands held until its first key picks the node.
   int cluster_slot = -1;
   std::vector<std::string> held_commands;
+  // Since when the command needing a session link has waited for its slot's promoted replica
+  // (unset: not waiting).
+  std::chrono::steady_clock::time_point link_wait_since{};
   // MONITOR: how lines reach this client from any thread (empty without a session), and whether
   // it is in the feed (proxy/local/monitor_feed.hpp).
   std::function<void(std::string)> push;

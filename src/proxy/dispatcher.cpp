@@ -372,12 +372,28 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       if (awaiting > 0) return Action::drain_then_retry;
       if (client.dedicated->in_flight() == 0) set_dedicated_aside(client);
     }
-    if (cluster_transaction_step(client_upstream, client, row, command, tag, target) ==
-        ClusterStep::answered) {
-      return Action::done;
+    switch (cluster_transaction_step(client_upstream, client, row, command, tag, target)) {
+      case ClusterStep::answered:
+        return Action::done;
+      case ClusterStep::link_failing:
+        if (waits_for_failover(client, upstream::ErrorKind::clusterdown)) {
+          return Action::wait_then_retry;
+        }
+        fail_transaction_link(client, tag, target, upstream::kErrPrimaryFailing);
+        return Action::done;
+      case ClusterStep::forward:
+        client.link_wait_since = {};
+        break;
     }
   }
-  if (!acquire_dedicated(client, path, awaiting, command)) return Action::drain_then_retry;
+  switch (acquire_dedicated(client, path, awaiting, command)) {
+    case LinkStep::drain:
+      return Action::drain_then_retry;
+    case LinkStep::wait:
+      return Action::wait_then_retry;
+    case LinkStep::ready:
+      break;
+  }
   if (path != Path::shared && !client.dedicated) {  // keys on several servers, or none serves
     client.mode.refused_in_multi();                 // their partition
     if (client_upstream.partition_of(command) == upstream::kSpansPartitions) {
@@ -433,27 +449,48 @@ bool Dispatcher::may_serve_cached(const ClientState& client, const CommandSpec& 
 
 // Commands of one client must run in order, so it switches connections only when idle; false
 // when it must drain first.
-bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
-                                   const upstream::Routed& command) {
+Dispatcher::LinkStep Dispatcher::acquire_dedicated(ClientState& client, Path path,
+                                                   std::size_t awaiting,
+                                                   const upstream::Routed& command) {
   auto& client_upstream = upstream_for(client);
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
     set_dedicated_aside(client);
   }
-  if (client.dedicated || path == Path::shared) return true;
-  if (awaiting > 0) return false;
+  if (client.dedicated || path == Path::shared) return LinkStep::ready;
+  if (awaiting > 0) return LinkStep::drain;
   // Blocking commands and WATCH go to their keys' server; a keyless one (SUBSCRIBE, MULTI) to
   // any (classic pub/sub reaches every node of a cluster).
   const int partition = client_upstream.partition_of(command);
-  if (partition == upstream::kSpansPartitions) return true;  // refused by forward()
+  if (partition == upstream::kSpansPartitions) return LinkStep::ready;  // refused by forward()
   // A kept link is open already: nothing goes before the command, which so keeps its place among
   // the commands of other clients that Redis will block.
   if (!take_kept_link(client, partition)) {
-    client.dedicated = client_upstream.open_session_link(partition, command).link;
+    auto opened = client_upstream.open_session_link(partition, command);
+    if (!opened.link && waits_for_failover(client, opened.refusal)) return LinkStep::wait;
+    client.link_wait_since = {};
+    client.dedicated = std::move(opened.link);
     if (client.dedicated) learn_upstream_client_id(client);
   }
   client.cluster_slot = partition;
-  return true;
+  return LinkStep::ready;
+}
+
+// A session link refused because its slot's primary is failing waits for the promoted replica,
+// as a keyed request does: upstream.failover_hold from its first try, then the error. Later
+// requests of the client wait behind it, so its commands keep their order.
+bool Dispatcher::waits_for_failover(ClientState& client, upstream::ErrorKind refusal) {
+  if (refusal != upstream::ErrorKind::clusterdown) {
+    client.link_wait_since = {};
+    return false;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (client.link_wait_since == std::chrono::steady_clock::time_point{}) {
+    client.link_wait_since = now;
+  }
+  if (now - client.link_wait_since < settings_.upstream.failover_hold) return true;
+  client.link_wait_since = {};
+  return false;
 }
 
 bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstream::Routed& command,

@@ -137,8 +137,10 @@ class Dispatcher : public session::Handler {
   Action answer_locally(ClientState& client, const Request& request, const CommandSpec& row,
                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                         std::size_t awaiting);
-  bool acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
-                         const upstream::Routed& command);
+  enum class LinkStep : std::uint8_t { ready, drain, wait };
+  LinkStep acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
+                             const upstream::Routed& command);
+  bool waits_for_failover(ClientState& client, upstream::ErrorKind refusal);
   bool send(ClientState& client, const CommandSpec& row, const upstream::Routed& command, Path path,
             std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& reply_to,
             const std::shared_ptr<upstream::ReplyTarget>& target);

@@ -27,6 +27,9 @@ enum class ErrorKind : std::uint8_t {
   server,                // any other error reply of the server
 };
 
+inline constexpr std::string_view kErrPrimaryFailing =
+    "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
+
 // A multi-key command whose keys live on several servers (Redis Cluster's words).
 inline constexpr std::string_view kErrCrossSlot =
     "CROSSSLOT Keys in request don't hash to the same slot";

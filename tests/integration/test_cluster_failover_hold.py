@@ -10,6 +10,7 @@ import redis
 
 from cluster_process import ClusterStack, slot_tags
 from harness import check, eq, wait_until
+from resp_client import Raw, Simple, encode_command
 
 NODE_TIMEOUT_MS = 2000
 CLIENTS = 8
@@ -182,3 +183,43 @@ def check_counters(stack, clients):
     eq(lost[:3], [], "counters missing an acknowledged INCR")
     eq(doubled[:3], [], "counters with more INCRs than were sent")
     check(sum(len(c.incr_acked) for c in clients) > 1000, "the INCR load ran on many counters")
+
+
+@pytest.fixture
+def manual_stack(kept):
+    return kept(lambda: ClusterStack("cluster-hold-links", CONFIG,
+                                     node_timeout=NODE_TIMEOUT_MS).start())
+
+
+def test_session_commands_of_a_failing_slot_wait_for_the_promoted_replica(manual_stack):
+    """MULTI/EXEC and BLPOP sent while Corral's map says a slot's primary has failed wait for its
+    replica's promotion, then run there (before, each got an error at once). The replica is kept
+    from failing over by itself (cluster-replica-no-failover) until the commands are waiting, and
+    then promoted with CLUSTER FAILOVER TAKEOVER, so the window is there on any machine."""
+    cluster, corral = manual_stack.cluster, manual_stack.corral
+    victim = cluster.primaries()[0]
+    replica = cluster.replica_of(victim)
+    cluster.node(replica).config_set("cluster-replica-no-failover", "yes")
+    slot = next(n for n in cluster.nodes() if n["port"] == victim)["slots"][0][0]
+    tag = slot_tags()[slot]
+    cluster.kill_node(victim)
+    wait_until(lambda: corral.metric("corral_cluster_nodes", role="failed") >= 1, 30, 0.05,
+               what="Corral's map marks %d failed" % victim)
+
+    # Each pipeline starts with a command Corral answers at once: its reply goes out in the same
+    # loop turn as the session command behind it is tried, so once it is read that command waits.
+    transaction = Raw(corral.port, timeout=60)
+    transaction.send(b"".join(encode_command(*c) for c in (
+        ["MULTI"], ["SET", "{%s}t" % tag, "1"], ["INCR", "{%s}t" % tag], ["EXEC"])))
+    eq(transaction.read(), Simple(b"OK"), "MULTI")
+    blocking = Raw(corral.port, timeout=60)
+    blocking.send(encode_command("PING") + encode_command("BLPOP", "{%s}list" % tag, "30"))
+    eq(blocking.read(), Simple(b"PONG"), "PING")
+
+    cluster.node(replica).execute_command("CLUSTER", "FAILOVER", "TAKEOVER")
+    eq([transaction.read() for _ in range(3)], [Simple(b"QUEUED"), Simple(b"QUEUED"), [b"OK", 2]],
+       "the transaction, run on the promoted replica")
+    cluster.node(replica).rpush("{%s}list" % tag, "x")
+    eq(blocking.read(), [("{%s}list" % tag).encode(), b"x"], "BLPOP served by the new primary")
+    transaction.close()
+    blocking.close()

@@ -2,6 +2,8 @@
 // would (+OK, +QUEUED); binding replays them on the new connection, their replies discarded.
 #include "proxy/links/cluster_transaction.hpp"
 
+#include <optional>
+
 #include <string>
 
 #include "proxy/links/client_unblock.hpp"
@@ -34,20 +36,23 @@ void refuse_cross_slot(upstream::Upstream& upstream, ClientState& client, std::u
   answer_error(target, tag, upstream::kErrCrossSlot);
 }
 
-// Opens the client's link to `slot`'s server (kAnyPartition: any) and replays what was held.
-bool bind(upstream::Upstream& upstream, ClientState& client, int slot,
-          const upstream::Routed& command) {
-  client.dedicated = upstream.open_session_link(slot, command).link;
-  if (!client.dedicated) return false;
+// Opens the client's link to `slot`'s server (kAnyPartition: any) and replays what was held;
+// the refusal when no link could be opened.
+std::optional<upstream::ErrorKind> bind(upstream::Upstream& upstream, ClientState& client, int slot,
+                                        const upstream::Routed& command) {
+  auto opened = upstream.open_session_link(slot, command);
+  if (!opened.link) return opened.refusal;
+  client.dedicated = std::move(opened.link);
   learn_upstream_client_id(client);
   client.cluster_slot = slot;
   // Replies to the replayed MULTI and queued commands: the client had them already.
   auto discard = std::make_shared<upstream::DiscardTarget>();
   for (const auto& bytes : client.held_commands) {
-    if (!client.dedicated->send(bytes, discard, 0)) return false;
+    if (!client.dedicated->send(bytes, discard, 0))
+      return upstream::ErrorKind::upstream_unavailable;
   }
   client.held_commands.clear();
-  return true;
+  return std::nullopt;
 }
 
 ClusterStep held_transaction_step(upstream::Upstream& upstream, ClientState& client,
@@ -76,16 +81,23 @@ ClusterStep held_transaction_step(upstream::Upstream& upstream, ClientState& cli
     answer_status(target, tag, "QUEUED");
     return ClusterStep::answered;
   }
-  if (!bind(upstream, client, slot, command)) {
-    client.held_commands.clear();
-    client.mode.refused_in_multi();
-    target->on_failure(tag, upstream::kErrUnavailable);
+  if (const auto refusal = bind(upstream, client, slot, command)) {
+    if (*refusal == upstream::ErrorKind::clusterdown) return ClusterStep::link_failing;
+    fail_transaction_link(client, tag, target, upstream::kErrUnavailable);
     return ClusterStep::answered;
   }
   return ClusterStep::forward;
 }
 
 }  // namespace
+
+void fail_transaction_link(ClientState& client, std::uint64_t tag,
+                           const std::shared_ptr<upstream::ReplyTarget>& target,
+                           std::string_view error) {
+  client.held_commands.clear();
+  client.mode.refused_in_multi();
+  target->on_failure(tag, error);
+}
 
 ClusterStep cluster_transaction_step(upstream::Upstream& upstream, ClientState& client,
                                      const CommandSpec& row, const upstream::Routed& command,

@@ -19,6 +19,9 @@ namespace corral::proxy {
 enum class ClusterStep : std::uint8_t {
   forward,   // the dispatcher sends the request as usual (a bound connection is in place if due)
   answered,  // answered here (held, refused, or failed)
+  // The transaction's slot has a failing primary: nothing was answered or sent; the dispatcher
+  // waits for the promoted replica and calls again, or gives up with fail_transaction_link().
+  link_failing,
 };
 
 // For a client of a partitioned upstream, before the dispatcher picks a connection for `row`
@@ -27,5 +30,11 @@ ClusterStep cluster_transaction_step(upstream::Upstream& upstream, ClientState& 
                                      const CommandSpec& row, const upstream::Routed& command,
                                      std::uint64_t tag,
                                      const std::shared_ptr<upstream::ReplyTarget>& target);
+
+// A held transaction whose link could not be opened: what was held is dropped, EXEC will answer
+// EXECABORT, and the request gets `error`.
+void fail_transaction_link(ClientState& client, std::uint64_t tag,
+                           const std::shared_ptr<upstream::ReplyTarget>& target,
+                           std::string_view error);
 
 }  // namespace corral::proxy

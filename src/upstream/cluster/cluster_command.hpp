@@ -48,8 +48,6 @@ inline constexpr std::string_view kErrSlotUnserved =
 // kErrSlotUnserved naming why no map came (Topology::last_failure(), e.g. a node refusing AUTH),
 // on one line: a wrong password reads as such instead of as an endless wait.
 std::string slot_unserved_error(std::string_view map_failure);
-inline constexpr std::string_view kErrPrimaryFailing =
-    "CLUSTERDOWN The slot's primary is failing; waiting for a replica to take over";
 // `read_from: replica` and no replica of the slot's primary is healthy in the map.
 inline constexpr std::string_view kErrNoReplica =
     "ERR no healthy replica serves this slot (upstream.read_from: replica reads only from "

@@ -86,6 +86,16 @@ class AnyPrimary final : public ReplyTarget, public std::enable_shared_from_this
 }  // namespace
 
 SessionLinkResult ClusterUpstream::open_session_link(int partition, const Routed& command) {
+  if (partition >= 0) {
+    // The slot's primary is failing or the slot has no owner yet: a link opened now would die
+    // with it. Nothing was sent, so the caller may wait for the promoted replica.
+    auto& routes = links_.routes();
+    const int owner = routes.owner.empty() ? -1 : routes.owner[partition];
+    if (owner < 0 || !routes.nodes[owner].healthy) {
+      links_.request_refresh(RefreshReason::clusterdown);
+      return {nullptr, ErrorKind::clusterdown};
+    }
+  }
   return {router_.dedicated_for_slot(partition, command.affinity, command.protocol)};
 }
 

@@ -221,4 +221,47 @@ TEST_CASE("closing the thread's connections answers what is held", "[cluster][ho
   CHECK_FALSE(c.links.used(7000));
 }
 
+TEST_CASE("a session link for a failing primary's slot waits for the promoted replica",
+          "[cluster][hold]") {
+  REQUIRE(kKeysAsExpected);
+  ClusterProxy c(hold_settings(milliseconds(60000)));
+  c.links.map.nodes[0].healthy = false;
+  Client blocking(c.proxy);
+  CHECK(blocking.send({"BLPOP", "bar", "0"}) == session::Action::wait_then_retry);
+  Client transaction(c.proxy);
+  transaction.send({"MULTI"});
+  CHECK(transaction.reply() == "+OK\r\n");
+  CHECK(transaction.send({"SET", "bar", "1"}) == session::Action::wait_then_retry);
+  CHECK(c.links.dedicated.empty());  // no link to the dying primary
+  CHECK(blocking.retry({"BLPOP", "bar", "0"}) == session::Action::wait_then_retry);
+
+  promote_first_replica(c.links);
+  CHECK(blocking.retry({"BLPOP", "bar", "0"}) == session::Action::done);
+  CHECK(transaction.retry({"SET", "bar", "1"}) == session::Action::done);
+  REQUIRE(c.links.dedicated.size() == 2);
+  CHECK(c.links.dedicated[0].first == 7100);
+  CHECK(c.links.dedicated[0].second->bytes() ==
+        std::vector<std::string>{wire({"BLPOP", "bar", "0"})});
+  CHECK(c.links.dedicated[1].first == 7100);
+  CHECK(c.links.dedicated[1].second->bytes() ==
+        std::vector<std::string>{wire({"MULTI"}), wire({"SET", "bar", "1"})});
+}
+
+TEST_CASE("without a failover hold a session link for a failing slot is refused at once",
+          "[cluster][hold]") {
+  REQUIRE(kKeysAsExpected);
+  ClusterProxy c(hold_settings(milliseconds(0)));
+  c.links.map.nodes[0].healthy = false;
+  Client blocking(c.proxy);
+  CHECK(blocking.send({"BLPOP", "bar", "0"}) == session::Action::done);
+  CHECK_FALSE(blocking.failure().empty());
+  Client transaction(c.proxy);
+  transaction.send({"MULTI"});
+  CHECK(transaction.send({"SET", "bar", "1"}) == session::Action::done);
+  CHECK(transaction.failure() == upstream::kErrPrimaryFailing);
+  transaction.send({"EXEC"});
+  CHECK(transaction.reply().starts_with("-EXECABORT"));
+  CHECK(c.links.dedicated.empty());
+}
+
 }  // namespace corral::proxy::test
