@@ -182,11 +182,28 @@ void ClusterRouter::split(const Routed& command, const ClusterRouteRow& route, s
 
 void ClusterRouter::fan_out(const Routed& command, const ClusterRouteRow& route, std::uint64_t tag,
                             const std::shared_ptr<ReplyTarget>& target) {
-  const std::vector<int> primaries = links_.routes().primaries;
+  // Each primary's part goes out as a command of the first slot it owns: a part whose primary is
+  // failing then waits out the failover like a keyed command (failover_hold) and goes to the
+  // promoted replica, which owns that slot by then.
+  const auto& routes = links_.routes();
+  std::vector<int> first_slots;
+  first_slots.reserve(routes.primaries.size());
+  std::vector<bool> seen(routes.nodes.size(), false);
+  for (std::size_t slot = 0; slot < kSlotCount && first_slots.size() < routes.primaries.size();
+       ++slot) {
+    const int owner = routes.owner[slot];
+    if (owner < 0 || seen[owner]) continue;
+    seen[owner] = true;
+    first_slots.push_back(static_cast<int>(slot));
+  }
   auto merge = std::make_shared<ClusterMergeTarget>(
-      route.merge, primaries.size(), std::vector<std::vector<std::size_t>>{}, target, tag);
-  for (std::size_t part = 0; part < primaries.size(); ++part) {
-    to_node(command, primaries[part], command.bytes, part, merge);
+      route.merge, first_slots.size(), std::vector<std::vector<std::size_t>>{}, target, tag);
+  ClusterCommandOptions options = keyed_options(command);
+  options.read_from = config::ReadFrom::primary;  // one part per primary, as the merge expects
+  for (std::size_t part = 0; part < first_slots.size(); ++part) {
+    options.slot = first_slots[part];
+    std::make_shared<ClusterCommand>(links_, std::string(command.bytes), options, merge, part)
+        ->start();
   }
 }
 

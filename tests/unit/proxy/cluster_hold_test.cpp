@@ -264,4 +264,21 @@ TEST_CASE("without a failover hold a session link for a failing slot is refused 
   CHECK(c.links.dedicated.empty());
 }
 
+TEST_CASE("a fan-out's part for a failing primary waits for the promoted replica",
+          "[cluster][hold]") {
+  ClusterProxy c(hold_settings(milliseconds(5000)));
+  Client client(c.proxy);
+  c.links.map.nodes[0].healthy = false;
+  client.send({"DBSIZE"});
+  CHECK_FALSE(c.links.used(7000));
+  c.links.at(7001).answer(":4\r\n");
+  CHECK(client.reply().empty());  // the failing shard's count is still to come
+  CHECK(client.failure().empty());
+  promote_first_replica(c.links);
+  c.links.run_later();
+  CHECK(c.links.at(7100).bytes() == std::vector<std::string>{wire({"DBSIZE"})});
+  c.links.at(7100).answer(":3\r\n");
+  CHECK(client.reply() == ":7\r\n");
+}
+
 }  // namespace corral::proxy::test
