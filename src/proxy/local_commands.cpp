@@ -22,6 +22,9 @@
 #include "proxy/slowlog_commands.hpp"
 #include "proxy/upstream_user_auth.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/link.hpp"
+#include "upstream/reply_target.hpp"
 #include "upstream/server_version.hpp"
 #include "upstream/upstream.hpp"
 
@@ -213,6 +216,30 @@ void append_hello_reply(LocalCall& call) {
   resp::append_array_header(out, 0);
 }
 
+// A connection holding Redis state for the client (WATCH, CLIENT TRACKING, CLIENT REPLY ...)
+// switches on the spot, as Redis lets a client do: HELLO goes before the client's next command
+// there, and a RESP3 tracking client's invalidations then arrive as pushes. Subscribed or inside
+// MULTI it keeps its protocol (a subscription's replies are tunnelled as they come).
+bool switch_held_protocol(LocalCall& call, int protocol) {
+  auto& client = call.client;
+  if (client.mode.tunneling() || client.mode.in_pubsub() || client.mode.in_multi()) {
+    resp::append_error(call.reply,
+                       "ERR Corral cannot switch the protocol of a subscribed connection or one "
+                       "in MULTI");
+    return false;
+  }
+  const std::string hello =
+      protocol == 3 ? "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n" : "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n";
+  if (!client.dedicated->send(hello, std::make_shared<upstream::DiscardTarget>(), 0)) {
+    resp::append_error(call.reply, std::string(upstream::kErrStateLost));
+    return false;
+  }
+  if (protocol == 3 && call.target != nullptr)
+    client.dedicated->set_unsolicited_target(*call.target);
+  client.protocol = protocol;
+  return true;
+}
+
 // Switching protocol changes which upstream connections serve the client: a dedicated one of the
 // old protocol goes (hello() drained its replies first), unless Redis keeps state for the client
 // there. False, with an error appended, when it cannot switch.
@@ -220,12 +247,7 @@ bool switch_protocol(LocalCall& call, int protocol) {
   auto& client = call.client;
   if (protocol == client.protocol) return true;
   if (client.dedicated) {
-    if (client.mode.holds_connection()) {
-      resp::append_error(call.reply,
-                         "ERR Corral cannot switch the protocol of a connection in WATCH, "
-                         "subscribed, tracking or another stateful mode");
-      return false;
-    }
+    if (client.mode.holds_connection()) return switch_held_protocol(call, protocol);
     release_dedicated(client);
   }
   client.protocol = protocol;

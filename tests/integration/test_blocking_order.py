@@ -252,3 +252,50 @@ def test_a_client_half_closing_while_blocked_is_closed_without_replies(stack):
     eq(db3.lpush("half:q", "v"), 1, "LPUSH")
     eq(db3.lrange("half:q", 0, -1), [b"v"], "the pushed element, still in the list")
     eq(db3.get("half:after"), None, "the SET queued behind the block did not run")
+
+
+# A blocking command and another client's command sent right after it, without waiting for the
+# block (as Redis's own Tcl suite does: a new client's `XREAD BLOCK 0 ...`, then `XADD` from
+# another): Redis serves them in the order they reach it, and two sockets reorder them even direct,
+# rarely. Through Corral the blocking command must leave as soon as a shared-link command does: on
+# the io thread's spare session link, open and ready before the client came, and written in the
+# loop turn that read it. Counted, never timed: an overtaken `XREAD ... $` misses the entry added
+# after it and times out. With two io threads the two clients' commands also race from their
+# threads' wake-up on, which Corral cannot order (docs/compatibility.md): that bound is looser,
+# but a link opened or checked out lazily (a connect and a handshake first) fails both.
+NO_WAIT_ROUNDS = 100
+NO_WAIT_BOUND = {1: 3, 2: 30}  # overtakes allowed in NO_WAIT_ROUNDS, by io thread count
+NO_WAIT_BLOCK_MS = 300
+
+
+def overtakes_without_waiting(port, key):
+    """Each round a new client blocks (as the Tcl suite's deferring clients do) and one long-lived
+    client adds the entry right after; returns the rounds where the entry came first."""
+    overtaken = []
+    with harness.Raw(port) as pusher:
+        eq(pusher.call("SELECT", 9), b"OK", "SELECT 9")
+        for i in range(NO_WAIT_ROUNDS):
+            with harness.Raw(port) as blocker:
+                eq(blocker.call("SELECT", 9), b"OK", "SELECT 9")
+                blocker.send_command("XREAD", "BLOCK", NO_WAIT_BLOCK_MS, "STREAMS", key, "$")
+                pusher.send_command("XADD", key, "*", "round", i)
+                pusher.read()
+                if blocker.read() is None:
+                    overtaken.append(i)
+    return overtaken
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_blocking_command_is_not_overtaken_by_a_command_sent_right_after_it(
+        redis_server, start_corral, threads):
+    key = "nowait:t%d" % threads
+    bound = NO_WAIT_BOUND[threads]
+    direct = overtakes_without_waiting(redis_server.port, key + ":direct")
+    assert len(direct) <= bound, \
+        "direct: overtaken in %d of %d rounds, above the bound %d (rounds %s)" % (
+            len(direct), NO_WAIT_ROUNDS, bound, direct)
+    corral = start_corral(redis_server.port, {"threads": threads}, name="nowait%d" % threads)
+    through = overtakes_without_waiting(corral.port, key)
+    assert len(through) <= bound, \
+        "through Corral (threads %d): overtaken in %d of %d rounds, above %d (direct: %d; " \
+        "rounds %s)" % (threads, len(through), NO_WAIT_ROUNDS, bound, len(direct), through)
