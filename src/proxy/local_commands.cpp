@@ -216,13 +216,14 @@ void append_hello_reply(LocalCall& call) {
   resp::append_array_header(out, 0);
 }
 
-// A connection holding Redis state for the client (WATCH, CLIENT TRACKING, CLIENT REPLY ...)
-// switches on the spot, as Redis lets a client do: HELLO goes before the client's next command
-// there, and a RESP3 tracking client's invalidations then arrive as pushes. Subscribed or inside
-// MULTI it keeps its protocol (a subscription's replies are tunnelled as they come).
+// A connection holding Redis state for the client (WATCH, CLIENT TRACKING, CLIENT REPLY, a RESP3
+// subscription) switches on the spot, as Redis lets a client do: HELLO goes before the client's
+// next command there; a RESP3 tracking client then gets its invalidations as pushes, and a RESP3
+// subscriber becomes a RESP2 one, whose messages are tunnelled. In RESP2's subscribed mode Redis
+// refuses HELLO (the tunnel answers that); inside MULTI it would be queued.
 bool switch_held_protocol(LocalCall& call, int protocol) {
   auto& client = call.client;
-  if (client.mode.tunneling() || client.mode.in_pubsub() || client.mode.in_multi()) {
+  if (client.mode.tunneling() || client.mode.in_multi()) {
     resp::append_error(call.reply,
                        "ERR Corral cannot switch the protocol of a subscribed connection or one "
                        "in MULTI");
@@ -234,8 +235,15 @@ bool switch_held_protocol(LocalCall& call, int protocol) {
     resp::append_error(call.reply, std::string(upstream::kErrStateLost));
     return false;
   }
-  if (protocol == 3 && call.target != nullptr)
+  if (client.mode.in_pubsub()) {
+    client.mode.ended_pushes();
+    client.mode.entered_subscriptions();
+    client.tunnel_checked = false;  // the next command that is no subscription's asks first
+  }
+  // Pushes (RESP3) and a tunnel's messages (RESP2) reach the client unsolicited.
+  if (call.target != nullptr && (protocol == 3 || client.mode.tunneling())) {
     client.dedicated->set_unsolicited_target(*call.target);
+  }
   client.protocol = protocol;
   return true;
 }

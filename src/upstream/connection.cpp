@@ -102,9 +102,12 @@ bool Connection::send_in_session(SessionCommand kind, std::string_view command,
                                  std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
                                  bool exempt_from_timeout) {
   if (!send(command, std::move(target), tag, exempt_from_timeout)) return false;
-  // No write in progress: what is queued (the command, and the CLIENT ID a new session link
-  // sends first) is written now instead of at the posted flush.
-  if (kind == SessionCommand::blocking && state_ == State::ready && writing_.empty() && !tls_) {
+  // No write in progress: what is queued (the command, the CLIENT ID a new session link sends
+  // first, a transaction's queued commands before its EXEC) is written now instead of at the
+  // posted flush. EXEC too: its WATCH check must see the keys before a write another client sends
+  // right after it.
+  const bool now = kind == SessionCommand::blocking || kind == SessionCommand::exec;
+  if (now && state_ == State::ready && writing_.empty() && !tls_) {
     write_queued_now();
   }
   return true;

@@ -91,10 +91,10 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   // 0. RESP3 pushes (`>`) always go there, never to a tracked command (dropped when none is set).
   void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) override;
   bool send_untracked(std::string_view command) override;
-  // A blocking command leaves in this turn of the event loop, written before the call returns
-  // when nothing is queued ahead of it: Redis serves blocked clients in the order their commands
-  // reach it, and a command sent right after it by another client (often through another io
-  // thread's connection) must not overtake it. Any other kind is send().
+  // A blocking command or an EXEC is written before the call returns when no write is in
+  // progress: Redis serves blocked clients, and checks an EXEC's watched keys, in the order
+  // commands reach it, and a command sent right after it by another client (often through another
+  // io thread's connection) must not overtake it. Any other kind is send().
   bool send_in_session(SessionCommand kind, std::string_view command,
                        std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
                        bool exempt_from_timeout) override;

@@ -141,13 +141,17 @@ TEST_CASE("a RESP2 tracking client switches to RESP3 and takes its pushes", "[di
   CHECK(dedicated.unsolicited == client.slots);
 }
 
-TEST_CASE("a RESP3 subscribed client keeps its protocol", "[dispatcher][resp3]") {
+TEST_CASE("a RESP3 subscriber switches to RESP2 and its messages are tunnelled",
+          "[dispatcher][resp3]") {
   Proxy proxy;
   Client client(proxy);
   CHECK(client.send({"HELLO", "3"}) == Action::done);
   CHECK(client.send({"SUBSCRIBE", "a"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
   CHECK(client.send({"HELLO", "2"}) == Action::done);
-  CHECK(client.reply().starts_with("-ERR Corral cannot switch the protocol"));
+  CHECK(client.reply().starts_with("*14\r\n"));
+  CHECK(dedicated.sent.back().bytes == "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n");
+  CHECK(client.handler->tunneling());
 }
 
 TEST_CASE("RESP2 SUBSCRIBE still tunnels", "[dispatcher][resp3]") {
