@@ -576,6 +576,18 @@ std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
 void Dispatcher::end_session(ClientState& client) {
   if (client.monitoring) monitor_feed().remove(client.id);
   client.monitoring = false;
+  // A clean link of blocking commands serves the next session: the Tcl suite's pattern (and a
+  // worker pool's) is a new client per blocking command, whose command must not wait for a
+  // connect and a handshake while commands sent after it overtake it.
+  if (client.dedicated && client.dedicated->in_flight() == 0) set_dedicated_aside(client);
+  // Into the pool of the upstream user it is logged in as, which the client's may no longer be.
+  if (KeptLink kept = std::exchange(client.kept, {});
+      kept.link && kept.upstream_user == client.upstream_user) {
+    client_registry().clear_upstream_client(client.id);
+    upstream_for(client).recycle_session_link(std::move(kept.link), kept.database, kept.protocol);
+  } else if (kept.link) {
+    client.kept = std::move(kept);  // closed below
+  }
   proxy::release_dedicated(client);
 }
 

@@ -98,6 +98,32 @@ bool Connection::send_untracked(std::string_view command) {
   return true;
 }
 
+bool Connection::send_in_session(SessionCommand kind, std::string_view command,
+                                 std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
+                                 bool exempt_from_timeout) {
+  if (!send(command, std::move(target), tag, exempt_from_timeout)) return false;
+  // No write in progress: what is queued (the command, the CLIENT ID a new session link sends
+  // first, a transaction's queued commands before its EXEC) is written now instead of at the
+  // posted flush. EXEC too: its WATCH check must see the keys before a write another client sends
+  // right after it.
+  const bool now = kind == SessionCommand::blocking || kind == SessionCommand::exec;
+  if (now && state_ == State::ready && writing_.empty() && !tls_) {
+    write_queued_now();
+  }
+  return true;
+}
+
+void Connection::write_queued_now() {
+  error_code ec;
+  // Only this synchronous write is non-blocking: a full socket buffer answers would_block at
+  // once, and the rest goes the usual, asynchronous way (a failed write fails there again).
+  socket_.non_blocking(true, ec);
+  std::size_t written = 0;
+  if (!ec) written = socket_.write_some(asio::buffer(write_buffer_), ec);
+  write_buffer_.erase(0, written);
+  if (!write_buffer_.empty() && !flushing_) start_flush();
+}
+
 void Connection::set_unsolicited_target(std::shared_ptr<ReplyTarget> target) {
   unsolicited_ = std::move(target);
 }

@@ -91,6 +91,13 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   // 0. RESP3 pushes (`>`) always go there, never to a tracked command (dropped when none is set).
   void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) override;
   bool send_untracked(std::string_view command) override;
+  // A blocking command or an EXEC is written before the call returns when no write is in
+  // progress: Redis serves blocked clients, and checks an EXEC's watched keys, in the order
+  // commands reach it, and a command sent right after it by another client (often through another
+  // io thread's connection) must not overtake it. Any other kind is send().
+  bool send_in_session(SessionCommand kind, std::string_view command,
+                       std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
+                       bool exempt_from_timeout) override;
 
   State state() const override { return state_; }
   // Counts the sockets connected so far: a new value means a reconnect.
@@ -122,6 +129,8 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool deliver_replies(std::uint64_t generation);
   void start_flush();
   void write_batch(std::uint64_t generation);
+  // Writes the queued commands to the socket now, as far as it takes them without waiting.
+  void write_queued_now();
   void ensure_read_space();
   boost::asio::awaitable<bool> tls_handshake();
   void close_on_expiry(boost::asio::steady_timer& deadline);

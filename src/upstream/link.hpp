@@ -73,6 +73,11 @@ class Links {
                            int protocol) = 0;
   // A new connection owned by one client; it does not reconnect.
   virtual std::shared_ptr<Link> dedicated_link(int database, int protocol) = 0;
+  // A link from dedicated_link whose client left it idle and clean (ready, nothing in flight, no
+  // state in Redis but `database` and `protocol`): kept as the next dedicated_link, or closed.
+  virtual void recycle_dedicated(std::shared_ptr<Link> link, int /*database*/, int /*protocol*/) {
+    link->close();
+  }
   // Changes when the server may have changed behind the address (a reconnect).
   virtual std::uint64_t server_epoch() { return 0; }
 };

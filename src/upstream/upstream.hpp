@@ -94,6 +94,12 @@ class Upstream {
   // A new link owned by one client (MULTI/WATCH, blocking commands, pub/sub, tracking), to the
   // server of `partition` (kAnyPartition: any). It does not reconnect.
   virtual SessionLinkResult open_session_link(int partition, const Routed& command) = 0;
+  // A session link its client left idle and clean (see Links::recycle_dedicated), in `database`
+  // and `protocol`: the next session may take it rather than wait for a new connection.
+  virtual void recycle_session_link(std::shared_ptr<Link> link, int /*database*/,
+                                    int /*protocol*/) {
+    link->close();
+  }
   // A command refused because its keys span partitions, counted by the upstream.
   virtual void note_cross_partition_refusal() = 0;
 

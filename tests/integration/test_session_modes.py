@@ -35,6 +35,15 @@ CASES = {
     "hello after resp3 subscriptions": [[["HELLO", "3"]], [["SUBSCRIBE", "{k}:a"]],
                                         [["UNSUBSCRIBE", "{k}:a"]],
                                         [["HELLO", "2"], ["HGETALL", "{k}"]]],
+    # HELLO under CLIENT TRACKING or WATCH was refused (the state lives on the client's own
+    # upstream link): the Tcl suite's tracking tests then waited for RESP3 pushes for ever. The
+    # client's own SET invalidates the key it read, as a push after the SET's reply (and before
+    # the next reply from Redis: ECHO, which ends a round trip, is Corral's own).
+    "hello while tracking": [[["CLIENT", "TRACKING", "ON"]], [["HELLO", "3"]],
+                             [["GET", "{k}"], ["SET", "{k}", "v"], ["GET", "{k}"]],
+                             [["HELLO", "2"], ["GET", "{k}"], ["CLIENT", "TRACKING", "OFF"]]],
+    "hello while watching": [[["WATCH", "{k}"]], [["HELLO", "3"], ["HGETALL", "{k}"]],
+                             [["MULTI"], ["SET", "{k}", "v"], ["EXEC"]]],
     # A SELECT queued in MULTI moved the client although DISCARD dropped it: the commands
     # pipelined behind DISCARD ran in db 3 (on the client's link), the GET after them in db 0.
     "select discarded": [[["SELECT", "3"]],
@@ -108,3 +117,24 @@ def test_subscribe_confirmations_under_reply_off_as_redis(servers):
     expected = subscribed_under_reply_off(direct.port, "rm:reply-off-sub")
     assert expected[0] == [b"*3\r\n$10\r\npsubscribe\r\n$18\r\nrm:reply-off-sub:*\r\n:1\r\n"]
     assert subscribed_under_reply_off(stack.port, "rm:reply-off-sub") == expected
+
+
+def resp3_subscriber_switching_to_resp2(port, key):
+    conns = {"a": Conn(port)}
+    try:
+        trips = [[["HELLO", "3"]], [["SUBSCRIBE", key]], [["HELLO", "2"]],
+                 [["PING"]], [["UNSUBSCRIBE", key]], [["PING"]]]
+        return [run_action(conns, Action("a", [Cmd(args) for args in trip], 1), "-")
+                for trip in trips]
+    finally:
+        conns["a"].close()
+
+
+def test_hello_2_makes_a_resp3_subscriber_a_resp2_one_as_redis(servers):
+    # Corral refused HELLO 2 from a RESP3 subscriber (the Tcl suite's "Able to redirect to a RESP3
+    # client", whose redirect target then hung the tracking unit); Redis switches it, and the
+    # client is then a RESP2 subscriber (PING answers ["pong", ""] until it unsubscribes).
+    stack, direct = servers
+    expected = resp3_subscriber_switching_to_resp2(direct.port, "rm:hello2-sub")
+    assert expected[3] == [b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"], expected
+    assert resp3_subscriber_switching_to_resp2(stack.port, "rm:hello2-sub") == expected

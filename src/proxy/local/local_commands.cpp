@@ -22,6 +22,9 @@
 #include "proxy/resp3.hpp"
 #include "proxy/upstream_user_auth.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/link.hpp"
+#include "upstream/reply_target.hpp"
 #include "upstream/server_version.hpp"
 #include "upstream/upstream.hpp"
 
@@ -213,6 +216,38 @@ void append_hello_reply(LocalCall& call) {
   resp::append_array_header(out, 0);
 }
 
+// A connection holding Redis state for the client (WATCH, CLIENT TRACKING, CLIENT REPLY, a RESP3
+// subscription) switches on the spot, as Redis lets a client do: HELLO goes before the client's
+// next command there; a RESP3 tracking client then gets its invalidations as pushes, and a RESP3
+// subscriber becomes a RESP2 one, whose messages are tunnelled. In RESP2's subscribed mode Redis
+// refuses HELLO (the tunnel answers that); inside MULTI it would be queued.
+bool switch_held_protocol(LocalCall& call, int protocol) {
+  auto& client = call.client;
+  if (client.mode.tunneling() || client.mode.in_multi()) {
+    resp::append_error(call.reply,
+                       "ERR Corral cannot switch the protocol of a subscribed connection or one "
+                       "in MULTI");
+    return false;
+  }
+  const std::string hello =
+      protocol == 3 ? "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n" : "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n";
+  if (!client.dedicated->send(hello, std::make_shared<upstream::DiscardTarget>(), 0)) {
+    resp::append_error(call.reply, std::string(upstream::kErrStateLost));
+    return false;
+  }
+  if (client.mode.in_pubsub()) {
+    client.mode.ended_pushes();
+    client.mode.entered_subscriptions();
+    client.tunnel_checked = false;  // the next command that is no subscription's asks first
+  }
+  // Pushes (RESP3) and a tunnel's messages (RESP2) reach the client unsolicited.
+  if (call.target != nullptr && (protocol == 3 || client.mode.tunneling())) {
+    client.dedicated->set_unsolicited_target(*call.target);
+  }
+  client.protocol = protocol;
+  return true;
+}
+
 // Switching protocol changes which upstream connections serve the client: a dedicated one of the
 // old protocol goes (hello() drained its replies first), unless Redis keeps state for the client
 // there. False, with an error appended, when it cannot switch.
@@ -220,12 +255,7 @@ bool switch_protocol(LocalCall& call, int protocol) {
   auto& client = call.client;
   if (protocol == client.protocol) return true;
   if (client.dedicated) {
-    if (client.mode.holds_connection()) {
-      resp::append_error(call.reply,
-                         "ERR Corral cannot switch the protocol of a connection in WATCH, "
-                         "subscribed, tracking or another stateful mode");
-      return false;
-    }
+    if (client.mode.holds_connection()) return switch_held_protocol(call, protocol);
     release_dedicated(client);
   }
   client.protocol = protocol;

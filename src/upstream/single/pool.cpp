@@ -46,10 +46,12 @@ void Pool::close() {
     for (auto& connection : connections) connection->close();
   }
   shared_.clear();
-  for (auto& [key, spare] : spare_) {
-    if (spare) spare->close();
+  for (auto* links : {&spare_, &returned_}) {
+    for (auto& [key, link] : *links) {
+      if (link) link->close();
+    }
+    links->clear();
   }
-  spare_.clear();
 }
 
 bool Pool::refused() const {
@@ -91,6 +93,11 @@ Connection& Pool::shared(int database, std::size_t affinity, int protocol) {
 }
 
 std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
+  // A link another session left clean is ready and costs no new connection.
+  if (auto returned = std::exchange(returned_[{database, protocol}], nullptr)) {
+    if (returned->state() == Link::State::ready) return returned;
+    returned->close();
+  }
   auto& spare = spare_[{database, protocol}];
   // Still connecting, it is ready sooner than a connection opened now; closed (the server went
   // away), it is of no use.
@@ -101,6 +108,19 @@ std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
     connection = nullptr;
   }
   return connection ? connection : open_dedicated(database, protocol);
+}
+
+void Pool::recycle_dedicated(std::shared_ptr<Link> link, int database, int protocol) {
+  auto connection = std::dynamic_pointer_cast<Connection>(link);
+  auto& returned = returned_[{database, protocol}];
+  const bool usable = connection && connection->state() == Link::State::ready &&
+                      connection->in_flight() == 0 && !shared_.empty();
+  if (!usable || (returned && returned->state() == Link::State::ready)) {
+    link->close();
+    return;
+  }
+  if (returned) returned->close();
+  returned = std::move(connection);
 }
 
 std::shared_ptr<Connection> Pool::open_dedicated(int database, int protocol) {

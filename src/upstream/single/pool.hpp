@@ -44,7 +44,8 @@ class Pool final : public Links {
   // A connection owned by one session; it does not reconnect, and blocking commands on it may be
   // exempted from the command timeout. It is the spare opened for this database and protocol
   // ahead of time (so the session's first command leaves without waiting for a connect and a
-  // handshake, ahead of those of sessions that come after it), and a new spare is opened.
+  // handshake, ahead of those of sessions that come after it), and a new spare is opened; or the
+  // link an earlier session left clean (recycle_dedicated), which needs no new connection.
   std::shared_ptr<Connection> dedicated(int database, int protocol = 2);
 
   // Links: the same connections, for the proxy's dispatcher.
@@ -55,6 +56,8 @@ class Pool final : public Links {
   std::shared_ptr<Link> dedicated_link(int database, int protocol) override {
     return dedicated(database, protocol);
   }
+  // Kept for the next dedicated() of its database and protocol (one a key; others are closed).
+  void recycle_dedicated(std::shared_ptr<Link> link, int database, int protocol) override;
   std::uint64_t server_epoch() override { return shared(settings_.database).generation(); }
 
  private:
@@ -70,6 +73,8 @@ class Pool final : public Links {
   std::map<std::pair<int, int>, std::vector<std::shared_ptr<Connection>>> shared_;
   // One session link per (database, protocol) in use, opened before a session needs it.
   std::map<std::pair<int, int>, std::shared_ptr<Connection>> spare_;
+  // One session link per (database, protocol) that a session left clean (recycle_dedicated).
+  std::map<std::pair<int, int>, std::shared_ptr<Connection>> returned_;
 };
 
 }  // namespace corral::upstream

@@ -26,6 +26,9 @@ class SingleUpstream final : public Upstream {
   bool partitioned() const override { return false; }
   int partition_of(const Routed&) override { return kAnyPartition; }
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
+  void recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) override {
+    links_.recycle_dedicated(std::move(link), database, protocol);
+  }
   // Never refused: one server holds every key.
   void note_cross_partition_refusal() override {}
   bool send_out_of_band(const Routed& command, std::uint64_t tag,

@@ -119,11 +119,39 @@ TEST_CASE("RESP3 tracking sets the client as the push target", "[dispatcher][res
   CHECK(client.send({"CLIENT", "TRACKING", "on"}) == Action::done);
   auto& dedicated = proxy.links.last_dedicated();
   CHECK(dedicated.unsolicited == client.slots);
-  // The protocol cannot change under a connection that holds state.
+  // The protocol changes on the connection that holds the tracking state, as in Redis, once the
+  // client's earlier replies are in.
   CHECK(client.send({"HELLO", "2"}, 1) == Action::drain_then_retry);
   dedicated.answer("+OK\r\n");
   CHECK(client.retry({"HELLO", "2"}) == Action::done);
-  CHECK(client.reply().starts_with("-ERR Corral cannot switch the protocol"));
+  CHECK(client.reply().starts_with("*14\r\n"));
+  CHECK(dedicated.sent.back().bytes == "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n");
+  CHECK(&proxy.links.last_dedicated() == &dedicated);
+}
+
+TEST_CASE("a RESP2 tracking client switches to RESP3 and takes its pushes", "[dispatcher][resp3]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"CLIENT", "TRACKING", "on"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"HELLO", "3"}) == Action::done);
+  CHECK(client.reply().starts_with("%7\r\n"));
+  CHECK(dedicated.sent.back().bytes == "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
+  CHECK(dedicated.unsolicited == client.slots);
+}
+
+TEST_CASE("a RESP3 subscriber switches to RESP2 and its messages are tunnelled",
+          "[dispatcher][resp3]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"HELLO", "3"}) == Action::done);
+  CHECK(client.send({"SUBSCRIBE", "a"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  CHECK(client.send({"HELLO", "2"}) == Action::done);
+  CHECK(client.reply().starts_with("*14\r\n"));
+  CHECK(dedicated.sent.back().bytes == "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n");
+  CHECK(client.handler->tunneling());
 }
 
 TEST_CASE("RESP2 SUBSCRIBE still tunnels", "[dispatcher][resp3]") {
