@@ -286,6 +286,7 @@ const Table<UpstreamSettings>& upstream_table() {
       section("tls", &S::tls, upstream_tls_table),
       replicated_only(choice("read_from", &S::read_from, kReadFrom)),
       sentinel_only(unless_zero(size("max_replica_lag", &S::max_replica_lag), &S::max_replica_lag)),
+      sentinel_only(boolean("read_your_writes", &S::read_your_writes)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
       cluster_only(integer("max_redirects", &S::max_redirects, 0, 100)),
       cluster_only(duration("failover_hold", &S::failover_hold, Min::zero)),
@@ -308,9 +309,10 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
   if (!s.cluster && !s.sentinel && has_key(map, "read_from"))
     r.error(locate(map, "read_from"), child(p, "read_from"),
             "only applies with upstream.cluster or upstream.sentinel");
-  if (!s.sentinel && has_key(map, "max_replica_lag"))
-    r.error(locate(map, "max_replica_lag"), child(p, "max_replica_lag"),
-            "only applies with upstream.sentinel");
+  for (std::string_view key : {"max_replica_lag", "read_your_writes"}) {
+    if (!s.sentinel && has_key(map, key))
+      r.error(locate(map, key), child(p, key), "only applies with upstream.sentinel");
+  }
   if (!s.cluster) {
     for (std::string_view key :
          {"topology_refresh", "max_redirects", "failover_hold", "failover_hold_max"}) {

@@ -137,6 +137,10 @@ bool ReplicaReads::send(const Routed& command, std::uint64_t tag,
 
 bool ReplicaReads::send_write(const Routed& command, std::uint64_t tag,
                               const std::shared_ptr<ReplyTarget>& target) {
+  if (!settings_.read_your_writes) {
+    return primary_.send_shared(command.database, command.affinity, command.bytes, target, tag,
+                                command.protocol);
+  }
   ledger_->write_sent(command.affinity);
   auto answer = std::make_shared<WriteAnswer>(ledger_, command.affinity, target);
   if (primary_.send_shared(command.database, command.affinity, command.bytes, std::move(answer),
