@@ -432,6 +432,9 @@ void App::start_sentinel_watch() {
   handlers.failover_aborted = [on_every_thread] {
     on_every_thread([](upstream::SentinelLinks& links) { links.release(); });
   };
+  handlers.replicas_changed = [this] {
+    if (replica_poller_) replica_poller_->relist();
+  };
   handlers.primary_reachable = [this] {
     return info_.ready_upstream_connections.load(std::memory_order_relaxed) > 0;
   };

@@ -33,6 +33,8 @@ class ReplicaPoller : public std::enable_shared_from_this<ReplicaPoller> {
   // The Sentinel watch's primary: polled from now on, and the replica list asked again (a
   // failover changes it).
   void use_primary(const config::Endpoint& primary);
+  // A Sentinel reported a change of the replicas: they are listed again at the next round.
+  void relist() { must_list_ = true; }
 
  private:
   boost::asio::awaitable<void> poll_loop();
