@@ -442,8 +442,8 @@ void App::start_sentinel_watch() {
       server_.io(0).get_executor(), settings_.upstream, sentinel_status_, std::move(handlers));
   asio::post(server_.io(0), [watch = sentinel_watch_] { watch->start(); });
   if (replica_view_) {
-    replica_poller_ = std::make_shared<upstream::ReplicaPoller>(server_.io(0).get_executor(),
-                                                                settings_.upstream, replica_view_);
+    replica_poller_ = std::make_shared<upstream::ReplicaPoller>(
+        server_.io(0).get_executor(), settings_.upstream, replica_view_, sentinel_status_);
     asio::post(server_.io(0), [poller = replica_poller_] { poller->start(); });
   }
 }

@@ -74,6 +74,7 @@ def test_reads_go_to_replicas_and_writes_to_the_primary(start_set):
     primary.client().set("r:k", "v1")
     wait_until(lambda: replicas_caught_up(s), 10, what="replicas caught up")
     wait_replicas_serving(s, "r:k")
+    assert s.corral.metric("corral_sentinel_replicas_usable") == 2
     primary_gets, replica_gets = gets(primary), [gets(r) for r in s.replicas]
     assert get_on_new_connections(s.corral, "r:k", 20) == [b"v1"] * 20
     assert gets(primary) == primary_gets
@@ -157,6 +158,7 @@ def test_max_replica_lag_leaves_a_lagging_replica_out(start_set):
         get_on_new_connections(s.corral, "lag:k", 10)
         return gets(lagging) == before
     wait_until(lagging_left_out, 5, what="the lagging replica left out")
+    assert s.corral.metric("corral_sentinel_replicas_usable") == 1
     lagging_gets, current_gets = gets(lagging), gets(current)
     get_on_new_connections(s.corral, "lag:k", 20)
     assert gets(lagging) == lagging_gets

@@ -30,8 +30,13 @@ constexpr int kRoundsPerListing = 10;
 
 ReplicaPoller::ReplicaPoller(const asio::any_io_executor& executor,
                              const config::UpstreamSettings& settings,
-                             std::shared_ptr<ReplicaView> view)
-    : executor_(executor), settings_(settings), view_(std::move(view)), timer_(executor) {}
+                             std::shared_ptr<ReplicaView> view,
+                             std::shared_ptr<SentinelStatus> status)
+    : executor_(executor),
+      settings_(settings),
+      view_(std::move(view)),
+      status_(std::move(status)),
+      timer_(executor) {}
 
 void ReplicaPoller::start() {
   asio::co_spawn(
@@ -85,6 +90,7 @@ awaitable<void> ReplicaPoller::poll_loop() {
     const auto primary_offset = co_await poll_primary();
     auto usable = co_await poll_replicas(primary_offset);
     if (stopping_) break;
+    status_->replicas_usable.store(static_cast<int>(usable.size()), std::memory_order_relaxed);
     view_->publish_replicas(std::move(usable));
     timer_.expires_after(kPollInterval);
     boost::system::error_code ignored;

@@ -18,6 +18,7 @@
 
 #include "config/settings.hpp"
 #include "upstream/sentinel/replica_view.hpp"
+#include "upstream/sentinel/sentinel_status.hpp"
 
 namespace corral::upstream {
 
@@ -26,7 +27,8 @@ class Connection;
 class ReplicaPoller : public std::enable_shared_from_this<ReplicaPoller> {
  public:
   ReplicaPoller(const boost::asio::any_io_executor& executor,
-                const config::UpstreamSettings& settings, std::shared_ptr<ReplicaView> view);
+                const config::UpstreamSettings& settings, std::shared_ptr<ReplicaView> view,
+                std::shared_ptr<SentinelStatus> status);
 
   void start();
   void stop();
@@ -48,6 +50,7 @@ class ReplicaPoller : public std::enable_shared_from_this<ReplicaPoller> {
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings settings_;
   std::shared_ptr<ReplicaView> view_;
+  std::shared_ptr<SentinelStatus> status_;
   std::optional<config::Endpoint> primary_;
   std::vector<config::Endpoint> replicas_;  // as the Sentinels last listed them
   bool must_list_ = true;
