@@ -1,6 +1,6 @@
 // One poll round reads the primary before the replicas: a replica's offset read after the
-// primary's can only be nearer to it, so the lag a round measures is never larger than the real
-// one was when the primary was read, and never smaller than it is when the round ends.
+// primary's can only be nearer to it, so the lag a round measures is at most the replica's real
+// lag when the primary was read. A replica left out by max_replica_lag was that far behind.
 #include "upstream/sentinel/replica_poller.hpp"
 
 #include <algorithm>

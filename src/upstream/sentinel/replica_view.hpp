@@ -66,7 +66,8 @@ class ReplicaView {
   }
 
  private:
-  // Polls run every 100 ms: this covers a client that writes and reads again 6 s later.
+  // 6.4 s of polls at 100 ms. A write older than every remembered poll waits for the oldest
+  // one kept, whose offset is larger: its reads may stay on the primary longer, never less.
   static constexpr std::size_t kRememberedPolls = 64;
 
   std::atomic<std::uint64_t> primary_polls_started_{0};
