@@ -34,6 +34,8 @@
 #include "upstream/cluster/cluster_upstream.hpp"
 #include "upstream/cluster/cluster_user_upstream.hpp"
 #include "upstream/keyed_caller.hpp"
+#include "upstream/sentinel/replica_poller.hpp"
+#include "upstream/sentinel/replica_reads.hpp"
 #include "upstream/sentinel/sentinel_links.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
 #include "upstream/sentinel/sentinel_watch.hpp"
@@ -55,7 +57,8 @@ struct App::ThreadParts {
   ThreadParts(const config::Settings& settings, asio::io_context& io, metrics::ThreadStats& stats,
               metrics::ProcessInfo& info, stampede::CacheRuntime& cache,
               std::shared_ptr<upstream::Topology> topology,
-              std::shared_ptr<upstream::SentinelStatus> sentinel)
+              std::shared_ptr<upstream::SentinelStatus> sentinel,
+              std::shared_ptr<const upstream::ReplicaView> replicas)
       : pool(topology || sentinel
                  ? nullptr
                  : std::make_unique<upstream::Pool>(io.get_executor(), settings.upstream, &stats,
@@ -70,7 +73,13 @@ struct App::ThreadParts {
         // Upstream ACL users' pools: for one Redis at a fixed address and for a cluster (not a
         // Sentinel's primary).
         user_pools(make_user_pools(io, settings, stats, info, pool != nullptr, topology)),
-        upstream(make_upstream(io, settings, one_server(), cluster_pool.get(), user_pools.get())),
+        // A Sentinel primary's replicas, when reads may go to them.
+        replica_reads(replicas ? std::make_unique<upstream::ReplicaReads>(
+                                     io.get_executor(), settings.upstream, &stats, *sentinel_links,
+                                     std::move(replicas))
+                               : nullptr),
+        upstream(make_upstream(io, settings, one_server(), cluster_pool.get(), user_pools.get(),
+                               replica_reads.get())),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
         keyed_caller(upstream->keyed_caller({cache.database(), 0})),
@@ -112,7 +121,8 @@ struct App::ThreadParts {
                                                            const config::Settings& settings,
                                                            upstream::Links* one_server,
                                                            upstream::ClusterPool* cluster_pool,
-                                                           upstream::UserPools* user_pools) {
+                                                           upstream::UserPools* user_pools,
+                                                           upstream::ReplicaReads* replica_reads) {
     if (cluster_pool != nullptr) {
       auto cluster = std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
                                                                  settings.upstream);
@@ -124,6 +134,7 @@ struct App::ThreadParts {
     auto single = std::make_unique<upstream::SingleUpstream>(io.get_executor(), *one_server,
                                                              settings.upstream.database);
     single->set_user_pools(user_pools);
+    single->set_replica_reads(replica_reads);
     return single;
   }
 
@@ -145,7 +156,8 @@ struct App::ThreadParts {
   std::unique_ptr<upstream::Pool> pool;                     // one Redis
   std::unique_ptr<upstream::SentinelLinks> sentinel_links;  // a Sentinel-managed primary
   std::unique_ptr<upstream::ClusterPool> cluster_pool;      // a Redis Cluster
-  std::unique_ptr<upstream::UserPools> user_pools;  // one Redis: clients' upstream ACL users
+  std::unique_ptr<upstream::UserPools> user_pools;        // one Redis: clients' upstream ACL users
+  std::unique_ptr<upstream::ReplicaReads> replica_reads;  // Sentinel with read_from
   std::unique_ptr<upstream::Upstream> upstream;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
@@ -251,6 +263,9 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     sentinel_status_ = std::make_shared<upstream::SentinelStatus>();
     sentinel_metrics_ = upstream::make_sentinel_metrics(sentinel_status_);
     metrics.add_collectable(sentinel_metrics_);
+    if (settings_.upstream.read_from != config::ReadFrom::primary) {
+      replica_view_ = std::make_shared<upstream::ReplicaView>();
+    }
   }
   if (settings_.slowlog.enabled) {
     slowlog_ = std::make_unique<slowlog::SlowLog>(static_cast<std::size_t>(server_.threads()),
@@ -278,7 +293,8 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   }
   for (int i = 0; i < server_.threads(); ++i) {
     threads_.push_back(std::make_unique<ThreadParts>(settings_, server_.io(i), metrics.thread(i),
-                                                     info_, *cache_, topology_, sentinel_status_));
+                                                     info_, *cache_, topology_, sentinel_status_,
+                                                     replica_view_));
     threads_.back()->dispatcher.set_slowlog(slowlog_.get());
     threads_.back()->dispatcher.set_hot_keys(hot_keys_.get(), static_cast<std::size_t>(i));
     server_.set_handler(i, threads_.back()->dispatcher);
@@ -428,6 +444,7 @@ void App::start_sentinel_watch() {
   handlers.primary_changed = [this, on_every_thread,
                               listener_started = false](const config::Endpoint& primary) mutable {
     on_every_thread([primary](upstream::SentinelLinks& links) { links.use_primary(primary); });
+    if (replica_poller_) replica_poller_->use_primary(primary);
     // The watch runs on the listener's thread: the listener moves with the primary.
     if (!listener_) return;
     listener_->serve_from(primary);
@@ -442,12 +459,20 @@ void App::start_sentinel_watch() {
   handlers.failover_aborted = [on_every_thread] {
     on_every_thread([](upstream::SentinelLinks& links) { links.release(); });
   };
+  handlers.replicas_changed = [this] {
+    if (replica_poller_) replica_poller_->relist();
+  };
   handlers.primary_reachable = [this] {
     return info_.ready_upstream_connections.load(std::memory_order_relaxed) > 0;
   };
   sentinel_watch_ = std::make_shared<upstream::SentinelWatch>(
       server_.io(0).get_executor(), settings_.upstream, sentinel_status_, std::move(handlers));
   asio::post(server_.io(0), [watch = sentinel_watch_] { watch->start(); });
+  if (replica_view_) {
+    replica_poller_ = std::make_shared<upstream::ReplicaPoller>(
+        server_.io(0).get_executor(), settings_.upstream, replica_view_, sentinel_status_);
+    asio::post(server_.io(0), [poller = replica_poller_] { poller->start(); });
+  }
 }
 
 }  // namespace corral

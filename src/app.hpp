@@ -31,6 +31,8 @@ class HotKeyWindow;
 
 namespace corral::upstream {
 class ClusterReadyProbe;
+class ReplicaPoller;
+class ReplicaView;
 class SentinelWatch;
 struct SentinelStatus;
 }  // namespace corral::upstream
@@ -69,6 +71,9 @@ class App {
   std::shared_ptr<upstream::SentinelStatus> sentinel_status_;
   std::shared_ptr<prometheus::Collectable> sentinel_metrics_;
   std::shared_ptr<upstream::SentinelWatch> sentinel_watch_;
+  // Sentinel with read_from: the replicas and offsets every thread's reads are routed by.
+  std::shared_ptr<upstream::ReplicaView> replica_view_;
+  std::shared_ptr<upstream::ReplicaPoller> replica_poller_;
   std::unique_ptr<slowlog::SlowLog> slowlog_;  // null when slowlog.enabled is false
   std::shared_ptr<prometheus::Collectable> slowlog_metrics_;
   std::unique_ptr<stampede::HotKeys> hot_keys_;  // null when hot_keys.detect is false

@@ -231,6 +231,30 @@ Field<UpstreamSettings> cluster_only(Field<UpstreamSettings> f) {
   return f;
 }
 
+// A key that a cluster or a Sentinel upstream reads (one with replicas).
+Field<UpstreamSettings> replicated_only(Field<UpstreamSettings> f) {
+  f.show = [show = std::move(f.show)](const UpstreamSettings& s) {
+    return s.cluster || s.sentinel ? show(s) : omitted();
+  };
+  return f;
+}
+
+// A size whose 0 means "not set": left out then (0 itself is refused when written).
+Field<UpstreamSettings> unless_zero(Field<UpstreamSettings> f, std::uint64_t UpstreamSettings::*m) {
+  f.show = [show = std::move(f.show), m](const UpstreamSettings& s) {
+    return s.*m != 0 ? show(s) : omitted();
+  };
+  return f;
+}
+
+// A key that only a Sentinel upstream reads.
+Field<UpstreamSettings> sentinel_only(Field<UpstreamSettings> f) {
+  f.show = [show = std::move(f.show)](const UpstreamSettings& s) {
+    return s.sentinel ? show(s) : omitted();
+  };
+  return f;
+}
+
 const Table<UpstreamSettings>& upstream_table() {
   using S = UpstreamSettings;
   static const Table<S> table{
@@ -260,7 +284,9 @@ const Table<UpstreamSettings>& upstream_table() {
       integer("max_user_pools", &S::max_user_pools, 1, 4096),
       duration("user_pool_idle_timeout", &S::user_pool_idle_timeout, Min::positive),
       section("tls", &S::tls, upstream_tls_table),
-      cluster_only(choice("read_from", &S::read_from, kReadFrom)),
+      replicated_only(choice("read_from", &S::read_from, kReadFrom)),
+      sentinel_only(unless_zero(size("max_replica_lag", &S::max_replica_lag), &S::max_replica_lag)),
+      sentinel_only(boolean("read_your_writes", &S::read_your_writes)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
       cluster_only(integer("max_redirects", &S::max_redirects, 0, 100)),
       cluster_only(duration("failover_hold", &S::failover_hold, Min::zero)),
@@ -280,9 +306,16 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
     r.error(locate(map, "reconnect_backoff_min"), child(p, "reconnect_backoff_min"),
             "must be <= reconnect_backoff_max (" + format_duration(s.reconnect_backoff_max) + ")");
   // The cluster keys mean nothing to a single Redis: written there, they are a mistake.
+  if (!s.cluster && !s.sentinel && has_key(map, "read_from"))
+    r.error(locate(map, "read_from"), child(p, "read_from"),
+            "only applies with upstream.cluster or upstream.sentinel");
+  for (std::string_view key : {"max_replica_lag", "read_your_writes"}) {
+    if (!s.sentinel && has_key(map, key))
+      r.error(locate(map, key), child(p, key), "only applies with upstream.sentinel");
+  }
   if (!s.cluster) {
     for (std::string_view key :
-         {"read_from", "topology_refresh", "max_redirects", "failover_hold", "failover_hold_max"}) {
+         {"topology_refresh", "max_redirects", "failover_hold", "failover_hold_max"}) {
       if (has_key(map, key))
         r.error(locate(map, key), child(p, key), "only applies with upstream.cluster");
     }

@@ -41,7 +41,7 @@ struct ClientTlsSettings {
   Duration handshake_timeout{5000};
 };
 
-// `upstream.read_from` on a cluster: where read-only commands go.
+// `upstream.read_from` on a cluster or a Sentinel upstream: where read-only commands go.
 enum class ReadFrom { primary, prefer_replica, replica };
 
 // `upstream.sentinel`: a primary that Redis Sentinel watches and fails over.
@@ -74,10 +74,17 @@ struct UpstreamSettings {
   // A tracking (invalidation) link that answers no PING for this long is declared silent:
   // reopened, and what it covers is not served from cache meanwhile.
   Duration tracking_timeout{1000};
+  // Redis Cluster and Sentinel (a cluster's replicas get READONLY on their connections).
+  ReadFrom read_from = ReadFrom::primary;
+  // Sentinel: a replica whose replication offset is further behind the primary's than this many
+  // bytes gets no reads (0: no limit).
+  std::uint64_t max_replica_lag = 0;
+  // Sentinel with read_from: after a client's acknowledged write, its reads go to the primary
+  // until a replica has that write (off: a client may read its own write's older value).
+  bool read_your_writes = true;
   // Redis Cluster only (`cluster:`).
-  ReadFrom read_from = ReadFrom::primary;  // replicas get READONLY on their connections
-  Duration topology_refresh{5000};         // periodic slot map refresh (also on events)
-  int max_redirects = 5;                   // MOVED/ASK/TRYAGAIN hops per command
+  Duration topology_refresh{5000};  // periodic slot map refresh (also on events)
+  int max_redirects = 5;            // MOVED/ASK/TRYAGAIN hops per command
   // How long a request for a slot whose primary is failing or unreachable waits for the promoted
   // replica (at least command_timeout): Redis's default cluster-node-timeout (15 s) plus its
   // election and Corral's next slot map refresh.

@@ -20,9 +20,12 @@ CORRAL_CONFIG = {"threads": 1, "upstream": {"connect_timeout": "300ms", "command
 
 
 class Predixy(Proc):
-    def __init__(self, workdir, binary, sentinels):
+    # Read priorities (predixy's ReadPolicy): the master's, and that of the replicas the
+    # Sentinels name; the defaults send every read to the master.
+    def __init__(self, workdir, binary, sentinels, master_read=100, replica_read=0):
         super().__init__("predixy", workdir)
         self.binary, self.sentinels, self.port = binary, sentinels, harness.free_port()
+        self.master_read, self.replica_read = master_read, replica_read
 
     def start(self):
         conf = os.path.join(self.workdir, "predixy.conf")
@@ -32,11 +35,12 @@ class Predixy(Proc):
                     "LogDebugSample 0\nLogInfoSample 0\nAuthority {\n    Auth {\n"
                     "        Mode write\n    }\n}\nSentinelServerPool {\n    Databases 1\n"
                     "    Hash crc16\n    HashTag \"{}\"\n    Distribution modula\n"
-                    "    MasterReadPriority 100\n    StaticSlaveReadPriority 0\n"
-                    "    DynamicSlaveReadPriority 0\n    RefreshInterval 1\n    ServerTimeout 1\n"
+                    "    MasterReadPriority %d\n    StaticSlaveReadPriority 0\n"
+                    "    DynamicSlaveReadPriority %d\n    RefreshInterval 1\n    ServerTimeout 1\n"
                     "    ServerFailureLimit 10\n    ServerRetryTimeout 1\n    KeepAlive 120\n"
                     "    Sentinels {\n%s    }\n    Group %s {\n    }\n}\n" % (
-                        HOST, self.port, members, MASTER))
+                        HOST, self.port, self.master_read, self.replica_read, members,
+                        MASTER))
         self._spawn([self.binary, conf])
         wait_until(lambda: harness.port_open(self.port), 10, what="predixy listening")
 

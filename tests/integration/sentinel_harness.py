@@ -11,6 +11,7 @@ import time
 
 import harness
 from certs import make_ca, make_cert
+from fault_proxy import FaultProxy
 from harness import HOST, Corral, Raw, RedisServer, wait_until
 
 MASTER = "mymaster"
@@ -73,9 +74,10 @@ class Node(RedisServer):
 class Sentinel(Node):
     """`redis-server sentinel.conf --sentinel`: it rewrites its config, so each has its own."""
 
-    def __init__(self, workdir, primary_port, name, tls=None):
+    def __init__(self, workdir, primary_port, name, tls=None, failover_timeout_ms=4000):
         super().__init__(workdir, name=name, tls=tls)
         self.primary_port = primary_port
+        self.failover_timeout_ms = failover_timeout_ms
         self.conf = os.path.join(workdir, name + ".conf")
 
     def _argv(self):
@@ -83,10 +85,10 @@ class Sentinel(Node):
             f.write("port %d\nbind %s\ndaemonize no\nprotected-mode no\ndir %s\n"
                     "sentinel monitor %s %s %d 2\n"
                     "sentinel down-after-milliseconds %s 1000\n"
-                    "sentinel failover-timeout %s 4000\n"
+                    "sentinel failover-timeout %s %d\n"
                     "sentinel parallel-syncs %s 2\n"
                     % (self.port, HOST, self.datadir, MASTER, HOST, self.primary_port,
-                       MASTER, MASTER, MASTER))
+                       MASTER, MASTER, self.failover_timeout_ms, MASTER))
             if self.tls:
                 # After `port`: the Sentinel listens on TLS only and speaks TLS to the nodes and
                 # to the other Sentinels (tls-replication).
@@ -106,9 +108,15 @@ class SentinelSet:
     """The primary, its replicas, the Sentinels and (optionally) Corral; with `tls` all of them
     speak TLS only, and Corral is given rediss:// Sentinel addresses and `upstream.tls`."""
 
-    def __init__(self, name="sentinel", tls=False):
+    def __init__(self, name="sentinel", tls=False, relayed_replicas=False):
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.tls = TlsFiles(self.workdir) if tls else None
+        # Each replica replicates through a fault proxy of its own (self.relays), which can slow
+        # its replication. The Sentinels then wait a minute (their failover-timeout) before they
+        # point such a replica at the primary's own address (+fix-slave-config).
+        self.relayed_replicas = relayed_replicas
+        self.relays = []
+        self.replicas = []  # the two replica Nodes, in the order of self.relays
         self.redis = {}  # port -> RedisServer (the primary and both replicas)
         self.sentinels = []
         self.corral = None
@@ -119,13 +127,20 @@ class SentinelSet:
             primary = Node(self.workdir, name="redis-primary", tls=self.tls).start()
             self.redis[primary.port] = primary
             for i in range(2):
-                replica = Node(self.workdir, ["--replicaof", HOST, str(primary.port)],
+                upstream_port = primary.port
+                if self.relayed_replicas:
+                    relay = self.track(FaultProxy(primary.port, name="relay%d" % i).start())
+                    self.relays.append(relay)
+                    upstream_port = relay.port
+                replica = Node(self.workdir, ["--replicaof", HOST, str(upstream_port)],
                                name="redis-replica%d" % i, tls=self.tls).start()
                 self.redis[replica.port] = replica
+                self.replicas.append(replica)
             wait_until(lambda: self.linked_replicas(primary) == 2, 10, what="2 replicas linked")
             for i in range(3):
-                self.sentinels.append(
-                    Sentinel(self.workdir, primary.port, "sentinel%d" % i, self.tls).start())
+                self.sentinels.append(Sentinel(
+                    self.workdir, primary.port, "sentinel%d" % i, self.tls,
+                    failover_timeout_ms=60000 if self.relayed_replicas else 4000).start())
             wait_until(self.sentinels_agree, 15, what="Sentinels seeing 2 replicas and 2 peers")
             if corral_overrides is not None:
                 self.corral = Corral(self.workdir, 0, self.corral_config(corral_overrides)).start()

@@ -52,6 +52,9 @@ class SentinelMetrics final : public prometheus::Collectable {
     add(out, "corral_sentinel_session_links_closed_total",
         "Client-owned links (MULTI, blocking, pub/sub) closed because the primary changed.",
         MetricType::Counter, static_cast<double>(s.session_links_closed.load()));
+    add(out, "corral_sentinel_replicas_usable",
+        "Replicas that reads may go to (read_from): up, linked, within max_replica_lag.",
+        MetricType::Gauge, s.replicas_usable.load());
     return out;
   }
 

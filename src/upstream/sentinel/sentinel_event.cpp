@@ -25,9 +25,15 @@ constexpr std::array<std::string_view, 4> kAborts{
     "-failover-abort-not-elected", "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
     "-failover-abort-master-is-not-leader"};
 
-constexpr std::array<std::string_view, 8> kChannels{kStarting[0],  kStarting[1], kPromotedSlave,
-                                                    kSwitchMaster, kAborts[0],   kAborts[1],
-                                                    kAborts[2],    kAborts[3]};
+// Events about one replica (the payload starts with "slave").
+constexpr std::array<std::string_view, 5> kReplicaChanges{
+    "+slave", "+sdown", "-sdown", "+slave-reconf-done", "+convert-to-slave"};
+
+constexpr std::array<std::string_view, 13> kChannels{
+    kStarting[0],       kStarting[1],       kPromotedSlave,     kSwitchMaster,
+    kAborts[0],         kAborts[1],         kAborts[2],         kAborts[3],
+    kReplicaChanges[0], kReplicaChanges[1], kReplicaChanges[2], kReplicaChanges[3],
+    kReplicaChanges[4]};
 
 std::vector<std::string_view> words(std::string_view text) {
   std::vector<std::string_view> out;
@@ -93,6 +99,9 @@ std::optional<SentinelEvent> parse_sentinel_event(std::string_view channel,
   }
   if (one_of(channel, kAborts)) {
     return SentinelEvent{SentinelEventKind::aborted, std::move(*master), {}};
+  }
+  if (one_of(channel, kReplicaChanges) && w[0] == "slave") {
+    return SentinelEvent{SentinelEventKind::replicas_changed, std::move(*master), {}};
   }
   return std::nullopt;
 }

@@ -19,6 +19,9 @@ enum class SentinelEventKind : std::uint8_t {
   promoted,  // a replica was promoted: `primary` is the new primary
   switched,  // +switch-master: `primary` is the new primary
   aborted,   // the failover stopped before any promotion: the primary stays
+  // A replica appeared, went down or came back, or was (re)attached to the primary: the list
+  // of replicas that may serve reads is asked again.
+  replicas_changed,
 };
 
 struct SentinelEvent {

@@ -22,6 +22,8 @@ struct SentinelStatus {
   std::atomic<std::uint64_t> held_commands{0};  // commands that waited for a failover
   std::atomic<std::uint64_t> hold_expired{0};   // of those, answered with an error
   std::atomic<std::uint64_t> session_links_closed{0};
+  // With read_from: the replicas reads may go to, as the last poll found them.
+  std::atomic<int> replicas_usable{0};
 
   void set_primary(std::string address) {
     std::lock_guard lock(mutex_);
@@ -40,7 +42,8 @@ struct SentinelStatus {
 // corral_sentinel_primary_known, corral_sentinel_primary{address},
 // corral_sentinel_sentinels_subscribed, corral_sentinel_failover_holding,
 // corral_sentinel_primary_switches_total, corral_sentinel_held_commands_total,
-// corral_sentinel_hold_expired_total, corral_sentinel_session_links_closed_total.
+// corral_sentinel_hold_expired_total, corral_sentinel_session_links_closed_total,
+// corral_sentinel_replicas_usable.
 std::shared_ptr<prometheus::Collectable> make_sentinel_metrics(
     std::shared_ptr<const SentinelStatus> status);
 

@@ -230,6 +230,7 @@ awaitable<void> SentinelWatch::subscribe_loop(std::size_t index) {
       status_->sentinels_subscribed.fetch_add(1, std::memory_order_relaxed);
       // Events may have been missed while this Sentinel was not heard.
       ask_again();
+      if (handlers_.replicas_changed) handlers_.replicas_changed();
       backoff = settings_.reconnect_backoff_min;
       co_await inbox->wait_end();
       status_->sentinels_subscribed.fetch_sub(1, std::memory_order_relaxed);
@@ -268,6 +269,9 @@ void SentinelWatch::on_event(const SentinelEvent& event) {
                      settings_.sentinel->master, status_->primary());
         handlers_.failover_aborted();
       }
+      return;
+    case SentinelEventKind::replicas_changed:
+      if (handlers_.replicas_changed) handlers_.replicas_changed();
       return;
     case SentinelEventKind::promoted:
     case SentinelEventKind::switched:

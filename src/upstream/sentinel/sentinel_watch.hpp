@@ -37,6 +37,9 @@ class SentinelWatch : public std::enable_shared_from_this<SentinelWatch> {
     std::function<void()> failover_aborted;
     // Whether the primary's connections work; when not, the Sentinels are asked again.
     std::function<bool()> primary_reachable;
+    // The replicas may have changed (an event about one, or events missed while a Sentinel's
+    // subscription was down). Optional.
+    std::function<void()> replicas_changed;
   };
 
   SentinelWatch(const boost::asio::any_io_executor& executor,

@@ -4,10 +4,16 @@
 #include <boost/asio/post.hpp>
 
 #include "upstream/out_of_band.hpp"
+#include "upstream/sentinel/replica_reads.hpp"
 #include "upstream/single/single_caller.hpp"
 #include "upstream/user_pools.hpp"
 
 namespace corral::upstream {
+
+bool SingleUpstream::send_with_replica_reads(const Routed& command, std::uint64_t tag,
+                                             const std::shared_ptr<ReplyTarget>& target) {
+  return replica_reads_->send(command, tag, target);
+}
 
 SessionLinkResult SingleUpstream::open_session_link(int, const Routed& command) {
   return {links_.dedicated_link(command.database, command.protocol)};

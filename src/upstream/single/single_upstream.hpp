@@ -9,6 +9,7 @@
 
 namespace corral::upstream {
 
+class ReplicaReads;
 class UserPools;
 
 class SingleUpstream final : public Upstream {
@@ -20,6 +21,7 @@ class SingleUpstream final : public Upstream {
 
   bool send(const Routed& command, std::uint64_t tag,
             const std::shared_ptr<ReplyTarget>& target) override {
+    if (replica_reads_ != nullptr) return send_with_replica_reads(command, tag, target);
     return links_.send_shared(command.database, command.affinity, command.bytes, target, tag,
                               command.protocol);
   }
@@ -58,12 +60,19 @@ class SingleUpstream final : public Upstream {
   void set_user_pools(UserPools* users) { users_ = users; }
   UserUpstreamResult as_user(std::string_view user, std::string_view password,
                              int entered_database) override;
+  // A Sentinel primary with read_from set: client commands go through `reads` (which must
+  // outlive this), which sends reads to replicas.
+  void set_replica_reads(ReplicaReads* reads) { replica_reads_ = reads; }
 
  private:
+  bool send_with_replica_reads(const Routed& command, std::uint64_t tag,
+                               const std::shared_ptr<ReplyTarget>& target);
+
   boost::asio::any_io_executor executor_;
   Links& links_;
   int database_;
   UserPools* users_ = nullptr;
+  ReplicaReads* replica_reads_ = nullptr;
 };
 
 }  // namespace corral::upstream

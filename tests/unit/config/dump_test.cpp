@@ -84,4 +84,18 @@ policies:
   CHECK(back.client.allow_commands == std::vector<std::string>{"FLUSHDB"});
   CHECK(back.policies[0].prefix == "has ${braces}: and # hash");
   CHECK(back.policies[0].origin == OriginKind::http);
+
+  const Settings sentinel = must_load(yaml(R"(
+upstream:
+  sentinel: {master: m, addresses: [redis://s:26379]}
+  read_from: prefer_replica
+  max_replica_lag: 64kb
+  read_your_writes: false
+)"));
+  const std::string sentinel_text = describe(sentinel);
+  INFO(sentinel_text);
+  const Settings sentinel_back = must_load(sentinel_text);
+  CHECK(sentinel_back.upstream.read_from == ReadFrom::prefer_replica);
+  CHECK(sentinel_back.upstream.max_replica_lag == 64 * 1024);
+  CHECK_FALSE(sentinel_back.upstream.read_your_writes);
 }

@@ -46,6 +46,20 @@ TEST_CASE("payloads that cannot be read are ignored", "[upstream][sentinel]") {
   CHECK_FALSE(parse_sentinel_event("+failover-state-wait-promotion", ""));
 }
 
+TEST_CASE("events about a replica change the replica list", "[upstream][sentinel]") {
+  for (const char* channel :
+       {"+slave", "+sdown", "-sdown", "+slave-reconf-done", "+convert-to-slave"}) {
+    INFO(channel);
+    const auto event =
+        parse_sentinel_event(channel, "slave 10.0.0.2:6379 10.0.0.2 6379 @ m 10.0.0.1 6379");
+    REQUIRE(event);
+    CHECK(event->kind == SentinelEventKind::replicas_changed);
+    CHECK(event->master == "m");
+  }
+  // The primary's own +sdown is not about its replicas (the discovery loop handles it).
+  CHECK_FALSE(parse_sentinel_event("-sdown", "master mymaster 127.0.0.1 6380"));
+}
+
 TEST_CASE("every subscribed channel is one the parser reads", "[upstream][sentinel]") {
   for (const auto channel : sentinel_event_channels()) {
     INFO(std::string(channel));
