@@ -371,9 +371,17 @@ void App::install_upstream(int thread, std::shared_ptr<upstream::ThreadUpstream>
   auto& parts_here = *threads_[thread];
   parts_here.upstream_parts = parts;
   parts_here.upstream.switch_to(upstream::ThreadUpstream::upstream_of(std::move(parts)));
-  // Cached replies came from the previous server. Dropped after the switch: a fill that starts
-  // now reads from the new one.
-  cache_->invalidate_prefix("", stampede::InvalidationSource::flush);
+  // Cached replies of the upstream (redis-origin and fleet policies, hot keys) came from the
+  // previous server; an http origin's did not. Dropped after the switch: a fill that starts now
+  // reads from the new one. (The tracking listener's move flushes its prefixes too, once its new
+  // session tracks; this drop does not wait for that.)
+  if (cache_->hot() != nullptr) {
+    cache_->invalidate_prefix("", stampede::InvalidationSource::flush);
+  } else {
+    for (const auto& prefix : stampede::tracked_prefixes(*cache_->policies())) {
+      cache_->invalidate_prefix(prefix, stampede::InvalidationSource::flush);
+    }
+  }
   auto timer = std::make_shared<asio::steady_timer>(server_.io(thread), drain);
   timer->async_wait([timer, &parts_here, generation = parts_here.upstream.generation()](
                         const boost::system::error_code&) {
