@@ -336,7 +336,7 @@ asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, confi
   auto& first = *threads_.front();
   auto candidate = std::make_shared<upstream::ThreadUpstream>(server_.io(0).get_executor(), fresh,
                                                               first.stats, info_, nullptr, nullptr);
-  candidate->start();
+  candidate->start_connections();
   const auto answer =
       co_await candidate->upstream->call_server(std::string(upstream::kPingCommand));
   upstream_checking_ = false;
@@ -350,6 +350,7 @@ asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, confi
   }
   running_upstream_ = fresh;
   if (listener_) listener_->use_upstream(fresh);
+  candidate->start_probe();
   install_upstream(0, std::move(candidate), drain);
   for (int i = 1; i < server_.threads(); ++i) {
     asio::post(server_.io(i), [this, i, fresh, drain] {

@@ -57,8 +57,11 @@ ThreadUpstream::~ThreadUpstream() {
   if (probe) probe->stop();
 }
 
-void ThreadUpstream::start() {
+void ThreadUpstream::start_connections() {
   if (pool) pool->start();
+}
+
+void ThreadUpstream::start_probe() {
   if (probe) probe->start();
 }
 

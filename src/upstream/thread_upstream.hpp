@@ -43,7 +43,14 @@ struct ThreadUpstream {
   ThreadUpstream& operator=(const ThreadUpstream&) = delete;
 
   // Opens the connections and starts the readiness PINGs.
-  void start();
+  void start() {
+    start_connections();
+    start_probe();
+  }
+  // The two halves: a reload opens the connections of an upstream it is checking, and starts its
+  // readiness PINGs only once it is in use (one that does not answer must not count as stalled).
+  void start_connections();
+  void start_probe();
 
   const config::UpstreamSettings settings;        // what every part below reads
   std::unique_ptr<Pool> pool;                     // one Redis

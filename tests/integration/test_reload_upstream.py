@@ -158,3 +158,23 @@ def test_a_block_past_the_drain_deadline_ends_with_an_error(two_redis):
             pass
         harness.wait_until(lambda: log_count(stack.corral, "were closed") > 0,
                            what="the drain deadline logged")
+
+
+def test_a_reload_with_the_same_upstream_rebuilds_nothing(two_redis):
+    stack, _ = two_redis
+    old_direct = stack.direct()
+    before = log_count(stack.corral, "SIGHUP: reloaded")
+    with stack.raw() as c:
+        assert c.call("MULTI") == b"OK"
+        assert c.call("INCR", "reload:same") == b"QUEUED"
+        stack.corral.overrides = harness.deep_merge(stack.corral.overrides,
+                                                    {"client": {"max_clients": 500}})
+        stack.corral.write_config()
+        stack.corral.signal(signal.SIGHUP)
+        harness.wait_until(lambda: log_count(stack.corral, "SIGHUP: reloaded") > before,
+                           what="the reload to be applied")
+        assert c.call("EXEC") == [1]
+    assert value(old_direct, "reload:same") == 1
+    assert log_count(stack.corral, "upstream switched") == 0
+    assert stack.corral.metric("corral_upstream_switches_total") == 0
+    assert stack.corral.metric("corral_upstream_reload_failures_total") == 0
