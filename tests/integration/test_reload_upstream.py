@@ -125,6 +125,22 @@ def test_an_upstream_that_does_not_answer_keeps_the_running_one(two_redis):
     assert stack.corral.metric("corral_upstream_switches_total") == 0
 
 
+def test_an_upstream_that_refuses_the_credentials_keeps_the_running_one(two_redis):
+    stack, _ = two_redis
+    locked = harness.RedisServer(stack.workdir, extra_args=["--requirepass", "other-pw"],
+                                 name="redis-locked")
+    try:
+        locked.start()
+        with stack.raw() as c:
+            # The config has no password: the new server answers NOAUTH.
+            reload_upstream(stack.corral, locked.port, expect="did not answer PING")
+            assert c.call("SET", "reload:locked", "kept") == b"OK"
+        assert stack.direct().get("reload:locked") == b"kept"
+        assert stack.corral.metric("corral_upstream_reload_failures_total") == 1
+    finally:
+        locked.stop()
+
+
 def test_a_multi_open_across_the_reload_ends_on_the_old_upstream(two_redis):
     stack, new = two_redis
     old_direct, new_direct = stack.direct(), new.client()
