@@ -436,6 +436,14 @@ bool Dispatcher::may_serve_cached(const ClientState& client, const CommandSpec& 
 bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
                                    const upstream::Routed& command) {
   auto& client_upstream = upstream_for(client);
+  if (path != Path::shared && awaiting == 0 && !client.mode.holds_connection() &&
+      (client.dedicated || client.kept.link) &&
+      (!client.dedicated || client.dedicated->in_flight() == 0) &&
+      client.dedicated_generation != client_upstream.generation()) {
+    // Opened on an upstream that a reload replaced, and the client's state there has ended: its
+    // next session starts on the upstream in use.
+    release_dedicated(client);
+  }
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
     set_dedicated_aside(client);
@@ -450,6 +458,7 @@ bool Dispatcher::acquire_dedicated(ClientState& client, Path path, std::size_t a
   // the commands of other clients that Redis will block.
   if (!take_kept_link(client, partition)) {
     client.dedicated = client_upstream.open_session_link(partition, command).link;
+    client.dedicated_generation = client_upstream.generation();
     if (client.dedicated) learn_upstream_client_id(client);
   }
   client.cluster_slot = partition;

@@ -78,9 +78,10 @@ class UpstreamSwitch final : public Upstream {
     return current_->as_user(user, password, entered_database);
   }
 
-  // The upstream in use and how many switches happened (for the keyed caller that follows).
+  // How many switches happened.
+  std::uint64_t generation() const override { return generation_; }
+  // The upstream in use (for the keyed caller that follows).
   Upstream& current() const { return *current_; }
-  std::uint64_t generation() const { return generation_; }
 
  private:
   std::shared_ptr<Link> remember(std::shared_ptr<Link> link);
