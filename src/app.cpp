@@ -9,7 +9,10 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 #include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "cache/clock.hpp"
 #include "metrics/slowlog_metrics.hpp"
@@ -30,139 +33,49 @@
 #include "upstream/cluster/cluster_collector.hpp"
 #include "upstream/cluster/cluster_pool.hpp"
 #include "upstream/cluster/cluster_ready_probe.hpp"
-#include "upstream/cluster/cluster_router.hpp"
-#include "upstream/cluster/cluster_upstream.hpp"
-#include "upstream/cluster/cluster_user_upstream.hpp"
 #include "upstream/keyed_caller.hpp"
 #include "upstream/sentinel/replica_poller.hpp"
 #include "upstream/sentinel/replica_reads.hpp"
 #include "upstream/sentinel/sentinel_links.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
 #include "upstream/sentinel/sentinel_watch.hpp"
-#include "upstream/single/pool.hpp"
-#include "upstream/single/ready_probe.hpp"
-#include "upstream/single/single_upstream.hpp"
-#include "upstream/single/single_user_upstream.hpp"
-#include "upstream/user_pools.hpp"
+#include "upstream/thread_upstream.hpp"
+#include "upstream/upstream_switch.hpp"
 
 namespace corral {
 
 namespace asio = boost::asio;
 
 // One io thread's share of the proxy. Members are built in order: the dispatcher uses the engine,
-// which uses the upstream, which uses the pool (single Redis) or the node connections (cluster).
+// which uses the upstream switch, which forwards to the thread's upstream of the configured kind.
 struct App::ThreadParts {
-  // `topology` (a Redis Cluster upstream): the dispatcher and the cache route by slot through
-  // this thread's node connections; without it, one Redis through this thread's pool.
-  ThreadParts(const config::Settings& settings, asio::io_context& io, metrics::ThreadStats& stats,
-              metrics::ProcessInfo& info, stampede::CacheRuntime& cache,
-              std::shared_ptr<upstream::Topology> topology,
+  // `topology` (a Redis Cluster upstream) or `sentinel` (a Sentinel-managed primary): see
+  // upstream::ThreadUpstream.
+  ThreadParts(const config::Settings& settings, asio::io_context& io,
+              metrics::ThreadStats& thread_stats, metrics::ProcessInfo& info,
+              stampede::CacheRuntime& cache, std::shared_ptr<upstream::Topology> topology,
               std::shared_ptr<upstream::SentinelStatus> sentinel,
               std::shared_ptr<const upstream::ReplicaView> replicas)
-      : pool(topology || sentinel
-                 ? nullptr
-                 : std::make_unique<upstream::Pool>(io.get_executor(), settings.upstream, &stats,
-                                                    &info.ready_upstream_connections)),
-        sentinel_links(sentinel ? std::make_unique<upstream::SentinelLinks>(
-                                      io.get_executor(), settings.upstream, &stats,
-                                      &info.ready_upstream_connections, sentinel)
-                                : nullptr),
-        cluster_pool(topology ? std::make_unique<upstream::ClusterPool>(
-                                    io.get_executor(), settings.upstream, topology, &stats)
-                              : nullptr),
-        // Upstream ACL users' pools: for one Redis at a fixed address and for a cluster (not a
-        // Sentinel's primary).
-        user_pools(make_user_pools(io, settings, stats, info, pool != nullptr, topology)),
-        // A Sentinel primary's replicas, when reads may go to them.
-        replica_reads(replicas ? std::make_unique<upstream::ReplicaReads>(
-                                     io.get_executor(), settings.upstream, &stats, *sentinel_links,
-                                     std::move(replicas))
-                               : nullptr),
-        upstream(make_upstream(io, settings, one_server(), cluster_pool.get(), user_pools.get(),
-                               replica_reads.get())),
+      : stats(thread_stats),
+        upstream_parts(std::make_shared<upstream::ThreadUpstream>(
+            io.get_executor(), settings.upstream, stats, info, std::move(topology),
+            std::move(sentinel), std::move(replicas))),
+        upstream(upstream::ThreadUpstream::upstream_of(upstream_parts)),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
-        keyed_caller(upstream->keyed_caller({cache.database(), 0})),
-        read_through(io.get_executor(), cache, *upstream),
-        dispatcher(settings, *upstream, info, &read_through, &cache),
-        probe(one_server() ? std::make_shared<upstream::ReadyProbe>(
-                                 io.get_executor(), *one_server(), settings.upstream.database,
-                                 kProbeInterval, probe_deadline(settings), info.stalled_upstreams)
-                           : nullptr) {
+        keyed_caller(upstream.keyed_caller({cache.database(), 0})),
+        read_through(io.get_executor(), cache, upstream),
+        dispatcher(settings, upstream, info, &read_through, &cache) {
     dispatcher.set_keyed_caller(keyed_caller);
   }
 
-  static std::unique_ptr<upstream::UserPools> make_user_pools(
-      asio::io_context& io, const config::Settings& settings, metrics::ThreadStats& stats,
-      metrics::ProcessInfo& info, bool one_redis, std::shared_ptr<upstream::Topology> topology) {
-    upstream::UserPools::Factory factory;
-    const auto executor = io.get_executor();
-    if (one_redis) {
-      factory = [executor, upstream_settings = settings.upstream,
-                 stats = &stats](upstream::UserLogin login) {
-        return upstream::make_single_user_upstream(executor, upstream_settings, stats,
-                                                   std::move(login));
-      };
-    } else if (topology) {
-      factory = [executor, upstream_settings = settings.upstream, stats = &stats,
-                 topology](upstream::UserLogin login) {
-        return upstream::make_cluster_user_upstream(executor, upstream_settings, topology, stats,
-                                                    std::move(login));
-      };
-    } else {
-      return nullptr;
-    }
-    return std::make_unique<upstream::UserPools>(executor, settings.upstream, &info.user_pools,
-                                                 std::move(factory));
-  }
-
-  // The one choice of upstream kind for the thread.
-  static std::unique_ptr<upstream::Upstream> make_upstream(asio::io_context& io,
-                                                           const config::Settings& settings,
-                                                           upstream::Links* one_server,
-                                                           upstream::ClusterPool* cluster_pool,
-                                                           upstream::UserPools* user_pools,
-                                                           upstream::ReplicaReads* replica_reads) {
-    if (cluster_pool != nullptr) {
-      auto cluster = std::make_unique<upstream::ClusterUpstream>(io.get_executor(), *cluster_pool,
-                                                                 settings.upstream);
-      cluster->set_user_pools(user_pools);
-      return cluster;
-    }
-    // One Redis, or a Sentinel-managed primary (one Redis at a time: the single-Redis upstream
-    // over links that follow the primary).
-    auto single = std::make_unique<upstream::SingleUpstream>(io.get_executor(), *one_server,
-                                                             settings.upstream.database);
-    single->set_user_pools(user_pools);
-    single->set_replica_reads(replica_reads);
-    return single;
-  }
-
-  // The links of one Redis (plain, or the primary a Sentinel names); null on a cluster.
-  upstream::Links* one_server() const {
-    if (sentinel_links) return sentinel_links.get();
-    return pool.get();
-  }
-
-  // Readiness PINGs: often enough that a frozen upstream shows within about a second plus the
-  // deadline, rarely enough to cost nothing next to client traffic.
-  static constexpr std::chrono::milliseconds kProbeInterval{250};
-  static std::chrono::milliseconds probe_deadline(const config::Settings& settings) {
-    const auto timeout =
-        std::chrono::duration_cast<std::chrono::milliseconds>(settings.upstream.command_timeout);
-    return timeout.count() > 0 ? timeout : std::chrono::milliseconds(2000);
-  }
-
-  std::unique_ptr<upstream::Pool> pool;                     // one Redis
-  std::unique_ptr<upstream::SentinelLinks> sentinel_links;  // a Sentinel-managed primary
-  std::unique_ptr<upstream::ClusterPool> cluster_pool;      // a Redis Cluster
-  std::unique_ptr<upstream::UserPools> user_pools;        // one Redis: clients' upstream ACL users
-  std::unique_ptr<upstream::ReplicaReads> replica_reads;  // Sentinel with read_from
-  std::unique_ptr<upstream::Upstream> upstream;
+  metrics::ThreadStats& stats;
+  // The upstream in use (a reload replaces it; the switch keeps the previous one while it drains).
+  std::shared_ptr<upstream::ThreadUpstream> upstream_parts;
+  upstream::UpstreamSwitch upstream;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
   proxy::Dispatcher dispatcher;
-  std::shared_ptr<upstream::ReadyProbe> probe;  // one Redis: the cluster's probe is process-wide
 };
 
 // Process state for alerts, read at scrape time: upstream readiness (what /readyz answers) and
@@ -176,10 +89,11 @@ class App::StatusCollector final : public prometheus::Collectable {
     std::function<std::uint64_t()> reconnects;
   };
 
-  StatusCollector(const metrics::ProcessInfo& info, Tracking tracking,
-                  std::function<std::string()> not_ready_reason,
+  StatusCollector(const metrics::ProcessInfo& info, const UpstreamReloads& reloads,
+                  Tracking tracking, std::function<std::string()> not_ready_reason,
                   std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe)
       : info_(info),
+        reloads_(reloads),
         tracking_(std::move(tracking)),
         not_ready_reason_(std::move(not_ready_reason)),
         cluster_probe_(std::move(cluster_probe)) {}
@@ -227,6 +141,13 @@ class App::StatusCollector final : public prometheus::Collectable {
     reconnects.metric.emplace_back();
     reconnects.metric.back().counter.value = static_cast<double>(tracking_.reconnects());
     out.push_back(std::move(reconnects));
+    counter(out, "corral_upstream_switches_total",
+            "Reloads that replaced the upstream (new requests went to the new one).",
+            reloads_.switched.load(std::memory_order_relaxed));
+    counter(out, "corral_upstream_reload_failures_total",
+            "Reloads whose upstream change was not applied (refused, or the new upstream did not "
+            "answer a PING): the running upstream was kept.",
+            reloads_.failed.load(std::memory_order_relaxed));
     return out;
   }
 
@@ -242,7 +163,19 @@ class App::StatusCollector final : public prometheus::Collectable {
     out.push_back(std::move(f));
   }
 
+  static void counter(std::vector<prometheus::MetricFamily>& out, std::string name,
+                      std::string help, std::uint64_t value) {
+    prometheus::MetricFamily f;
+    f.name = std::move(name);
+    f.help = std::move(help);
+    f.type = prometheus::MetricType::Counter;
+    f.metric.emplace_back();
+    f.metric.back().counter.value = static_cast<double>(value);
+    out.push_back(std::move(f));
+  }
+
   const metrics::ProcessInfo& info_;
+  const UpstreamReloads& reloads_;
   Tracking tracking_;
   std::function<std::string()> not_ready_reason_;
   std::shared_ptr<upstream::ClusterReadyProbe> cluster_probe_;
@@ -250,6 +183,7 @@ class App::StatusCollector final : public prometheus::Collectable {
 
 App::App(const config::Settings& settings, metrics::Metrics& metrics)
     : settings_(settings), server_(settings, metrics, info_) {
+  running_upstream_ = settings_.upstream;
   cache_ = std::make_unique<stampede::CacheRuntime>(settings_, cache::SystemClock::instance(),
                                                     metrics.registry());
   metrics.add_collectable(cache_->collectable());
@@ -339,8 +273,8 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   std::function<std::string()> not_ready_reason;
   if (topology_) {
     cluster_probe_ = std::make_shared<upstream::ClusterReadyProbe>(
-        server_.io(0).get_executor(), *first.cluster_pool, ThreadParts::kProbeInterval,
-        ThreadParts::probe_deadline(settings_));
+        server_.io(0).get_executor(), *first.upstream_parts->cluster_pool,
+        upstream::kReadyProbeInterval, upstream::ready_probe_deadline(settings_.upstream));
     not_ready_reason = [probe = cluster_probe_] { return probe->not_ready_reason(); };
   } else {
     not_ready_reason = [this]() -> std::string {
@@ -358,12 +292,116 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     };
   }
   server_.set_readiness(not_ready_reason);
-  status_ = std::make_shared<StatusCollector>(info_, std::move(tracking),
+  status_ = std::make_shared<StatusCollector>(info_, upstream_reloads_, std::move(tracking),
                                               std::move(not_ready_reason), cluster_probe_);
   metrics.add_collectable(status_);
 }
 
 App::~App() = default;
+
+namespace {
+
+// Why a reload cannot switch from `running` to `fresh` in place, "" when it can. The process-wide
+// parts of a cluster (slot map, per-node tracking) and of a Sentinel (the watch) are built once,
+// and the cache holds the configured database only.
+std::string why_upstream_needs_restart(const config::UpstreamSettings& running,
+                                       const config::UpstreamSettings& fresh) {
+  if (running.cluster || fresh.cluster) {
+    return "upstream.cluster: a change to or of a Redis Cluster upstream needs a restart";
+  }
+  if (running.sentinel || fresh.sentinel) {
+    return "upstream.sentinel: a change to or of a Sentinel upstream needs a restart";
+  }
+  if (running.database != fresh.database) {
+    return "upstream.address: another database number needs a restart";
+  }
+  return {};
+}
+
+bool answers_pong(const upstream::CallResult& result) {
+  return result.ok() && result.reply.starts_with("+PONG");
+}
+
+}  // namespace
+
+asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, config::Duration drain) {
+  if (fresh == running_upstream_) co_return;  // unchanged: nothing rebuilt
+  if (auto why = why_upstream_needs_restart(running_upstream_, fresh); !why.empty()) {
+    spdlog::error("SIGHUP: {}; keeping the running upstream", why);
+    upstream_reloads_.failed.fetch_add(1, std::memory_order_relaxed);
+    co_return;
+  }
+  if (upstream_checking_) {
+    spdlog::error(
+        "SIGHUP: the previous upstream change is still being checked; this one is not applied "
+        "(send SIGHUP again)");
+    upstream_reloads_.failed.fetch_add(1, std::memory_order_relaxed);
+    co_return;
+  }
+  // The new upstream must answer before any client request goes to it.
+  upstream_checking_ = true;
+  auto& first = *threads_.front();
+  auto candidate = std::make_shared<upstream::ThreadUpstream>(server_.io(0).get_executor(), fresh,
+                                                              first.stats, info_, nullptr, nullptr);
+  candidate->start_connections();
+  const auto answer =
+      co_await candidate->upstream->call_server(std::string(upstream::kPingCommand));
+  upstream_checking_ = false;
+  const auto& server = fresh.servers.front();
+  if (!answers_pong(answer)) {
+    spdlog::error(
+        "SIGHUP: the new upstream {}:{} did not answer PING ({}); keeping the running one",
+        server.host, server.port, answer.ok() ? answer.reply : answer.error);
+    upstream_reloads_.failed.fetch_add(1, std::memory_order_relaxed);
+    co_return;
+  }
+  running_upstream_ = fresh;
+  if (listener_) listener_->use_upstream(fresh);
+  candidate->start_probe();
+  install_upstream(0, std::move(candidate), drain);
+  for (int i = 1; i < server_.threads(); ++i) {
+    asio::post(server_.io(i), [this, i, fresh, drain] {
+      auto parts = std::make_shared<upstream::ThreadUpstream>(
+          server_.io(i).get_executor(), fresh, threads_[i]->stats, info_, nullptr, nullptr);
+      parts->start();
+      install_upstream(i, std::move(parts), drain);
+    });
+  }
+  upstream_reloads_.switched.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info(
+      "SIGHUP: upstream switched to {}:{}; requests already sent finish on the previous one, "
+      "client links still on it are closed after {} ms",
+      server.host, server.port, drain.count());
+}
+
+void App::install_upstream(int thread, std::shared_ptr<upstream::ThreadUpstream> parts,
+                           config::Duration drain) {
+  auto& parts_here = *threads_[thread];
+  parts_here.upstream_parts = parts;
+  parts_here.upstream.switch_to(upstream::ThreadUpstream::upstream_of(std::move(parts)));
+  // Cached replies of the upstream (redis-origin and fleet policies, hot keys) came from the
+  // previous server; an http origin's did not. Dropped after the switch: a fill that starts now
+  // reads from the new one. (The tracking listener's move flushes its prefixes too, once its new
+  // session tracks; this drop does not wait for that.)
+  if (cache_->hot() != nullptr) {
+    cache_->invalidate_prefix("", stampede::InvalidationSource::flush);
+  } else {
+    for (const auto& prefix : stampede::tracked_prefixes(*cache_->policies())) {
+      cache_->invalidate_prefix(prefix, stampede::InvalidationSource::flush);
+    }
+  }
+  auto timer = std::make_shared<asio::steady_timer>(server_.io(thread), drain);
+  timer->async_wait([timer, &parts_here, generation = parts_here.upstream.generation()](
+                        const boost::system::error_code&) {
+    const auto closed = parts_here.upstream.retire_previous(generation);
+    if (closed != 0) {
+      spdlog::warn(
+          "upstream switch: {} client link(s) still on the previous upstream at the drain "
+          "deadline were closed",
+          closed);
+    }
+  });
+}
 
 void App::run() {
   if (topology_) asio::post(server_.io(0), [topology = topology_] { topology->start(); });
@@ -388,20 +426,19 @@ void App::run() {
       std::make_shared<proxy::IdleReaper>(first_io.get_executor(), settings_.client.idle_timeout);
   asio::post(first_io, [idle_reaper] { idle_reaper->start(); });
   // Commands of a newer or renamed upstream: learned once for the process, on the first thread.
-  auto learner = std::make_shared<proxy::CommandLearner>(first_io.get_executor(), *first.upstream);
+  auto learner = std::make_shared<proxy::CommandLearner>(first_io.get_executor(), first.upstream);
   for (int i = 0; i < server_.threads(); ++i) {
-    asio::post(server_.io(i), [parts = threads_[i].get()] {
-      if (parts->pool) parts->pool->start();
-      if (parts->probe) parts->probe->start();
-    });
+    asio::post(server_.io(i), [parts = threads_[i].get()] { parts->upstream_parts->start(); });
   }
   asio::post(first_io, [learner] { learner->start(); });
-  const auto audit = std::make_shared<proxy::RefusalAudit>(first_io.get_executor(), *first.upstream,
+  const auto audit = std::make_shared<proxy::RefusalAudit>(first_io.get_executor(), first.upstream,
                                                            info_.refused_but_runnable);
   asio::post(first_io,
              [audit, allowed = settings_.client.allow_commands] { audit->start(allowed); });
   server_.on_reload([this, &first_io, audit, idle_reaper](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
+    asio::co_spawn(server_.io(0), switch_upstream(fresh.upstream, fresh.shutdown_timeout),
+                   asio::detached);
     for (int i = 0; i < server_.threads(); ++i) {
       asio::post(server_.io(i), [parts = threads_[i].get(), client = fresh.client] {
         parts->dispatcher.apply_client_settings(client);
@@ -436,8 +473,9 @@ void App::start_sentinel_watch() {
   // Each io thread applies what the watch learns to its own links, on its own thread.
   auto on_every_thread = [this](auto apply) {
     for (int i = 0; i < server_.threads(); ++i) {
-      asio::post(server_.io(i),
-                 [links = threads_[i]->sentinel_links.get(), apply] { apply(*links); });
+      asio::post(server_.io(i), [links = threads_[i]->upstream_parts->sentinel_links.get(), apply] {
+        apply(*links);
+      });
     }
   };
   upstream::SentinelWatch::Handlers handlers;

@@ -3,8 +3,13 @@
 // Handler), and the background conversations with Redis (tracking, version pointers).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
+
+#include <boost/asio/awaitable.hpp>
 
 #include "config/settings.hpp"
 #include "metrics/metrics.hpp"
@@ -17,7 +22,8 @@ class Collectable;
 
 namespace corral::upstream {
 class Topology;
-}
+struct ThreadUpstream;
+}  // namespace corral::upstream
 namespace corral::slowlog {
 class SlowLog;
 }
@@ -50,6 +56,20 @@ class App {
  private:
   struct ThreadParts;
   class StatusCollector;
+  // Upstream changes by SIGHUP, for /metrics.
+  struct UpstreamReloads {
+    std::atomic<std::uint64_t> switched{0};
+    std::atomic<std::uint64_t> failed{0};
+  };
+
+  // SIGHUP, on the first io thread: when the upstream settings changed, builds the new upstream,
+  // and once it answers a PING, switches every thread's new requests to it; the previous one
+  // drains for `drain` (shutdown_timeout). Otherwise keeps the running one (logged, counted).
+  boost::asio::awaitable<void> switch_upstream(config::UpstreamSettings fresh,
+                                               config::Duration drain);
+  // On `thread`'s io thread: new requests go to `parts` from now on.
+  void install_upstream(int thread, std::shared_ptr<upstream::ThreadUpstream> parts,
+                        config::Duration drain);
 
   // Sentinel only: finds the primary and moves every thread's links and the tracking listener.
   void start_sentinel_watch();
@@ -58,6 +78,9 @@ class App {
   metrics::ProcessInfo info_;
   session::Server server_;
   std::unique_ptr<stampede::CacheRuntime> cache_;
+  UpstreamReloads upstream_reloads_;
+  config::UpstreamSettings running_upstream_;  // first io thread only (switch_upstream)
+  bool upstream_checking_ = false;             // first io thread only
   std::vector<std::unique_ptr<ThreadParts>> threads_;
   std::shared_ptr<stampede::InvalidationListener> listener_;
   std::shared_ptr<StatusCollector> status_;

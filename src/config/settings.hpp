@@ -16,6 +16,7 @@ using Duration = std::chrono::milliseconds;
 struct Endpoint {
   std::string host;
   std::uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
 };
 
 // PEM files of one side of a TLS connection.
@@ -23,6 +24,7 @@ struct TlsFiles {
   std::string cert;  // certificate (chain)
   std::string key;   // its private key
   std::string ca;    // CA bundle that verifies the peer (empty: the system's, for upstreams)
+  bool operator==(const TlsFiles&) const = default;
 };
 
 // `upstream.tls`, in force when the address is rediss://.
@@ -31,6 +33,7 @@ struct UpstreamTlsSettings {
   TlsFiles files;           // cert/key: a client certificate, when the server asks for one
   std::string server_name;  // SNI and the name verified; empty: the host of the address
   bool verify = true;
+  bool operator==(const UpstreamTlsSettings&) const = default;
 };
 
 // `tls:`: a listener for TLS clients, beside (or instead of) the plain one.
@@ -54,6 +57,7 @@ struct SentinelSettings {
   // From the first pre-promotion event until the new primary is in use, commands wait; past
   // this they are answered with an error.
   Duration failover_hold{10000};
+  bool operator==(const SentinelSettings&) const = default;
 };
 
 struct UpstreamSettings {
@@ -94,6 +98,8 @@ struct UpstreamSettings {
   // per thread, closed once no client has used it for the idle timeout.
   int max_user_pools = 64;
   Duration user_pool_idle_timeout{60000};
+  // A reload compares the running settings with the file's: equal means nothing is rebuilt.
+  bool operator==(const UpstreamSettings&) const = default;
 
   // The kind of upstream, as INFO's upstream_mode names it.
   std::string_view kind_name() const {

@@ -112,6 +112,8 @@ struct ClientState {
   // A connection of the client's own, while `mode` needs one; released once it does not and no
   // command is in flight.
   std::shared_ptr<upstream::Link> dedicated;
+  // The upstream's generation() when `dedicated` (or the kept link) was opened.
+  std::uint64_t dedicated_generation = 0;
   ConnectionMode mode;
   // Blocking commands sent on `dedicated` that Redis has not answered: while this is not zero the
   // client is blocked in Redis. Shared with those commands' reply targets.

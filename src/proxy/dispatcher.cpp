@@ -453,6 +453,14 @@ Dispatcher::LinkStep Dispatcher::acquire_dedicated(ClientState& client, Path pat
                                                    std::size_t awaiting,
                                                    const upstream::Routed& command) {
   auto& client_upstream = upstream_for(client);
+  if (path != Path::shared && awaiting == 0 && !client.mode.holds_connection() &&
+      (client.dedicated || client.kept.link) &&
+      (!client.dedicated || client.dedicated->in_flight() == 0) &&
+      client.dedicated_generation != client_upstream.generation()) {
+    // Opened on an upstream that a reload replaced, and the client's state there has ended: its
+    // next session starts on the upstream in use.
+    release_dedicated(client);
+  }
   if (client.dedicated && !client.mode.holds_connection() && path == Path::shared &&
       awaiting == 0 && client.dedicated->in_flight() == 0) {
     set_dedicated_aside(client);
@@ -470,6 +478,7 @@ Dispatcher::LinkStep Dispatcher::acquire_dedicated(ClientState& client, Path pat
     if (!opened.link && waits_for_failover(client, opened.refusal)) return LinkStep::wait;
     client.link_wait_since = {};
     client.dedicated = std::move(opened.link);
+    client.dedicated_generation = client_upstream.generation();
     if (client.dedicated) learn_upstream_client_id(client);
   }
   client.cluster_slot = partition;

@@ -151,7 +151,7 @@ void Server::reload_client_settings(const config::Settings& fresh) {
 }
 
 // SIGHUP: re-read the config file and apply its policies and client settings; on any error keep
-// the running ones. Other settings (addresses, threads) need a restart, which the log says.
+// the running ones. listen, metrics and threads need a restart, which the log says.
 void Server::wait_for_reload(asio::signal_set& signal) {
   signal.async_wait([this, &signal](const error_code& ec, int) {
     if (ec) return;
@@ -166,8 +166,8 @@ void Server::wait_for_reload(asio::signal_set& signal) {
       reload_client_settings(fresh);
       if (reload_) reload_(fresh);
       spdlog::info(
-          "SIGHUP: reloaded {} policies and the client settings from {} (the upstream, listen, "
-          "metrics and threads apply on restart)",
+          "SIGHUP: reloaded {} policies and the client settings from {} (listen, metrics and "
+          "threads apply on restart; an upstream change is applied once the new one answers)",
           fresh.policies.size(), settings_.source);
     }
     wait_for_reload(signal);

@@ -117,6 +117,9 @@ class Upstream {
   // Changes whenever the server behind the upstream may have changed (a reconnect, a new slot
   // map): what was learned from it is learned again.
   virtual std::uint64_t server_epoch() const = 0;
+  // Changes when the upstream is replaced by another (a reload, see upstream_switch.hpp): a
+  // session link opened before then belongs to the previous one.
+  virtual std::uint64_t generation() const { return 0; }
 
   // A command for the server a session link named (see Link::follow_connections): "" for the one
   // server of an unpartitioned upstream. On the shared connection of `affinity`.

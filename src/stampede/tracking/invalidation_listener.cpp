@@ -170,6 +170,15 @@ void InvalidationListener::serve_from(const config::Endpoint& server) {
     return;
   }
   upstream_.servers = {server};
+  end_current_session();
+}
+
+void InvalidationListener::use_upstream(const config::UpstreamSettings& upstream) {
+  upstream_ = upstream;
+  end_current_session();
+}
+
+void InvalidationListener::end_current_session() {
   backoff_timer_.cancel();
   if (current_) {
     current_->close();

@@ -69,6 +69,9 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   // there. The gap between the two sessions is treated like any lost tracking link: cached
   // prefixes are revalidated on each read meanwhile, then flushed once the new session tracks.
   void serve_from(const config::Endpoint& server);
+  // The upstream was replaced by a reload (another address, credentials, TLS): the session
+  // moves to it the same way.
+  void use_upstream(const config::UpstreamSettings& upstream);
 
   // True while tracking is established (a gauge for metrics and CORRAL.STATS).
   bool tracking() const { return tracking_.load(std::memory_order_relaxed); }
@@ -93,6 +96,8 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   boost::asio::awaitable<std::optional<Session>> open(
       std::shared_ptr<const std::vector<std::string>> prefixes);
   void end_current();
+  // Closes the running session so that run() opens the next one on upstream_ as it is now.
+  void end_current_session();
   // PINGs the current session every tracking_timeout / 2 and closes it when nothing came back
   // for tracking_timeout: a link that is open but silent hides writes just like a lost one.
   boost::asio::awaitable<void> watch_liveness();

@@ -53,6 +53,11 @@ void ReadyProbe::start() {
       executor_, [self = shared_from_this()] { return self->loop(); }, asio::detached);
 }
 
+void ReadyProbe::stop() {
+  stopped_ = true;
+  set_stalled(false);
+}
+
 void ReadyProbe::answered() {
   outstanding_ = false;
   set_stalled(false);
@@ -60,6 +65,7 @@ void ReadyProbe::answered() {
 
 void ReadyProbe::failed() {
   outstanding_ = false;
+  if (stopped_) return;
   set_stalled(true);
 }
 
@@ -75,7 +81,7 @@ asio::awaitable<void> ReadyProbe::loop() {
     timer.expires_after(interval_);
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;
+    if (ec || stopped_) co_return;
     const auto now = std::chrono::steady_clock::now();
     if (outstanding_) {
       // Still no answer: stalled now, and ready again only once this PING is answered.

@@ -23,6 +23,8 @@ class ReadyProbe : public std::enable_shared_from_this<ReadyProbe> {
              std::chrono::milliseconds interval, std::chrono::milliseconds deadline,
              std::atomic<int>& stalled);
   void start();
+  // Ends the PINGs for good (before `links` goes away); a stalled probe stops counting.
+  void stop();
 
   // The outcome of the outstanding PING (called on the executor's thread).
   void answered();
@@ -38,6 +40,7 @@ class ReadyProbe : public std::enable_shared_from_this<ReadyProbe> {
   std::chrono::milliseconds interval_;
   std::chrono::milliseconds deadline_;
   std::atomic<int>& stalled_count_;
+  bool stopped_ = false;
   bool outstanding_ = false;
   bool stalled_ = false;
   std::chrono::steady_clock::time_point sent_at_;

@@ -5,10 +5,12 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "recording_upstream.hpp"
 #include "upstream/upstream.hpp"
+#include "upstream/upstream_switch.hpp"
 
 namespace corral::proxy::test {
 
@@ -35,6 +37,7 @@ class SessionLink final : public upstream::Link {
       return true;
     }
     sent.push_back(std::string(command));
+    waiting.emplace_back(std::move(target), tag);
     return true;
   }
   bool send_untracked(std::string_view command) override {
@@ -54,6 +57,8 @@ class SessionLink final : public upstream::Link {
 
   std::vector<std::string> sent;
   std::vector<upstream::SessionCommand> kinds;
+  // What each sent command waits on, to answer it.
+  std::vector<std::pair<std::shared_ptr<upstream::ReplyTarget>, std::uint64_t>> waiting;
   bool closed = false;
 };
 
@@ -240,6 +245,46 @@ TEST_CASE("on a partitioned upstream WATCH of keys in two partitions is refused"
   Client other(single.dispatcher);
   other.send({"WATCH", "a1", "b1"});
   CHECK(single.upstream.opened == std::vector<int>{upstream::kAnyPartition});
+}
+
+TEST_CASE("through an UpstreamSwitch a session stays on the upstream it began on, then moves",
+          "[upstream]") {
+  auto before = std::make_shared<RecordingUpstream>(false);
+  auto after = std::make_shared<RecordingUpstream>(false);
+  upstream::UpstreamSwitch upstream_switch(before);
+  const config::Settings settings = allowing_script_kill();
+  metrics::ProcessInfo info;
+  Dispatcher dispatcher{settings, upstream_switch, info};
+  Client in_transaction(dispatcher);
+  in_transaction.send({"MULTI"});
+  in_transaction.send({"SET", "a1", "x"});
+  Client blocked(dispatcher);
+  blocked.send({"BLPOP", "b1", "0"});
+  REQUIRE(before->links.size() == 2);
+
+  upstream_switch.switch_to(after);
+  Client plain(dispatcher);
+  plain.send({"GET", "a1"});
+  CHECK(after->sends.size() == 1);
+  CHECK(before->sends.empty());
+  in_transaction.send({"EXEC"});
+  auto& transaction = *before->links[0];
+  CHECK(transaction.sent.back() == wire({"EXEC"}));
+  const char* const answers[] = {"+OK\r\n", "+QUEUED\r\n", "*1\r\n+OK\r\n"};
+  REQUIRE(transaction.waiting.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    transaction.waiting[i].first->on_reply(transaction.waiting[i].second, answers[i]);
+  }
+  CHECK(after->links.empty());
+  // The transaction over, the client's next session opens on the new upstream.
+  in_transaction.send({"BLPOP", "a1", "0"});
+  REQUIRE(after->links.size() == 1);
+
+  // The drain deadline: links of the previous upstream are closed, the new one's are not.
+  CHECK(upstream_switch.retire_previous(upstream_switch.generation()) == 2);
+  CHECK(before->links[1]->closed);
+  CHECK_FALSE(after->links[0]->closed);
+  CHECK(upstream_switch.draining() == 0);
 }
 
 }  // namespace corral::proxy::test
