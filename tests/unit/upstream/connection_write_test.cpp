@@ -27,8 +27,10 @@ class Ignorer final : public corral::upstream::ReplyTarget {
 
 TEST_CASE("a batch the socket takes whole costs one handler, the flush", "[upstream]") {
   asio::io_context io;
-  asio::ip::tcp::acceptor acceptor(io, {asio::ip::address_v4::loopback(), 0});
-  asio::ip::tcp::socket server(io);
+  // The peer lives on a reactor of its own, so that its readiness is no handler of `io`.
+  asio::io_context peer_io;
+  asio::ip::tcp::acceptor acceptor(peer_io, {asio::ip::address_v4::loopback(), 0});
+  asio::ip::tcp::socket server(peer_io);
   acceptor.async_accept(server, [](const boost::system::error_code&) {});
 
   ConnectionOptions options;
@@ -38,7 +40,8 @@ TEST_CASE("a batch the socket takes whole costs one handler, the flush", "[upstr
   connection->start();
   for (int i = 0; i < 40 && (connection->state() != Connection::State::ready || !server.is_open());
        ++i) {
-    io.run_for(25ms);
+    io.run_for(20ms);
+    peer_io.run_for(5ms);
   }
   REQUIRE(connection->state() == Connection::State::ready);
   REQUIRE(server.is_open());
@@ -48,9 +51,8 @@ TEST_CASE("a batch the socket takes whole costs one handler, the flush", "[upstr
   auto target = std::make_shared<Ignorer>();
   for (std::uint64_t tag = 1; tag <= 3; ++tag) REQUIRE(connection->send(kPing, target, tag));
   // Each handler queued after the flush costs the loop another pass and another epoll_wait:
-  // an asynchronous write queues its completion even when the send took it all (3 here). The
-  // two are the flush and the reactor's one readiness report for this pair of sockets.
-  CHECK(io.poll() == 2);
+  // an asynchronous write queues its completion even when the send took it all (2 here).
+  CHECK(io.poll() == 1);
 
   std::string received(3 * kPing.size(), '\0');
   REQUIRE(asio::read(server, asio::buffer(received)) == received.size());
