@@ -253,6 +253,7 @@ awaitable<bool> Connection::connect_once() {
     co_return false;
   }
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  socket_.non_blocking(true, ec);  // write_batch's send returns instead of waiting for room
   read_begin_ = read_end_ = 0;
   if (options_.tls_context) co_return co_await tls_handshake();
   co_return true;
@@ -494,7 +495,21 @@ void Connection::write_batch(std::uint64_t generation) {
     return;
   }
   writing_.swap(write_buffer_);
-  async_write_all(asio::buffer(writing_),
+  std::size_t sent = 0;
+  if (!tls_) {
+    // Most batches fit in the socket's buffer: one send now. An asynchronous write would queue
+    // its completion behind the reactor, costing the event loop another pass and epoll_wait.
+    error_code ec;
+    sent = socket_.write_some(asio::buffer(writing_), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
+    if (ec || sent == writing_.size()) {
+      writing_.clear();
+      if (ec) break_connection();
+      write_batch(generation);
+      return;
+    }
+  }
+  async_write_all(asio::buffer(writing_.data() + sent, writing_.size() - sent),
                   [self = shared_from_this(), generation](error_code ec, std::size_t) {
                     self->writing_.clear();
                     if (ec && generation == self->generation_) self->break_connection();
