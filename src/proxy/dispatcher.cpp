@@ -589,9 +589,11 @@ void Dispatcher::end_session(ClientState& client) {
   // worker pool's) is a new client per blocking command, whose command must not wait for a
   // connect and a handshake while commands sent after it overtake it.
   if (client.dedicated && client.dedicated->in_flight() == 0) set_dedicated_aside(client);
-  // Into the pool of the upstream user it is logged in as, which the client's may no longer be.
+  // Into the pool of the upstream user it is logged in as, which the client's may no longer be,
+  // and only of the upstream it was opened on (a reload may have replaced that one).
   if (KeptLink kept = std::exchange(client.kept, {});
-      kept.link && kept.upstream_user == client.upstream_user) {
+      kept.link && kept.upstream_user == client.upstream_user &&
+      client.dedicated_generation == upstream_for(client).generation()) {
     client_registry().clear_upstream_client(client.id);
     upstream_for(client).recycle_session_link(std::move(kept.link), kept.database, kept.protocol);
   } else if (kept.link) {

@@ -34,6 +34,10 @@ class UpstreamSwitch final : public Upstream {
   bool partitioned() const override { return current_->partitioned(); }
   int partition_of(const Routed& command) override { return current_->partition_of(command); }
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
+  // The dispatcher recycles only links opened on the upstream in use (see generation()).
+  void recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) override {
+    current_->recycle_session_link(std::move(link), database, protocol);
+  }
   void note_cross_partition_refusal() override { current_->note_cross_partition_refusal(); }
   bool send_out_of_band(const Routed& command, std::uint64_t tag,
                         const std::shared_ptr<ReplyTarget>& target) override {
