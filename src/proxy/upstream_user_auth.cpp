@@ -20,10 +20,10 @@ std::string_view error_message(std::string_view reply) {
   return reply.substr(1, reply.size() - 3);
 }
 
-// Any server can check a password: on a cluster, the node serving slot 0 (every node of a cluster
-// is configured with the same users, or clients could not reach all their keys as one user).
+// Any server can check a password: the one of an unpartitioned upstream, or on a cluster the node
+// serving slot 0 (every node of a cluster is configured with the same users, or clients could
+// not reach all their keys as one user).
 std::shared_ptr<upstream::Link> UpstreamUserAuth::open_checker() {
-  if (!upstream_.partitioned()) return upstream_.open_own_link(0, 2);
   const auto server = upstream_.server_of_key("");
   return server ? upstream_.open_own_link_to(*server, 0, 2) : nullptr;
 }
