@@ -102,6 +102,9 @@ struct ClientState {
   bool admin = false;
   int database = 0;
   int protocol = 2;  // RESP version, switched by HELLO
+  // The shared connection (database, protocol) of the client's last forwarded command.
+  int shared_database = 0;
+  int shared_protocol = 2;
   ReplyMode reply_mode = ReplyMode::on;
   // A valid SELECT queued in the open transaction (-1: none), and the database an EXEC that ran
   // it chose, set when EXEC's reply comes (proxy/links/queued_select.hpp).

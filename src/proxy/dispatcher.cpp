@@ -394,6 +394,13 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     case LinkStep::ready:
       break;
   }
+  // Shared connections are per database and protocol: after a SELECT or HELLO the client's next
+  // command goes out on another one, where it could overtake the commands still in flight on the
+  // last (a SCRIPT EXISTS ran before the EVAL sent ahead of it, found by the differential test).
+  if (!client.dedicated && awaiting > 0 &&
+      (client.database != client.shared_database || client.protocol != client.shared_protocol)) {
+    return Action::drain_then_retry;
+  }
   if (path != Path::shared && !client.dedicated) {  // keys on several servers, or none serves
     client.mode.refused_in_multi();                 // their partition
     if (client_upstream.partition_of(command) == upstream::kSpansPartitions) {
@@ -452,7 +459,11 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
                       const std::shared_ptr<upstream::ReplyTarget>& reply_to,
                       const std::shared_ptr<upstream::ReplyTarget>& target) {
   const auto bytes = command.bytes;
-  if (!client.dedicated) return upstream_for(client).send(command, tag, reply_to);
+  if (!client.dedicated) {
+    client.shared_database = client.database;
+    client.shared_protocol = client.protocol;
+    return upstream_for(client).send(command, tag, reply_to);
+  }
   // Only the dedicated connection carries state for the client; Redis validates SELECT, and the
   // session follows so that a later shared connection uses the same database.
   if (row.change == StateChange::select) {

@@ -90,6 +90,24 @@ TEST_CASE("DISCARD ends the transaction; WATCH alone holds the connection", "[di
   CHECK(second.closes == 1);
 }
 
+TEST_CASE("after SELECT a command waits for the ones in flight on the last database's link",
+          "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"EVAL", "return 1", "0"}) == Action::done);  // in flight on database 0's
+  CHECK(client.send({"SELECT", "2"}, 1) == Action::done);
+  CHECK(client.reply() == "+OK\r\n");
+  // Sent now on database 2's connection, it could reach Redis before the EVAL.
+  CHECK(client.send({"SCRIPT", "EXISTS", "abc"}, 1) == Action::drain_then_retry);
+  CHECK(proxy.links.shared.count(2) == 0);
+  proxy.links.shared_of(0).answer(":1\r\n");
+  CHECK(client.retry({"SCRIPT", "EXISTS", "abc"}) == Action::done);
+  CHECK(proxy.links.shared_of(2).sent.size() == 1);
+  // On the same connection, nothing waits.
+  CHECK(client.send({"GET", "k"}, 1) == Action::done);
+  CHECK(proxy.links.shared_of(2).sent.size() == 2);
+}
+
 TEST_CASE("SELECT changes the database of later shared sends", "[dispatcher]") {
   Proxy proxy;
   Client client(proxy);
