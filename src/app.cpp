@@ -301,23 +301,6 @@ App::~App() = default;
 
 namespace {
 
-// Why a reload cannot switch from `running` to `fresh` in place, "" when it can. The process-wide
-// parts of a cluster (slot map, per-node tracking) and of a Sentinel (the watch) are built once,
-// and the cache holds the configured database only.
-std::string why_upstream_needs_restart(const config::UpstreamSettings& running,
-                                       const config::UpstreamSettings& fresh) {
-  if (running.cluster || fresh.cluster) {
-    return "upstream.cluster: a change to or of a Redis Cluster upstream needs a restart";
-  }
-  if (running.sentinel || fresh.sentinel) {
-    return "upstream.sentinel: a change to or of a Sentinel upstream needs a restart";
-  }
-  if (running.database != fresh.database) {
-    return "upstream.address: another database number needs a restart";
-  }
-  return {};
-}
-
 bool answers_pong(const upstream::CallResult& result) {
   return result.ok() && result.reply.starts_with("+PONG");
 }
@@ -326,7 +309,7 @@ bool answers_pong(const upstream::CallResult& result) {
 
 asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, config::Duration drain) {
   if (fresh == running_upstream_) co_return;  // unchanged: nothing rebuilt
-  if (auto why = why_upstream_needs_restart(running_upstream_, fresh); !why.empty()) {
+  if (auto why = upstream::why_reload_needs_restart(running_upstream_, fresh); !why.empty()) {
     spdlog::error("SIGHUP: {}; keeping the running upstream", why);
     upstream_reloads_.failed.fetch_add(1, std::memory_order_relaxed);
     co_return;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -32,6 +33,12 @@ struct SentinelStatus;
 // deadline, rarely enough to cost nothing next to client traffic.
 inline constexpr std::chrono::milliseconds kReadyProbeInterval{250};
 std::chrono::milliseconds ready_probe_deadline(const config::UpstreamSettings& settings);
+
+// Why a reload cannot switch from `running` to `fresh` in place, "" when it can. The process-wide
+// parts of a cluster (slot map, per-node tracking) and of a Sentinel (the watch) are built once,
+// and the cache holds the configured database only.
+std::string why_reload_needs_restart(const config::UpstreamSettings& running,
+                                     const config::UpstreamSettings& fresh);
 
 // Owns everything its Upstream uses; built, started and destroyed on its io thread.
 struct ThreadUpstream {
