@@ -376,7 +376,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       case ClusterStep::answered:
         return Action::done;
       case ClusterStep::link_failing:
-        if (waits_for_failover(client, upstream::ErrorKind::clusterdown)) {
+        if (waits_for_failover(client, upstream::ErrorKind::failing_over)) {
           return Action::wait_then_retry;
         }
         fail_transaction_link(client, tag, target, upstream::kErrPrimaryFailing);

@@ -53,7 +53,7 @@ Dispatcher::LinkStep Dispatcher::acquire_dedicated(ClientState& client, Path pat
 // as a keyed request does: upstream.failover_hold from its first try, then the error. Later
 // requests of the client wait behind it, so its commands keep their order.
 bool Dispatcher::waits_for_failover(ClientState& client, upstream::ErrorKind refusal) {
-  if (refusal != upstream::ErrorKind::clusterdown) {
+  if (refusal != upstream::ErrorKind::failing_over) {
     client.link_wait_since = {};
     return false;
   }

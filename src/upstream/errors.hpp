@@ -20,11 +20,12 @@ enum class ErrorKind : std::uint8_t {
   ask,                   // -ASK: this once, elsewhere
   tryagain,              // -TRYAGAIN: a slot being migrated
   clusterdown,           // -CLUSTERDOWN
-  busy,                  // -BUSY: a script or function is running
-  notbusy,               // -NOTBUSY: SCRIPT/FUNCTION KILL found nothing to kill
-  protocol,              // the upstream broke the protocol
-  refused,               // the server refused the connection (AUTH, TLS)
-  server,                // any other error reply of the server
+  failing_over,  // nothing sent: the server for these keys is failing; its replacement is due
+  busy,          // -BUSY: a script or function is running
+  notbusy,       // -NOTBUSY: SCRIPT/FUNCTION KILL found nothing to kill
+  protocol,      // the upstream broke the protocol
+  refused,       // the server refused the connection (AUTH, TLS)
+  server,        // any other error reply of the server
 };
 
 inline constexpr std::string_view kErrPrimaryFailing =

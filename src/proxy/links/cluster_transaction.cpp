@@ -82,7 +82,7 @@ ClusterStep held_transaction_step(upstream::Upstream& upstream, ClientState& cli
     return ClusterStep::answered;
   }
   if (const auto refusal = bind(upstream, client, slot, command)) {
-    if (*refusal == upstream::ErrorKind::clusterdown) return ClusterStep::link_failing;
+    if (*refusal == upstream::ErrorKind::failing_over) return ClusterStep::link_failing;
     fail_transaction_link(client, tag, target, upstream::kErrUnavailable);
     return ClusterStep::answered;
   }

@@ -93,7 +93,7 @@ SessionLinkResult ClusterUpstream::open_session_link(int partition, const Routed
     const int owner = routes.owner.empty() ? -1 : routes.owner[partition];
     if (owner < 0 || !routes.nodes[owner].healthy) {
       links_.request_refresh(RefreshReason::clusterdown);
-      return {nullptr, ErrorKind::clusterdown};
+      return {nullptr, ErrorKind::failing_over};
     }
   }
   return {router_.dedicated_for_slot(partition, command.affinity, command.protocol)};
