@@ -14,7 +14,7 @@
 #include "proxy/errors.hpp"
 #include "proxy/links/blocking_session.hpp"
 #include "proxy/links/client_unblock.hpp"
-#include "proxy/links/cluster_transaction.hpp"
+#include "proxy/links/partitioned_transaction.hpp"
 #include "proxy/links/queued_select.hpp"
 #include "proxy/links/subscriptions.hpp"
 #include "proxy/links/tracking_redirect.hpp"
@@ -372,16 +372,16 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       if (awaiting > 0) return Action::drain_then_retry;
       if (client.dedicated->in_flight() == 0) set_dedicated_aside(client);
     }
-    switch (cluster_transaction_step(client_upstream, client, row, command, tag, target)) {
-      case ClusterStep::answered:
+    switch (partitioned_transaction_step(client_upstream, client, row, command, tag, target)) {
+      case TransactionStep::answered:
         return Action::done;
-      case ClusterStep::link_failing:
+      case TransactionStep::link_failing:
         if (waits_for_failover(client, upstream::ErrorKind::failing_over)) {
           return Action::wait_then_retry;
         }
         fail_transaction_link(client, tag, target, upstream::kErrPrimaryFailing);
         return Action::done;
-      case ClusterStep::forward:
+      case TransactionStep::forward:
         client.link_wait_since = {};
         break;
     }

@@ -1,6 +1,6 @@
 // The held transaction: MULTI and keyless queued commands are kept as bytes and answered as Redis
 // would (+OK, +QUEUED); binding replays them on the new connection, their replies discarded.
-#include "proxy/links/cluster_transaction.hpp"
+#include "proxy/links/partitioned_transaction.hpp"
 
 #include <optional>
 
@@ -55,38 +55,38 @@ std::optional<upstream::ErrorKind> bind(upstream::Upstream& upstream, ClientStat
   return std::nullopt;
 }
 
-ClusterStep held_transaction_step(upstream::Upstream& upstream, ClientState& client,
-                                  const CommandSpec& row, const upstream::Routed& command, int slot,
-                                  std::uint64_t tag,
-                                  const std::shared_ptr<upstream::ReplyTarget>& target) {
+TransactionStep held_transaction_step(upstream::Upstream& upstream, ClientState& client,
+                                      const CommandSpec& row, const upstream::Routed& command,
+                                      int slot, std::uint64_t tag,
+                                      const std::shared_ptr<upstream::ReplyTarget>& target) {
   if (slot == upstream::kSpansPartitions) {
     refuse_cross_slot(upstream, client, tag, target);
-    return ClusterStep::answered;
+    return TransactionStep::answered;
   }
   if (row.change == StateChange::discard) {
     client.held_commands.clear();
     client.mode.apply(StateChange::discard, {});
     answer_status(target, tag, "OK");
-    return ClusterStep::answered;
+    return TransactionStep::answered;
   }
   if (row.change == StateChange::exec &&
       client.mode.state() == ConnectionMode::State::multi_aborted) {
     client.held_commands.clear();
     client.mode.apply(StateChange::discard, {});
     answer_error(target, tag, "EXECABORT Transaction discarded because of previous errors.");
-    return ClusterStep::answered;
+    return TransactionStep::answered;
   }
   if (slot == upstream::kAnyPartition && row.change != StateChange::exec) {
     client.held_commands.emplace_back(command.bytes);
     answer_status(target, tag, "QUEUED");
-    return ClusterStep::answered;
+    return TransactionStep::answered;
   }
   if (const auto refusal = bind(upstream, client, slot, command)) {
-    if (*refusal == upstream::ErrorKind::failing_over) return ClusterStep::link_failing;
+    if (*refusal == upstream::ErrorKind::failing_over) return TransactionStep::link_failing;
     fail_transaction_link(client, tag, target, upstream::kErrUnavailable);
-    return ClusterStep::answered;
+    return TransactionStep::answered;
   }
-  return ClusterStep::forward;
+  return TransactionStep::forward;
 }
 
 }  // namespace
@@ -99,28 +99,28 @@ void fail_transaction_link(ClientState& client, std::uint64_t tag,
   target->on_failure(tag, error);
 }
 
-ClusterStep cluster_transaction_step(upstream::Upstream& upstream, ClientState& client,
-                                     const CommandSpec& row, const upstream::Routed& command,
-                                     std::uint64_t tag,
-                                     const std::shared_ptr<upstream::ReplyTarget>& target) {
+TransactionStep partitioned_transaction_step(upstream::Upstream& upstream, ClientState& client,
+                                             const CommandSpec& row,
+                                             const upstream::Routed& command, std::uint64_t tag,
+                                             const std::shared_ptr<upstream::ReplyTarget>& target) {
   if (client.dedicated) {
     // Bound by WATCH or the transaction's first key: other partitions cannot join it.
     if (client.mode.holds_redis_state() && client.cluster_slot >= 0) {
       const int slot = upstream.partition_of(command);
       if (slot == upstream::kSpansPartitions || (slot >= 0 && slot != client.cluster_slot)) {
         refuse_cross_slot(upstream, client, tag, target);
-        return ClusterStep::answered;
+        return TransactionStep::answered;
       }
     }
-    return ClusterStep::forward;
+    return TransactionStep::forward;
   }
   if (row.change == StateChange::multi && !client.mode.in_multi()) {
     client.mode.apply(StateChange::multi, command.argv);
     client.held_commands.assign(1, std::string(command.bytes));
     answer_status(target, tag, "OK");
-    return ClusterStep::answered;
+    return TransactionStep::answered;
   }
-  if (!client.mode.in_multi()) return ClusterStep::forward;
+  if (!client.mode.in_multi()) return TransactionStep::forward;
   return held_transaction_step(upstream, client, row, command, upstream.partition_of(command), tag,
                                target);
 }

@@ -16,7 +16,7 @@
 
 namespace corral::proxy {
 
-enum class ClusterStep : std::uint8_t {
+enum class TransactionStep : std::uint8_t {
   forward,   // the dispatcher sends the request as usual (a bound connection is in place if due)
   answered,  // answered here (held, refused, or failed)
   // The transaction's slot has a failing primary: nothing was answered or sent; the dispatcher
@@ -26,10 +26,10 @@ enum class ClusterStep : std::uint8_t {
 
 // For a client of a partitioned upstream, before the dispatcher picks a connection for `row`
 // (`command` is the request as the upstream sees it).
-ClusterStep cluster_transaction_step(upstream::Upstream& upstream, ClientState& client,
-                                     const CommandSpec& row, const upstream::Routed& command,
-                                     std::uint64_t tag,
-                                     const std::shared_ptr<upstream::ReplyTarget>& target);
+TransactionStep partitioned_transaction_step(upstream::Upstream& upstream, ClientState& client,
+                                             const CommandSpec& row,
+                                             const upstream::Routed& command, std::uint64_t tag,
+                                             const std::shared_ptr<upstream::ReplyTarget>& target);
 
 // A held transaction whose link could not be opened: what was held is dropped, EXEC will answer
 // EXECABORT, and the request gets `error`.
