@@ -25,12 +25,6 @@ std::chrono::milliseconds ready_probe_deadline(const config::UpstreamSettings& s
 
 std::string why_reload_needs_restart(const config::UpstreamSettings& running,
                                      const config::UpstreamSettings& fresh) {
-  if (running.cluster || fresh.cluster) {
-    return "upstream.cluster: a change to or of a Redis Cluster upstream needs a restart";
-  }
-  if (running.sentinel || fresh.sentinel) {
-    return "upstream.sentinel: a change to or of a Sentinel upstream needs a restart";
-  }
   if (running.database != fresh.database) {
     return "upstream.address: another database number needs a restart";
   }

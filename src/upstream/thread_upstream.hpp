@@ -34,9 +34,8 @@ struct SentinelStatus;
 inline constexpr std::chrono::milliseconds kReadyProbeInterval{250};
 std::chrono::milliseconds ready_probe_deadline(const config::UpstreamSettings& settings);
 
-// Why a reload cannot switch from `running` to `fresh` in place, "" when it can. The process-wide
-// parts of a cluster (slot map, per-node tracking) and of a Sentinel (the watch) are built once,
-// and the cache holds the configured database only.
+// Why a reload cannot switch from `running` to `fresh` in place, "" when it can: any kind can
+// replace any other, but the cache holds the configured database only.
 std::string why_reload_needs_restart(const config::UpstreamSettings& running,
                                      const config::UpstreamSettings& fresh);
 

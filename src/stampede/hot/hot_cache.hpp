@@ -52,6 +52,8 @@ class HotCache {
     std::uint64_t generation = 0;  // generation() when link() answered
     std::string client_id;
   };
+  // `server` names the server within one upstream deployment: hot_link_name() tells apart the
+  // deployments a reload has side by side (two single Redis servers are both "").
   void link_up(const std::string& server, std::string client_id);
   void link_down(const std::string& server);
   std::optional<Link> link(const std::string& server) const;  // nullopt while none tracks
@@ -94,5 +96,13 @@ class HotCache {
   std::atomic<std::uint64_t> unstored_{0};
   std::array<std::atomic<std::uint64_t>, kHotEvictionReasons> evictions_{};
 };
+
+// The name a tracking link registers under, and a fill asks for: `server` of the upstream
+// deployment in use while every thread's UpstreamSwitch has generation `upstream_epoch`.
+inline std::string hot_link_name(std::uint64_t upstream_epoch, std::string_view server) {
+  std::string name(server);
+  if (upstream_epoch != 0) name += "#" + std::to_string(upstream_epoch);
+  return name;
+}
 
 }  // namespace corral::stampede

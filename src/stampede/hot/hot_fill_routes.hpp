@@ -2,6 +2,7 @@
 // their own to it, and the routed path for a fill that server turned away.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -28,6 +29,10 @@ struct HotFillRoutes {
   // GET `key` on the upstream's routed path, which absorbs MOVED, ASK and a failover; the outcome
   // never arrives from within the call.
   std::function<void(std::string_view key, std::shared_ptr<upstream::ReplyTarget> target)> reroute;
+  // The generation of the upstream in use (a reload that replaces it counts one more): fill
+  // connections opened before it changed belong to the previous upstream, and its tracking
+  // links are named by it (hot_link_name()). Optional: 0 when absent.
+  std::function<std::uint64_t()> upstream_epoch;
 
   explicit operator bool() const { return server_of && partition_of && connect && reroute; }
 };

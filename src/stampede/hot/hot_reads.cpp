@@ -178,11 +178,14 @@ class ExpiryTarget final : public upstream::ReplyTarget {
 HotReads::HotReads(HotCache& hot, HotFillRoutes routes, const cache::Clock& clock)
     : hot_(hot), routes_(std::move(routes)), clock_(clock) {}
 
-HotReads::~HotReads() {
+HotReads::~HotReads() { close_fill_links(); }
+
+void HotReads::close_fill_links() {
   for (auto& [server, link] : fill_links_) {
-    link.connection->set_unsolicited_target(nullptr);  // a shutdown, not a lost connection
+    link.connection->set_unsolicited_target(nullptr);  // ended here, not a lost connection
     link.connection->close();
   }
+  fill_links_.clear();
 }
 
 bool HotReads::serve(std::string_view key, std::uint64_t tag,
@@ -212,6 +215,12 @@ bool HotReads::serve(std::string_view key, std::uint64_t tag,
 }
 
 HotReads::FillLink* HotReads::fill_link(const std::string& server) {
+  // A reload replaced the upstream: the fill connections of the previous one go.
+  const auto epoch = routes_.upstream_epoch ? routes_.upstream_epoch() : 0;
+  if (epoch != fill_links_epoch_) {
+    close_fill_links();
+    fill_links_epoch_ = epoch;
+  }
   const auto found = fill_links_.find(server);
   if (found != fill_links_.end() &&
       found->second.connection->state() != upstream::Link::State::closed) {
@@ -237,7 +246,8 @@ std::shared_ptr<HotReads::Fill> HotReads::start_fill(std::string_view key) {
   const auto server = routes_.server_of(key);
   if (!server) return nullptr;
   // The server's tracking link, and the generation it is valid in.
-  const auto link = hot_.link(*server);
+  const auto epoch = routes_.upstream_epoch ? routes_.upstream_epoch() : 0;
+  const auto link = hot_.link(hot_link_name(epoch, *server));
   if (!link) return nullptr;
   auto* own = fill_link(*server);
   if (!own) return nullptr;

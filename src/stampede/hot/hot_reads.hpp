@@ -62,6 +62,7 @@ class HotReads : public std::enable_shared_from_this<HotReads> {
   std::shared_ptr<Fill> start_fill(std::string_view key);
   // The fill connection to `server`, opened (and named) when there is none; null when it cannot.
   FillLink* fill_link(const std::string& server);
+  void close_fill_links();
   void fill_ended(const std::string& key, const Fill* fill);
   // A fill the server turned away: its readers are answered by the routed path.
   void reroute(std::string_view key, std::shared_ptr<upstream::ReplyTarget> fill);
@@ -75,6 +76,7 @@ class HotReads : public std::enable_shared_from_this<HotReads> {
   std::uint64_t keys_version_ = ~std::uint64_t{0};
   // By server; a few (one per cluster primary), each closed when it fails and opened again.
   std::unordered_map<std::string, FillLink> fill_links_;
+  std::uint64_t fill_links_epoch_ = 0;  // routes_.upstream_epoch() when they were opened
   struct KeyHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view key) const {

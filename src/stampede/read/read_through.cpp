@@ -52,7 +52,8 @@ HotFillRoutes hot_routes(CacheRuntime& runtime, upstream::Upstream& upstream) {
         std::string bytes;
         resp::append_command(bytes, argv);
         upstream.fetch(argv, bytes, database, target);
-      }};
+      },
+      [&upstream] { return upstream.generation(); }};
 }
 }  // namespace
 

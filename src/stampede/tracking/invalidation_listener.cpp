@@ -121,12 +121,14 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
                                            const config::UpstreamSettings& upstream,
                                            CacheRuntime& runtime,
                                            std::function<void(std::string_view)> invalidated,
-                                           std::optional<NodeRole> role)
+                                           std::optional<NodeRole> role,
+                                           std::uint64_t upstream_epoch)
     : executor_(executor),
       upstream_(upstream),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
       role_(std::move(role)),
+      hot_link_name_(hot_link_name(upstream_epoch, role_ ? role_->server : std::string())),
       backoff_timer_(executor),
       liveness_timer_(executor) {}
 
@@ -388,10 +390,7 @@ HotCache* InvalidationListener::hot() const {
   return !role_ || role_->hot_link ? runtime_.hot() : nullptr;
 }
 
-const std::string& InvalidationListener::hot_server() const {
-  static const std::string kOneServer;
-  return role_ ? role_->server : kOneServer;
-}
+const std::string& InvalidationListener::hot_server() const { return hot_link_name_; }
 
 void InvalidationListener::flush(const std::vector<std::string>& prefixes) {
   if (auto* hot_cache = hot()) hot_cache->flush();

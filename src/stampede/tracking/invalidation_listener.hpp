@@ -57,7 +57,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   InvalidationListener(const boost::asio::any_io_executor& executor,
                        const config::UpstreamSettings& upstream, CacheRuntime& runtime,
                        std::function<void(std::string_view)> invalidated = {},
-                       std::optional<NodeRole> role = {});
+                       std::optional<NodeRole> role = {}, std::uint64_t upstream_epoch = 0);
   ~InvalidationListener();
 
   void start();
@@ -118,6 +118,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   std::function<void(std::string_view)> invalidated_;
   std::optional<Session> current_;  // the session tracking now (or just ended)
   std::optional<NodeRole> role_;
+  std::string hot_link_name_;  // the hot-key link's name in the HotCache (see hot_link_name())
   boost::asio::steady_timer backoff_timer_;
   boost::asio::steady_timer liveness_timer_;
   std::uint64_t gap_id_ = 0;  // the tracking gap this listener opened (0: none)

@@ -45,14 +45,24 @@ std::string slot_range(std::size_t first, std::size_t last) {
 }
 }  // namespace
 
-ClusterReadyProbe::ClusterReadyProbe(const asio::any_io_executor& executor, ClusterLinks& links,
+ClusterReadyProbe::ClusterReadyProbe(const asio::any_io_executor& executor,
+                                     std::shared_ptr<ClusterLinks> links,
                                      std::chrono::milliseconds interval,
                                      std::chrono::milliseconds deadline)
-    : executor_(executor), links_(links), interval_(interval), deadline_(deadline) {}
+    : executor_(executor),
+      links_(std::move(links)),
+      timer_(executor),
+      interval_(interval),
+      deadline_(deadline) {}
 
 void ClusterReadyProbe::start() {
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->loop(); }, asio::detached);
+}
+
+void ClusterReadyProbe::stop() {
+  stopped_ = true;
+  timer_.cancel();
 }
 
 std::string ClusterReadyProbe::not_ready_reason() const {
@@ -68,19 +78,19 @@ void ClusterReadyProbe::answered(const std::string& node, bool ok) {
 }
 
 asio::awaitable<void> ClusterReadyProbe::loop() {
-  asio::steady_timer timer(executor_);
-  for (;;) {
-    timer.expires_after(interval_);
+  auto self = shared_from_this();
+  while (!stopped_) {
+    timer_.expires_after(interval_);
     boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;
+    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || stopped_) co_return;
     judge();
     probe_primaries(std::chrono::steady_clock::now());
   }
 }
 
 void ClusterReadyProbe::probe_primaries(std::chrono::steady_clock::time_point now) {
-  const SlotMap& map = links_.routes();
+  const SlotMap& map = links_->routes();
   std::map<std::string, NodeProbe> kept;
   for (const int index : map.primaries) {
     const std::string node = config::format_endpoint(map.nodes[index].endpoint);
@@ -94,7 +104,7 @@ void ClusterReadyProbe::probe_primaries(std::chrono::steady_clock::time_point no
     // Affinity 0: the PING queues behind what clients wait for on that node, which is exactly
     // what readiness should measure. RESP2: the probe reads "+PONG".
     auto reply = std::make_shared<NodePingReply>(weak_from_this(), node);
-    if (links_.node_link(index, 0, 2).send(kPingCommand, reply, 0)) {
+    if (links_->node_link(index, 0, 2).send(kPingCommand, reply, 0)) {
       probe.outstanding = true;
       probe.sent_at = now;
     } else {
@@ -105,11 +115,11 @@ void ClusterReadyProbe::probe_primaries(std::chrono::steady_clock::time_point no
 }
 
 void ClusterReadyProbe::judge() {
-  const SlotMap& map = links_.routes();
+  const SlotMap& map = links_->routes();
   std::string reason;
   std::size_t ready = 0;
   if (map.primaries.empty()) {
-    const auto failure = links_.map_failure();
+    const auto failure = links_->map_failure();
     reason = failure.empty() ? "no slot map yet" : "no slot map yet: " + failure;
   }
   // Unserved slots (owner -1) are the cluster's own state: readiness asks only that what the
@@ -134,7 +144,7 @@ void ClusterReadyProbe::judge() {
   // A primary that stopped answering is being failed over, or was: the map that names its
   // successor is asked for now (the topology allows one refresh a second), not at the next
   // periodic refresh.
-  if (!reason.empty()) links_.request_refresh(RefreshReason::connection);
+  if (!reason.empty()) links_->request_refresh(RefreshReason::connection);
   slots_ready_.store(ready, std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   reason_ = std::move(reason);

@@ -21,10 +21,13 @@ namespace corral::upstream {
 
 class ClusterReadyProbe : public std::enable_shared_from_this<ClusterReadyProbe> {
  public:
-  // `links` (one io thread's cluster connections) must outlive the executor's run.
-  ClusterReadyProbe(const boost::asio::any_io_executor& executor, ClusterLinks& links,
-                    std::chrono::milliseconds interval, std::chrono::milliseconds deadline);
+  // `links`: one io thread's cluster connections (kept alive by the probe while it runs).
+  ClusterReadyProbe(const boost::asio::any_io_executor& executor,
+                    std::shared_ptr<ClusterLinks> links, std::chrono::milliseconds interval,
+                    std::chrono::milliseconds deadline);
+  // On the executor's thread.
   void start();
+  void stop();
 
   // Thread-safe: empty when ready, else why not (for /readyz's body and the log).
   std::string not_ready_reason() const;
@@ -46,7 +49,9 @@ class ClusterReadyProbe : public std::enable_shared_from_this<ClusterReadyProbe>
   void judge();
 
   boost::asio::any_io_executor executor_;
-  ClusterLinks& links_;
+  std::shared_ptr<ClusterLinks> links_;
+  boost::asio::steady_timer timer_;
+  bool stopped_ = false;  // executor thread only
   std::chrono::milliseconds interval_;
   std::chrono::milliseconds deadline_;
   std::map<std::string, NodeProbe> nodes_;  // by "host:port": node indexes change with the map

@@ -46,12 +46,14 @@ void Pool::close() {
     for (auto& connection : connections) connection->close();
   }
   shared_.clear();
-  for (auto* links : {&spare_, &returned_}) {
-    for (auto& [key, link] : *links) {
+  const auto close_all = [](auto& links) {
+    for (auto& [key, link] : links) {
       if (link) link->close();
     }
-    links->clear();
-  }
+    links.clear();
+  };
+  close_all(spare_);
+  close_all(returned_);
 }
 
 bool Pool::refused() const {
@@ -92,7 +94,7 @@ Connection& Pool::shared(int database, std::size_t affinity, int protocol) {
   return *connections[affinity % connections.size()];
 }
 
-std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
+std::shared_ptr<Link> Pool::dedicated(int database, int protocol) {
   // A link another session left clean is ready and costs no new connection.
   if (auto returned = std::exchange(returned_[{database, protocol}], nullptr)) {
     if (returned->state() == Link::State::ready) return returned;
@@ -111,16 +113,15 @@ std::shared_ptr<Connection> Pool::dedicated(int database, int protocol) {
 }
 
 void Pool::recycle_dedicated(std::shared_ptr<Link> link, int database, int protocol) {
-  auto connection = std::dynamic_pointer_cast<Connection>(link);
   auto& returned = returned_[{database, protocol}];
-  const bool usable = connection && connection->state() == Link::State::ready &&
-                      connection->in_flight() == 0 && !shared_.empty();
+  const bool usable =
+      link->state() == Link::State::ready && link->in_flight() == 0 && !shared_.empty();
   if (!usable || (returned && returned->state() == Link::State::ready)) {
     link->close();
     return;
   }
   if (returned) returned->close();
-  returned = std::move(connection);
+  returned = std::move(link);
 }
 
 std::shared_ptr<Connection> Pool::open_dedicated(int database, int protocol) {

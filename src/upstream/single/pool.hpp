@@ -46,7 +46,7 @@ class Pool final : public Links {
   // ahead of time (so the session's first command leaves without waiting for a connect and a
   // handshake, ahead of those of sessions that come after it), and a new spare is opened; or the
   // link an earlier session left clean (recycle_dedicated), which needs no new connection.
-  std::shared_ptr<Connection> dedicated(int database, int protocol = 2);
+  std::shared_ptr<Link> dedicated(int database, int protocol = 2);
 
   // Links: the same connections, for the proxy's dispatcher.
   bool send_shared(int database, std::size_t affinity, std::string_view command,
@@ -74,7 +74,7 @@ class Pool final : public Links {
   // One session link per (database, protocol) in use, opened before a session needs it.
   std::map<std::pair<int, int>, std::shared_ptr<Connection>> spare_;
   // One session link per (database, protocol) that a session left clean (recycle_dedicated).
-  std::map<std::pair<int, int>, std::shared_ptr<Connection>> returned_;
+  std::map<std::pair<int, int>, std::shared_ptr<Link>> returned_;
 };
 
 }  // namespace corral::upstream

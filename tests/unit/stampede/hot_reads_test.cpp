@@ -95,7 +95,8 @@ struct Servers {
         },
         [this](std::string_view key, std::shared_ptr<upstream::ReplyTarget> target) {
           rerouted.emplace_back(std::string(key), std::move(target));
-        }};
+        },
+        [this] { return upstream_epoch; }};
     reads = std::make_shared<HotReads>(hot, std::move(routes), clock);
   }
   static config::HotKeySettings settings() {
@@ -121,6 +122,7 @@ struct Servers {
   HotCache hot;
   std::map<std::string, std::shared_ptr<ServerLink>> links;
   std::vector<std::pair<std::string, std::shared_ptr<upstream::ReplyTarget>>> rerouted;
+  std::uint64_t upstream_epoch = 0;  // what the routes report as the upstream's generation
   std::shared_ptr<HotReads> reads;
 };
 
@@ -220,4 +222,25 @@ TEST_CASE("no fill is stored when the server refused the tracking redirect or a 
   CHECK(reader->replies == std::vector<std::string>{"$1\r\nv\r\n"});
   CHECK_FALSE(s.cached("a1"));
   CHECK(s.hot.fills(false) == 1);
+}
+
+TEST_CASE("after a reload replaced the upstream, fills wait for its link and use new connections",
+          "[hotkeys]") {
+  Servers s;
+  auto reader = std::make_shared<Reader>();
+  REQUIRE(s.served("a1", reader));
+  const auto first_n1 = s.links.at("n1");
+  s.answer_fill(*first_n1, "$1\r\nv\r\n");
+  REQUIRE(s.cached("a1"));
+  s.hot.invalidate("a1");
+  // The new upstream's link for n1 is not up yet: the link of the previous one ("n1", client
+  // 11) must not be used, and no fill goes out.
+  s.upstream_epoch = 1;
+  CHECK_FALSE(s.served("a1", reader));
+  s.hot.link_up(hot_link_name(1, "n1"), "31");
+  REQUIRE(s.served("a1", reader));
+  const auto second_n1 = s.links.at("n1");
+  REQUIRE(second_n1 != first_n1);
+  CHECK(first_n1->state() == upstream::Link::State::closed);
+  CHECK(second_n1->sent[1] == wire({"CLIENT", "TRACKING", "on", "REDIRECT", "31"}));
 }
