@@ -175,11 +175,6 @@ void InvalidationListener::serve_from(const config::Endpoint& server) {
   end_current_session();
 }
 
-void InvalidationListener::use_upstream(const config::UpstreamSettings& upstream) {
-  upstream_ = upstream;
-  end_current_session();
-}
-
 void InvalidationListener::end_current_session() {
   backoff_timer_.cancel();
   if (current_) {

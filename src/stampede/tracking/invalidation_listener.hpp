@@ -69,9 +69,6 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   // there. The gap between the two sessions is treated like any lost tracking link: cached
   // prefixes are revalidated on each read meanwhile, then flushed once the new session tracks.
   void serve_from(const config::Endpoint& server);
-  // The upstream was replaced by a reload (another address, credentials, TLS): the session
-  // moves to it the same way.
-  void use_upstream(const config::UpstreamSettings& upstream);
 
   // True while tracking is established (a gauge for metrics and CORRAL.STATS).
   bool tracking() const { return tracking_.load(std::memory_order_relaxed); }
