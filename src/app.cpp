@@ -54,7 +54,7 @@ struct App::ThreadParts {
         upstream(upstream::ThreadUpstream::upstream_of(upstream_parts)),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
-        keyed_caller(upstream.keyed_caller({cache.database(), 0})),
+        keyed_caller(upstream.keyed_caller({0})),
         read_through(io.get_executor(), cache, upstream),
         dispatcher(settings, upstream, info, &read_through, &cache) {
     dispatcher.set_keyed_caller(keyed_caller);
@@ -250,11 +250,6 @@ asio::awaitable<std::string> App::check_candidate(UpstreamDeployment& candidate)
 asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, config::Duration drain) {
   const auto running = deployment();
   if (fresh == running->settings()) co_return;  // unchanged: nothing rebuilt
-  if (auto why = upstream::why_reload_needs_restart(running->settings(), fresh); !why.empty()) {
-    spdlog::error("SIGHUP: {}; keeping the running upstream", why);
-    upstream_reloads_.failed.fetch_add(1, std::memory_order_relaxed);
-    co_return;
-  }
   if (upstream_checking_) {
     spdlog::error(
         "SIGHUP: the previous upstream change is still being checked; this one is not applied "

@@ -42,7 +42,7 @@ class FetchTarget final : public upstream::ReplyTarget {
 void RedisOrigin::fetch(std::span<const std::string_view> argv, FetchCallback done) {
   command_.clear();
   resp::append_command(command_, argv);
-  upstream_.fetch(argv, command_, database_,
+  upstream_.fetch(argv, command_, upstream_.database(),
                   std::make_shared<FetchTarget>(std::move(done), clock_));
 }
 

@@ -20,15 +20,15 @@ namespace corral::origin {
 class RedisOrigin final : public Origin {
  public:
   // `upstream` (this io thread's) must outlive the origin.
-  RedisOrigin(upstream::Upstream& upstream, int database, const cache::Clock& clock)
-      : upstream_(upstream), database_(database), clock_(clock) {}
+  // Fetches read the upstream's own database (Upstream::database()).
+  RedisOrigin(upstream::Upstream& upstream, const cache::Clock& clock)
+      : upstream_(upstream), clock_(clock) {}
 
   std::string_view name() const override { return "redis"; }
   void fetch(std::span<const std::string_view> argv, FetchCallback done) override;
 
  private:
   upstream::Upstream& upstream_;
-  int database_;
   const cache::Clock& clock_;
   std::string command_;  // reused encoding buffer: the connection copies it when queueing
 };

@@ -417,8 +417,8 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
       client.mode.state() == ConnectionMode::State::multi_aborted && client.dedicated) {
     return abort_transaction(client, tag, target);
   }
-  // The cache holds the configured database only; other databases pass through.
-  const bool cacheable = read_through_ && client.database == settings_.upstream.database;
+  // The cache holds the upstream's configured database only; other databases pass through.
+  const bool cacheable = read_through_ && client.database == upstream_.database();
   if (cacheable && !client.dedicated && (row.flags & kReadOnly) &&
       may_serve_cached(client, row, request.argv) &&
       read_through_->handle_read(

@@ -43,8 +43,8 @@ class KeyedCaller : public std::enable_shared_from_this<KeyedCaller> {
 // `failover_retries` * 100 ms. Give 0 to calls that must not run twice (a lost connection
 // leaves them run or not).
 // Redirects are followed up to the upstream's own upstream.max_redirects, not the caller's choice.
+// A keyed caller works in the upstream's own database (Upstream::database()).
 struct KeyedCallerOptions {
-  int database = 0;
   int failover_retries = 0;
 };
 

@@ -23,14 +23,6 @@ std::chrono::milliseconds ready_probe_deadline(const config::UpstreamSettings& s
   return timeout.count() > 0 ? timeout : std::chrono::milliseconds(2000);
 }
 
-std::string why_reload_needs_restart(const config::UpstreamSettings& running,
-                                     const config::UpstreamSettings& fresh) {
-  if (running.database != fresh.database) {
-    return "upstream.address: another database number needs a restart";
-  }
-  return {};
-}
-
 ThreadUpstream::ThreadUpstream(const boost::asio::any_io_executor& executor,
                                config::UpstreamSettings upstream_settings,
                                metrics::ThreadStats& stats, metrics::ProcessInfo& info,

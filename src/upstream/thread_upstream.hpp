@@ -34,11 +34,6 @@ struct SentinelStatus;
 inline constexpr std::chrono::milliseconds kReadyProbeInterval{250};
 std::chrono::milliseconds ready_probe_deadline(const config::UpstreamSettings& settings);
 
-// Why a reload cannot switch from `running` to `fresh` in place, "" when it can: any kind can
-// replace any other, but the cache holds the configured database only.
-std::string why_reload_needs_restart(const config::UpstreamSettings& running,
-                                     const config::UpstreamSettings& fresh);
-
 // Owns everything its Upstream uses; built, started and destroyed on its io thread.
 struct ThreadUpstream {
   // `topology` for a Redis Cluster, `sentinel` for a Sentinel-managed primary (with `replicas`

@@ -153,7 +153,10 @@ class Upstream {
   // server is unknown here or no connection can be opened. It does not reconnect.
   virtual std::shared_ptr<Link> open_own_link_to(std::string_view server, int database,
                                                  int protocol) = 0;
-  // Corral's own keyed conversations (fleet lock, versioned pointer, purge).
+  // The database of the configured address: where cache fills read and Corral's own keys live
+  // (a cluster has only 0). A reload may replace the upstream by one with another.
+  virtual int database() const { return 0; }
+  // Corral's own keyed conversations (fleet lock, versioned pointer, purge), in database().
   virtual std::shared_ptr<KeyedCaller> keyed_caller(const KeyedCallerOptions& options) = 0;
   // A cache fill: an idempotent read (GET-like, or MGET) of the configured database that waits
   // out a failover. The outcome never arrives from within the call.

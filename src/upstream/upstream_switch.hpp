@@ -65,6 +65,7 @@ class UpstreamSwitch final : public Upstream {
                           merge, client);
   }
   bool report_topology(std::string& reply) override { return current_->report_topology(reply); }
+  int database() const override { return current_->database(); }
   std::shared_ptr<Link> open_own_link(int database, int protocol) override;
   std::optional<std::string> server_of_key(std::string_view key) override {
     return current_->server_of_key(key);

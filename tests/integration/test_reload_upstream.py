@@ -194,3 +194,37 @@ def test_a_reload_with_the_same_upstream_rebuilds_nothing(two_redis):
     assert log_count(stack.corral, "upstream switched") == 0
     assert stack.corral.metric("corral_upstream_switches_total") == 0
     assert stack.corral.metric("corral_upstream_reload_failures_total") == 0
+
+
+def test_another_database_number_is_applied(two_redis):
+    stack, _ = two_redis
+    old_direct = stack.direct()
+    in_db3 = stack.redis.client(db=3)
+    old_direct.set("c:db", "zero")
+    in_db3.set("c:db", "three")
+    with stack.raw() as c:
+        assert c.call("GET", "c:db") == b"zero"
+    before = log_count(stack.corral, "SIGHUP: upstream switched")
+    stack.corral.overrides = harness.deep_merge(
+        stack.corral.overrides,
+        {"upstream": {"address": "redis://%s:%d/3" % (harness.HOST, stack.redis.port)}})
+    stack.corral.write_config()
+    stack.corral.signal(signal.SIGHUP)
+    harness.wait_until(lambda: log_count(stack.corral, "SIGHUP: upstream switched") > before,
+                       what="the switch to database 3")
+    # Until the new upstream's tracking is live, cached keys are revalidated on each read.
+    harness.wait_until(lambda: stack.corral.metric("corral_tracking_gaps") == 0,
+                       what="the switch's tracking gap closed")
+    with stack.redis.monitor() as monitor, stack.raw() as c:
+        # The cache now holds database 3: a client there is served from it after one fill...
+        assert c.call("SELECT", "3") == b"OK"
+        assert [c.call("GET", "c:db") for _ in range(5)] == [b"three"] * 5
+        # ...and database 0 passes through (its cached copy was flushed with the switch).
+        assert c.call("SELECT", "0") == b"OK"
+        assert [c.call("GET", "c:db") for _ in range(3)] == [b"zero"] * 3
+        # MONITOR shows commands in order: once this one is seen, so are the GETs before it.
+        assert c.call("GET", "reload:db:marker") is None
+        harness.wait_until(lambda: monitor.count("GET", "reload:db:marker") == 1,
+                           what="the marker GET in MONITOR")
+        assert monitor.count("GET", "c:db") == 1 + 3
+    assert stack.corral.metric("corral_upstream_switches_total") == 1

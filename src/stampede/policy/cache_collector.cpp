@@ -262,7 +262,8 @@ std::vector<MetricFamily> CacheCollector::Collect() const {
       MetricType::Counter, store.expirations);
   const auto& gaps = runtime_.tracking_gaps();
   add("corral_tracking_gaps",
-      "Tracking links down or silent after being live: their keys are revalidated on each read.",
+      "Tracking links down or silent after being live, or not yet live after an upstream switch: "
+      "their keys are revalidated on each read.",
       MetricType::Gauge, gaps.size());
   add("corral_tracking_silences_total",
       "Tracking links closed because they answered no PING within upstream.tracking_timeout.",

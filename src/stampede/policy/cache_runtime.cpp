@@ -22,7 +22,6 @@ CacheRuntime::CacheRuntime(const config::Settings& settings, const cache::Clock&
       clock_(clock),
       registry_(std::move(registry)),
       policies_(make_policy_set(settings.policies, nullptr)),
-      database_(settings.upstream.database),
       collector_(std::make_shared<CacheCollector>(*this)) {
   if (settings.hot_keys.cache) {
     hot_ = std::make_unique<HotCache>(settings.hot_keys);

@@ -67,8 +67,6 @@ class CacheRuntime {
   // Tag purges (CORRAL.INVALIDATE TAG) and the generation entries of tagged responses record.
   TagEpochs& tags() { return tags_; }
   const TagEpochs& tags() const { return tags_; }
-  // The database the cache holds (the upstream's configured one); others pass through.
-  int database() const { return database_; }
   // Bumped by every reload; io threads compare it (a plain atomic load) with the snapshot they
   // hold, so a request costs no shared_ptr reference count traffic.
   std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -125,7 +123,6 @@ class CacheRuntime {
   std::shared_ptr<prometheus::Registry> registry_;
   mutable std::mutex reload_mutex_;
   std::shared_ptr<const PolicySet> policies_;  // read with std::atomic_load
-  int database_;
   std::atomic<std::uint64_t> version_{0};
   std::atomic<bool> sweeper_claimed_{false};
   FleetWakeups fleet_wakeups_;

@@ -37,21 +37,20 @@ const GetShape kGetShape;
 // link, and a cluster node tracks only the keys read on it.
 HotFillRoutes hot_routes(CacheRuntime& runtime, upstream::Upstream& upstream) {
   if (runtime.hot() == nullptr) return {};
-  const int database = runtime.database();
   return {
       [&upstream](std::string_view key) { return upstream.server_of_key(key); },
       [&upstream](std::string_view key) {
         const std::string_view argv[] = {"GET", key};
         return upstream.partition_of({kGetShape, argv, {}});
       },
-      [&upstream, database](const std::string& server) {
-        return upstream.open_own_link_to(server, database, 2);
+      [&upstream](const std::string& server) {
+        return upstream.open_own_link_to(server, upstream.database(), 2);
       },
-      [&upstream, database](std::string_view key, std::shared_ptr<upstream::ReplyTarget> target) {
+      [&upstream](std::string_view key, std::shared_ptr<upstream::ReplyTarget> target) {
         const std::string_view argv[] = {"GET", key};
         std::string bytes;
         resp::append_command(bytes, argv);
-        upstream.fetch(argv, bytes, database, target);
+        upstream.fetch(argv, bytes, upstream.database(), target);
       },
       [&upstream] { return upstream.generation(); }};
 }
@@ -62,10 +61,10 @@ ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRunt
     : ReadThrough(
           executor, runtime,
           ReadThroughOptions{
-              std::make_shared<origin::RedisOrigin>(upstream, runtime.database(), runtime.clock()),
+              std::make_shared<origin::RedisOrigin>(upstream, runtime.clock()),
               nullptr, true,
               policy_origins(executor,
-                             upstream.keyed_caller({runtime.database(), kFleetFailoverRetries}),
+                             upstream.keyed_caller({kFleetFailoverRetries}),
                              runtime),
               hot_routes(runtime, upstream)}) {}
 

@@ -60,7 +60,8 @@ void SingleUpstream::answer_info(std::string_view info_command, std::string, boo
 }
 
 std::shared_ptr<KeyedCaller> SingleUpstream::keyed_caller(const KeyedCallerOptions& options) {
-  return make_single_caller(executor_, links_, options.database);
+  (void)options;  // one server: no failover to retry through
+  return make_single_caller(executor_, links_, database_);
 }
 
 void SingleUpstream::fetch(std::span<const std::string_view>, std::string_view bytes, int database,

@@ -26,6 +26,7 @@ class SingleUpstream final : public Upstream {
                               command.protocol);
   }
   bool partitioned() const override { return false; }
+  int database() const override { return database_; }
   int partition_of(const Routed&) override { return kAnyPartition; }
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
   void recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) override {

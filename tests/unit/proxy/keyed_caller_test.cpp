@@ -40,7 +40,7 @@ struct CallerFixture {
   boost::asio::io_context io;
   RecordingClusterLinks links;
   std::shared_ptr<upstream::KeyedCaller> caller =
-      upstream::make_cluster_caller(io.get_executor(), links, {0, 0}, 3);
+      upstream::make_cluster_caller(io.get_executor(), links, {0}, 3);
   CallReplies replies;
 
   void run() {
@@ -136,7 +136,7 @@ TEST_CASE("the upstream's keyed caller follows redirects up to upstream.max_redi
     auto settings = ClusterProxy::cluster_settings();
     settings.upstream.max_redirects = max_redirects;
     ClusterProxy c(settings);
-    auto caller = c.proxy.upstream->keyed_caller({0, 0});
+    auto caller = c.proxy.upstream->keyed_caller({0});
     CallReplies replies;
     const std::string key = key_on(7000);
     const auto slot = upstream::key_slot(key);
