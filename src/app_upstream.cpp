@@ -94,7 +94,7 @@ void UpstreamDeployment::start(bool connect) {
     // Its listener starts once the primary is known.
     start_sentinel_watch();
   } else if (listener_) {
-    asio::post(server.io(0), [listener = listener_] { listener->start(); });
+    asio::post(server.io(0), [self = shared_from_this()] { self->start_listener(); });
   }
 }
 
@@ -106,7 +106,8 @@ void UpstreamDeployment::stop() {
     asio::post(server.io(static_cast<int>(i)),
                [tracking = cluster_tracking_[i]] { tracking->stop(); });
   }
-  if (listener_) listener_->stop();
+  // A Sentinel's listener starts only once a primary is known.
+  if (listener_started_) listener_->stop();
   if (sentinel_watch_) sentinel_watch_->stop();
   if (replica_poller_) replica_poller_->stop();
   // Released on their own threads: a candidate that was never used holds the only reference.
@@ -196,6 +197,11 @@ std::string UpstreamDeployment::describe() const {
   return fmt::format("{}:{}", first.host, first.port);
 }
 
+void UpstreamDeployment::start_listener() {
+  if (std::exchange(listener_started_, true)) return;
+  listener_->start();
+}
+
 template <typename Apply>
 void UpstreamDeployment::on_every_sentinel_thread(Apply apply) {
   auto& server = context_.server;
@@ -211,8 +217,7 @@ void UpstreamDeployment::on_every_sentinel_thread(Apply apply) {
 void UpstreamDeployment::start_sentinel_watch() {
   upstream::SentinelWatch::Handlers handlers;
   std::weak_ptr<UpstreamDeployment> weak = weak_from_this();
-  handlers.primary_changed = [weak,
-                              listener_started = false](const config::Endpoint& primary) mutable {
+  handlers.primary_changed = [weak](const config::Endpoint& primary) {
     auto self = weak.lock();
     if (!self) return;
     self->on_every_sentinel_thread(
@@ -220,10 +225,7 @@ void UpstreamDeployment::start_sentinel_watch() {
     if (self->replica_poller_) self->replica_poller_->use_primary(primary);
     // The watch runs on the listener's thread: the listener moves with the primary.
     self->listener_->serve_from(primary);
-    if (!listener_started) {
-      listener_started = true;
-      self->listener_->start();
-    }
+    self->start_listener();
   };
   handlers.failover_starting = [weak] {
     if (auto self = weak.lock()) {

@@ -97,6 +97,8 @@ class UpstreamDeployment : public std::enable_shared_from_this<UpstreamDeploymen
 
  private:
   void start_sentinel_watch();
+  // On io thread 0, once (a Sentinel's when its primary is first known).
+  void start_listener();
   // Posts `apply` to every thread with that thread's Sentinel links.
   template <typename Apply>
   void on_every_sentinel_thread(Apply apply);
@@ -108,6 +110,7 @@ class UpstreamDeployment : public std::enable_shared_from_this<UpstreamDeploymen
 
   // One Redis and Sentinel: the one tracking listener, on io thread 0.
   std::shared_ptr<stampede::InvalidationListener> listener_;
+  bool listener_started_ = false;  // io thread 0 only
   // Redis Cluster: the slot map, every thread's per-node tracking, and readiness by slot.
   std::shared_ptr<upstream::Topology> topology_;
   std::vector<std::shared_ptr<stampede::ClusterInvalidation>> cluster_tracking_;
