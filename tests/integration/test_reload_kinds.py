@@ -118,6 +118,10 @@ def switch_under_load(stack, cluster, on_cluster):
         assert client.errors == [], (client.key, client.errors[:5])
         executed = int(old_direct.get(client.key) or 0) + int(on_cluster.get(client.key) or 0)
         assert executed == client.acknowledged, (client.key, executed, client.acknowledged)
+    print("switch under load: %d INCRs acknowledged, %d run by one Redis, %d by the cluster, "
+          "0 errors" % (sum(c.acknowledged for c in clients),
+                        sum(int(old_direct.get(c.key) or 0) for c in clients),
+                        sum(int(on_cluster.get(c.key) or 0) for c in clients)))
     corral = stack.corral
     # Cached from one Redis: flushed. Cached from the cluster: invalidated by its tracking.
     with stack.raw() as c:
