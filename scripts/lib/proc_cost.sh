@@ -93,7 +93,8 @@ cost_table() {
         [ "$rps" = n/a ] || rps=$(printf '%.0f' "$rps")
         cpu=$(cost_median "$workdir/cost.$key")
         sys=$(cost_median "$workdir/sys.$key")
-        top=$(awk 'NR == 1 { print $2 }' "$workdir/sys.$key" 2>/dev/null)
+        # No file when perf did not run (BENCH_SYSCALL_RUNS=0, or no perf): "n/a" below.
+        top=$(awk 'NR == 1 { print $2 }' "$workdir/sys.$key" 2>/dev/null || true)
         echo "| ${test^^} | $pipeline | $target | $rps | $cpu | $sys | ${top:-n/a} |" \
           "$(cost_ratio "$cpu" "$peer_cpu") | $(cost_ratio "$sys" "$peer_sys") |"
       done
