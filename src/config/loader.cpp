@@ -247,14 +247,6 @@ Field<UpstreamSettings> unless_zero(Field<UpstreamSettings> f, std::uint64_t Ups
   return f;
 }
 
-// A key that only a Sentinel upstream reads.
-Field<UpstreamSettings> sentinel_only(Field<UpstreamSettings> f) {
-  f.show = [show = std::move(f.show)](const UpstreamSettings& s) {
-    return s.sentinel ? show(s) : omitted();
-  };
-  return f;
-}
-
 const Table<UpstreamSettings>& upstream_table() {
   using S = UpstreamSettings;
   static const Table<S> table{
@@ -285,8 +277,9 @@ const Table<UpstreamSettings>& upstream_table() {
       duration("user_pool_idle_timeout", &S::user_pool_idle_timeout, Min::positive),
       section("tls", &S::tls, upstream_tls_table),
       replicated_only(choice("read_from", &S::read_from, kReadFrom)),
-      sentinel_only(unless_zero(size("max_replica_lag", &S::max_replica_lag), &S::max_replica_lag)),
-      sentinel_only(boolean("read_your_writes", &S::read_your_writes)),
+      replicated_only(
+          unless_zero(size("max_replica_lag", &S::max_replica_lag), &S::max_replica_lag)),
+      replicated_only(boolean("read_your_writes", &S::read_your_writes)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
       cluster_only(integer("max_redirects", &S::max_redirects, 0, 100)),
       cluster_only(duration("failover_hold", &S::failover_hold, Min::zero)),
@@ -310,8 +303,9 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
     r.error(locate(map, "read_from"), child(p, "read_from"),
             "only applies with upstream.cluster or upstream.sentinel");
   for (std::string_view key : {"max_replica_lag", "read_your_writes"}) {
-    if (!s.sentinel && has_key(map, key))
-      r.error(locate(map, key), child(p, key), "only applies with upstream.sentinel");
+    if (!s.cluster && !s.sentinel && has_key(map, key))
+      r.error(locate(map, key), child(p, key),
+              "only applies with upstream.cluster or upstream.sentinel");
   }
   if (!s.cluster) {
     for (std::string_view key :

@@ -72,10 +72,14 @@ TEST_CASE("type and range errors at the top level and in sections", "[config][er
        "t.yaml:3: upstream.max_redirects: only applies with upstream.cluster"},
       {"\nupstream:\n  address: redis://h:1\n  read_from: replica",
        "t.yaml:3: upstream.read_from: only applies with upstream.cluster or upstream.sentinel"},
-      {"\nupstream:\n  cluster: [redis://h:1]\n  max_replica_lag: 1mb",
-       "t.yaml:3: upstream.max_replica_lag: only applies with upstream.sentinel"},
+      {"\nupstream:\n  address: redis://h:1\n  max_replica_lag: 1mb",
+       "t.yaml:3: upstream.max_replica_lag: only applies with upstream.cluster or "
+       "upstream.sentinel"},
       {"\nupstream:\n  address: redis://h:1\n  read_your_writes: false",
-       "t.yaml:3: upstream.read_your_writes: only applies with upstream.sentinel"},
+       "t.yaml:3: upstream.read_your_writes: only applies with upstream.cluster or "
+       "upstream.sentinel"},
+      {"\nupstream:\n  cluster: [redis://h:1]\n  max_replica_lag: 0",
+       "t.yaml:3: upstream.max_replica_lag: must be > 0"},
       {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  max_replica_lag: 0",
        "t.yaml:3: upstream.max_replica_lag: must be > 0"},
       {"\nupstream:\n  cluster: [redis://h:1]\n  read_from: nearest",
