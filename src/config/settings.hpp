@@ -182,6 +182,9 @@ struct PolicySettings {
   Duration fetch_delay{0};  // added before every origin fetch: simulates a slow origin (benchmarks)
   Duration lock_ttl{0};     // fleet lock; 0: derived from the policy
   std::optional<VersionedSettings> versioned;
+  // Where fills read: the primary, or (prefer_replica, a Sentinel upstream with read_from set)
+  // a replica that has seen the last invalidation Corral received.
+  ReadFrom read_from = ReadFrom::primary;
 };
 
 // The proxy slowlog (docs/slowlog.md): requests slower than `threshold`, with their phases.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -26,13 +27,19 @@ struct ReplicaOffset {
   std::string primary;       // the name of the primary it replicates ("" for a Sentinel's)
 };
 
+struct PrimaryPoll {
+  std::uint64_t number = 0;
+  std::chrono::steady_clock::time_point started{};  // before the question was sent
+  std::uint64_t offset = 0;                         // master_repl_offset
+};
+
 struct ReplicaSnapshot {
-  using Polls = std::deque<std::pair<std::uint64_t, std::uint64_t>>;
+  using Polls = std::deque<PrimaryPoll>;
 
   // Replicas whose link to their primary is up and, with max_replica_lag, not further behind
   // than that.
   std::vector<ReplicaOffset> replicas;
-  // Per primary, (poll number, master_repl_offset) of its recent polls, oldest first.
+  // Per primary, its recent polls, oldest first.
   std::map<std::string, Polls, std::less<>> primary_polls;
 
   // The primary's offset as read by the first remembered poll numbered `poll` or later: nullopt
@@ -41,8 +48,19 @@ struct ReplicaSnapshot {
                                                     std::uint64_t poll) const {
     const auto it = primary_polls.find(primary);
     if (it == primary_polls.end()) return std::nullopt;
-    for (const auto& [number, offset] : it->second) {
-      if (number >= poll) return offset;
+    for (const auto& polled : it->second) {
+      if (polled.number >= poll) return polled.offset;
+    }
+    return std::nullopt;
+  }
+  // The primary's offset as read by the first remembered poll that started after `moment`
+  // (its question was sent after it): nullopt while none has finished.
+  std::optional<std::uint64_t> primary_offset_after(
+      std::string_view primary, std::chrono::steady_clock::time_point moment) const {
+    const auto it = primary_polls.find(primary);
+    if (it == primary_polls.end()) return std::nullopt;
+    for (const auto& polled : it->second) {
+      if (polled.started > moment) return polled.offset;
     }
     return std::nullopt;
   }
@@ -61,18 +79,20 @@ class ReplicaView {
   std::uint64_t begin_primary_poll() {
     return primary_polls_started_.fetch_add(1, std::memory_order_acq_rel) + 1;
   }
-  void finish_primary_poll(std::string_view primary, std::uint64_t poll, std::uint64_t offset) {
+  void finish_primary_poll(std::string_view primary, std::uint64_t poll, std::uint64_t offset,
+                           std::chrono::steady_clock::time_point started = {}) {
     std::lock_guard lock(mutex_);
     auto it = snapshot_.primary_polls.find(primary);
     if (it == snapshot_.primary_polls.end())
       it = snapshot_.primary_polls.emplace(std::string(primary), ReplicaSnapshot::Polls{}).first;
     auto& polls = it->second;
-    polls.emplace_back(poll, offset);
+    polls.push_back({poll, started, offset});
     while (polls.size() > kRememberedPolls) polls.pop_front();
     version_.fetch_add(1, std::memory_order_release);
   }
-  void finish_primary_poll(std::uint64_t poll, std::uint64_t offset) {
-    finish_primary_poll("", poll, offset);
+  void finish_primary_poll(std::uint64_t poll, std::uint64_t offset,
+                           std::chrono::steady_clock::time_point started = {}) {
+    finish_primary_poll("", poll, offset, started);
   }
   // The replicas, and the primaries still polled: the others' offsets are forgotten.
   void publish_replicas(std::vector<ReplicaOffset> replicas,

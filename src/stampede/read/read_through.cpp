@@ -2,6 +2,7 @@
 #include "stampede/read/read_through.hpp"
 
 #include "origin/redis_origin.hpp"
+#include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy/policy_origins.hpp"
@@ -54,6 +55,21 @@ HotFillRoutes hot_routes(CacheRuntime& runtime, upstream::Upstream& upstream) {
         upstream.fetch(argv, bytes, database, target);
       }};
 }
+
+// A fill may read a replica when every key it reads is cached under a policy with read_from:
+// prefer_replica (MGET's keys may fall under several policies).
+origin::RedisOrigin::ReplicaFills replica_fills(CacheRuntime& runtime) {
+  return [&runtime](std::span<const std::string_view> argv) {
+    if (argv.size() < 2) return false;
+    const auto policies = runtime.policies();
+    const std::size_t last = resp::iequals(argv[0], "mget") ? argv.size() : 2;
+    for (std::size_t i = 1; i < last; ++i) {
+      const auto* policy = policies->find(argv[i]);
+      if (policy == nullptr || policy->read_from != config::ReadFrom::prefer_replica) return false;
+    }
+    return true;
+  };
+}
 }  // namespace
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,
@@ -61,7 +77,9 @@ ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRunt
     : ReadThrough(
           executor, runtime,
           ReadThroughOptions{
-              std::make_shared<origin::RedisOrigin>(upstream, runtime.database(), runtime.clock()),
+              std::make_shared<origin::RedisOrigin>(upstream, runtime.database(), runtime.clock(),
+                                                    replica_fills(runtime),
+                                                    &runtime.invalidation_mark()),
               nullptr, true,
               policy_origins(executor,
                              upstream.keyed_caller({runtime.database(), kFleetFailoverRetries}),

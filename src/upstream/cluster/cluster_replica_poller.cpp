@@ -4,6 +4,7 @@
 // that started after a write's answer includes that write.
 #include "upstream/cluster/cluster_replica_poller.hpp"
 
+#include <chrono>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
@@ -63,13 +64,14 @@ awaitable<void> ClusterReplicaPoller::poll_round() {
   // Numbered before any primary is asked: a client whose write was acknowledged before this
   // number was taken finds its write inside the offset this round reads of its primary.
   const auto round = view_->begin_primary_poll();
+  const auto started = std::chrono::steady_clock::now();
   std::vector<std::string> primaries;
   std::map<int, std::optional<std::uint64_t>> primary_offsets;  // by node index
   for (const int p : map->primaries) {
     if (stopping_) co_return;
     const auto name = config::format_endpoint(map->nodes[p].endpoint);
     const auto offset = co_await offsets_.primary_offset(map->nodes[p].endpoint);
-    if (offset) view_->finish_primary_poll(name, round, *offset);
+    if (offset) view_->finish_primary_poll(name, round, *offset, started);
     primary_offsets[p] = offset;
     primaries.push_back(name);
   }

@@ -4,6 +4,7 @@
 #include "upstream/sentinel/replica_poller.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -105,8 +106,9 @@ awaitable<std::optional<std::uint64_t>> ReplicaPoller::poll_primary() {
   // Numbered before it is sent: a client whose write was acknowledged before this number was
   // taken finds its write inside the offset this poll reads.
   const auto poll = view_->begin_primary_poll();
+  const auto started = std::chrono::steady_clock::now();
   const auto offset = co_await offsets_.primary_offset(*primary_);
-  if (offset) view_->finish_primary_poll(poll, *offset);
+  if (offset) view_->finish_primary_poll(poll, *offset, started);
   co_return offset;
 }
 

@@ -105,6 +105,24 @@ ReplicaReads::ReadChoice ReplicaReads::pick_replica(std::size_t client, int data
   return {ReadPlace::no_usable_replica};
 }
 
+bool ReplicaReads::fill(std::string_view bytes, int database,
+                        std::optional<std::chrono::steady_clock::time_point> seen,
+                        const std::shared_ptr<ReplyTarget>& target) {
+  if (!seen) return false;
+  sync_replicas();
+  const auto need = snapshot_.primary_offset_after("", *seen);
+  if (!need) return false;
+  std::vector<Pool*> qualified;
+  for (const auto& replica : snapshot_.replicas) {
+    if (replica.offset < *need) continue;
+    auto& pool = pools_[config::format_endpoint(replica.address)];
+    if (pool->shared(database, 0, 2).state() == Link::State::ready) qualified.push_back(pool.get());
+  }
+  if (qualified.empty()) return false;
+  Pool* pool = qualified[fills_++ % qualified.size()];
+  return pool->send_shared(database, 0, bytes, target, 0, 2);
+}
+
 void ReplicaReads::sync_replicas() {
   const auto version = view_->version();
   if (version == seen_version_) return;

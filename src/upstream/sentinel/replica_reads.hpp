@@ -3,10 +3,12 @@
 // each client's reads kept on the primary until the replica has its acknowledged writes.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -40,6 +42,12 @@ class ReplicaReads {
 
   // Upstream::send's contract.
   bool send(const Routed& command, std::uint64_t tag, const std::shared_ptr<ReplyTarget>& target);
+  // A cache fill on a usable replica whose offset has reached the primary's offset polled after
+  // `seen` (Upstream::fetch_from_replica); false, with nothing sent, when there is none: the
+  // caller fills from the primary.
+  bool fill(std::string_view bytes, int database,
+            std::optional<std::chrono::steady_clock::time_point> seen,
+            const std::shared_ptr<ReplyTarget>& target);
 
  private:
   bool send_write(const Routed& command, std::uint64_t tag,
@@ -62,6 +70,7 @@ class ReplicaReads {
   ReplicaSnapshot snapshot_;
   std::map<std::string, std::shared_ptr<Pool>> pools_;  // by "host:port"
   std::shared_ptr<WriteLedger> ledger_;
+  std::size_t fills_ = 0;  // spreads fills over the replicas that qualify
 };
 
 }  // namespace corral::upstream

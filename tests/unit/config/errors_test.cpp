@@ -123,6 +123,17 @@ TEST_CASE("policy errors name the policy index and key", "[config][errors]") {
       {"\npolicies:\n  - just a string",
        "t.yaml:2: policies[0]: expected a map with prefix, ttl, ..."},
       {"\npolicies:\n  - ttl: 5s", "t.yaml:2: policies[0]: missing required key prefix"},
+      {"\npolicies:\n  - {prefix: a, read_from: prefer_replica}",
+       "t.yaml:2: policies[0].read_from: prefer_replica needs upstream.sentinel with "
+       "upstream.read_from set (the replicas whose offsets Corral polls)"},
+      {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  read_from: "
+       "prefer_replica\npolicies:\n  - {prefix: a, read_from: replica}",
+       "t.yaml:5: policies[0].read_from: must be primary or prefer_replica: a fill goes to the "
+       "primary when no replica has seen the last invalidation"},
+      {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  read_from: "
+       "prefer_replica\npolicies:\n  - {prefix: a, read_from: prefer_replica, origin: {http: "
+       "\"http://h/{key}\"}}",
+       "t.yaml:5: policies[0].read_from: needs origin: redis"},
       {"\npolicies:\n  - prefix: \"\"", "t.yaml:2: policies[0].prefix: must not be empty"},
       {"\npolicies:\n  - prefix: a\n  - prefix: b\n  - prefix: a",
        "t.yaml:4: policies[2].prefix: duplicate prefix \"a\" (also policies[0])"},
