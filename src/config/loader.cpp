@@ -385,18 +385,19 @@ void check_hot_keys(Reader& r, const YAML::Node& map, const std::string& p, HotK
             "must be >= " + format_size(kMinHotCacheBytes));
 }
 
-// A policy's read_from reads the replicas the upstream follows: a Sentinel upstream whose
-// replicas are polled (upstream.read_from set). Fills from a cluster's replicas are not built.
+// A policy's read_from reads the replicas the upstream follows: a Sentinel or cluster upstream
+// whose replicas' offsets are polled (upstream.read_from set).
 void check_fill_sources(Reader& r, const YAML::Node& root, const Settings& s) {
-  const bool replicas_polled = s.upstream.sentinel && s.upstream.read_from != ReadFrom::primary;
+  const bool replicas_polled =
+      (s.upstream.sentinel || s.upstream.cluster) && s.upstream.read_from != ReadFrom::primary;
   if (replicas_polled || !root.IsMap() || !has_key(root, "policies")) return;
   const YAML::Node policies = root["policies"];
   if (!policies.IsSequence()) return;
   for (std::size_t i = 0; i < s.policies.size() && i < policies.size(); ++i) {
     if (s.policies[i].read_from != ReadFrom::prefer_replica) continue;
     r.error(locate(policies[i], "read_from"), child(item("policies", i), "read_from"),
-            "prefer_replica needs upstream.sentinel with upstream.read_from set (the replicas "
-            "whose offsets Corral polls)");
+            "prefer_replica needs upstream.sentinel or upstream.cluster with upstream.read_from "
+            "set (the replicas whose offsets Corral polls)");
   }
 }
 

@@ -5,7 +5,9 @@
 # replication stream alone (its PSYNC connection) while Corral's traffic flows as usual: the
 # writer never reads an older value than its acknowledged write (and does without
 # read_your_writes), a replica further behind than max_replica_lag gets no reads (and does
-# without it), and replica-only reads are refused when no replica of the slot is usable.
+# without it), replica-only reads are refused when no replica of the slot is usable, and a
+# policy's fills (read_from: prefer_replica) read a replica only once it has seen the last
+# invalidation Corral received.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q -rA test_cluster_replicas.py
 import os
 import sys
@@ -14,7 +16,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from cluster_process import ClusterNodes, corral_overrides  # noqa: E402
+from cluster_process import ClusterNodes, corral_overrides, wait_tracking_flushed  # noqa: E402
 from harness import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's cluster upstream")
@@ -34,10 +36,12 @@ def cluster():
 def start_corral(cluster, request):
     started = []
 
-    def start(**upstream):
+    def start(policies=None, **upstream):
         config = {"threads": 2,
                   "upstream": dict({"connect_timeout": "300ms", "command_timeout": "2s",
                                     "reconnect_backoff_max": "200ms"}, **upstream)}
+        if policies:
+            config["policies"] = policies
         corral = harness.Corral(cluster.workdir, 0, corral_overrides(cluster.seeds(), config),
                                 name="corral-%d" % len(started)).start()
         started.append(corral)
@@ -183,3 +187,71 @@ def test_replica_only_reads_are_refused_when_no_replica_is_within_the_lag(cluste
     cluster.relay(primary).resume(conn=link)
     wait_until(lambda: get_on_new_connections(corral, key, 1) == [b"v1"], 10,
                what="replica reads again once the replica caught up")
+
+
+# Fills of this policy may read a replica (read_from: prefer_replica).
+FILL_POLICY = {"prefix": "f:", "origin": "redis", "ttl": "1h", "beta": 0, "jitter": 0,
+               "read_from": "prefer_replica"}
+
+
+def info_calls(cluster, port):
+    return cluster.node(port).info("commandstats").get("cmdstat_info", {}).get("calls", 0)
+
+
+def start_filling_corral(cluster, start_corral, tag):
+    """A Corral whose f: fills may read replicas, tracking every primary, and f:{tag} keys
+    whose fills it has seen reach the replica of their primary; returns (corral, primary,
+    replica)."""
+    corral = start_corral(read_from="prefer_replica", policies=[FILL_POLICY])
+    wait_tracking_flushed(corral, 2 * len(cluster.primaries()))
+    primary = cluster.owner_of("f:{%s}k" % tag)
+    replica = cluster.replica_of(primary)
+    node = cluster.node(primary)
+    for i in range(50):
+        node.set("f:{%s}a%d" % (tag, i), i)
+    wait_until(lambda: caught_up(cluster, primary), 10, what="the replica caught up")
+    keys = iter(["f:{%s}a%d" % (tag, i) for i in range(50)])
+
+    def fill_on_replica():
+        key = next(keys)
+        before = gets(cluster, replica), gets(cluster, primary)
+        with harness.Raw(corral.port, timeout=5) as r:
+            r.call("GET", key)
+        return (gets(cluster, replica), gets(cluster, primary)) == (before[0] + 1, before[1])
+    wait_until(fill_on_replica, 5, what="a fill on replica %d" % replica)
+    return corral, primary, replica
+
+
+def test_fills_read_a_replica_that_has_seen_the_last_invalidation(cluster, start_corral):
+    start_filling_corral(cluster, start_corral, "d")
+
+
+def test_a_fill_after_an_invalidation_never_reads_a_replica_that_lacks_the_write(
+        cluster, start_corral):
+    corral, primary, replica = start_filling_corral(cluster, start_corral, "e")
+    key = "f:{e}k"
+    cluster.node(primary).set(key, "v1")
+    wait_until(lambda: caught_up(cluster, primary), 10, what="the replica caught up")
+    reader = harness.Raw(corral.port, timeout=5)
+    link = replication_link(cluster, primary)
+    try:
+        assert reader.call("GET", key) == b"v1"
+        # The replica stops receiving the stream (its link stays up: still usable for reads).
+        cluster.relay(primary).stall(direction="down", conn=link)
+        invalidations = corral.metric("corral_cache_invalidations_total", source="tracking")
+        cluster.node(primary).set(key, "v2")
+        wait_until(lambda: corral.metric("corral_cache_invalidations_total",
+                                         source="tracking") > invalidations, 5,
+                   what="the write's invalidation in Corral")
+        # Corral's poller asks the primary's INFO every 100 ms: after 3 more, a poll that
+        # started after the invalidation has finished, so the fill is placed by offsets.
+        infos = info_calls(cluster, primary)
+        wait_until(lambda: info_calls(cluster, primary) >= infos + 3, 5,
+                   what="polls after the write")
+        replica_gets, primary_gets = gets(cluster, replica), gets(cluster, primary)
+        assert [reader.call("GET", key) for _ in range(5)] == [b"v2"] * 5
+        assert gets(cluster, replica) == replica_gets
+        assert gets(cluster, primary) - primary_gets == 1  # one fill, then served from cache
+    finally:
+        reader.close()
+        cluster.relay(primary).resume(conn=link)

@@ -75,6 +75,12 @@ int ClusterCommand::pick_node() {
   }
   const int owner = routes.owner[options_.slot];
   if (owner < 0) return -1;
+  if (options_.replica_fill.wanted && options_.replica_fill.seen) {
+    if (auto* reads = links_.replica_reads()) {
+      const int replica = reads->pick_fill(routes, owner, *options_.replica_fill.seen);
+      if (replica >= 0) return replica;
+    }
+  }
   if (options_.read_only && options_.read_from != config::ReadFrom::primary) {
     if (auto* reads = links_.replica_reads()) return pick_by_offsets(*reads, owner);
     std::vector<int> replicas = routes.replicas_of(owner);

@@ -40,6 +40,13 @@ struct ClusterCommandOptions {
   // so a failover delays a fetch instead of failing it (and tripping the policy's breaker).
   int unreachable_retries = 0;
   config::ReadFrom read_from = config::ReadFrom::primary;
+  // A cache fill that may read a replica of the slot's primary holding what the primary held
+  // after `seen` (Upstream::fetch_from_replica); the primary otherwise.
+  struct ReplicaFill {
+    bool wanted = false;
+    std::optional<std::chrono::steady_clock::time_point> seen;
+  };
+  ReplicaFill replica_fill;
 };
 
 // The error a command gets when its slot has no reachable primary in the map (fail fast).

@@ -81,6 +81,24 @@ ClusterReplicaReads::Pick ClusterReplicaReads::pick(const SlotMap& routes, int o
   return {Place::replica, candidates[client % candidates.size()]};
 }
 
+int ClusterReplicaReads::pick_fill(const SlotMap& routes, int owner,
+                                   std::chrono::steady_clock::time_point seen) {
+  sync();
+  const auto primary = config::format_endpoint(routes.nodes[owner].endpoint);
+  const auto need = snapshot_.primary_offset_after(primary, seen);
+  if (!need) return -1;
+  std::vector<int> candidates;
+  for (const int r : routes.replicas_of(owner)) {
+    if (!routes.nodes[r].healthy) continue;
+    const auto it = usable_.find(config::format_endpoint(routes.nodes[r].endpoint));
+    if (it == usable_.end() || it->second->primary != primary || it->second->offset < *need)
+      continue;
+    candidates.push_back(r);
+  }
+  if (candidates.empty()) return -1;
+  return candidates[fills_++ % candidates.size()];
+}
+
 std::shared_ptr<ReplyTarget> ClusterReplicaReads::track_write(ClusterLinks& links,
                                                               std::size_t client, int slot,
                                                               std::shared_ptr<ReplyTarget> target) {

@@ -4,6 +4,7 @@
 // acknowledged on that primary. Also wraps clients' writes so that the ledger sees them.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -33,6 +34,10 @@ class ClusterReplicaReads {
   // Where `client`'s read of a slot that `owner` serves in `routes` goes.
   Pick pick(const SlotMap& routes, int owner, std::size_t client);
 
+  // A replica of `owner` for a cache fill: one whose offset has reached the primary's offset
+  // polled after `seen` (the tracking link's last message); -1: none, the primary fills.
+  int pick_fill(const SlotMap& routes, int owner, std::chrono::steady_clock::time_point seen);
+
   bool tracks_writes() const { return read_your_writes_; }
   // `target` wrapped so that the ledger counts the write of `client` to `slot` (-1: a write
   // without one slot, counted against every primary) until it is answered. The primary that
@@ -49,6 +54,7 @@ class ClusterReplicaReads {
   ReplicaSnapshot snapshot_;
   std::map<std::string, const ReplicaOffset*, std::less<>> usable_;  // by "host:port"
   std::shared_ptr<WriteLedger> ledger_;
+  std::size_t fills_ = 0;  // spreads fills over the replicas that qualify
 };
 
 }  // namespace corral::upstream

@@ -124,8 +124,8 @@ TEST_CASE("policy errors name the policy index and key", "[config][errors]") {
        "t.yaml:2: policies[0]: expected a map with prefix, ttl, ..."},
       {"\npolicies:\n  - ttl: 5s", "t.yaml:2: policies[0]: missing required key prefix"},
       {"\npolicies:\n  - {prefix: a, read_from: prefer_replica}",
-       "t.yaml:2: policies[0].read_from: prefer_replica needs upstream.sentinel with "
-       "upstream.read_from set (the replicas whose offsets Corral polls)"},
+       "t.yaml:2: policies[0].read_from: prefer_replica needs upstream.sentinel or "
+       "upstream.cluster with upstream.read_from set (the replicas whose offsets Corral polls)"},
       {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  read_from: "
        "prefer_replica\npolicies:\n  - {prefix: a, read_from: replica}",
        "t.yaml:5: policies[0].read_from: must be primary or prefer_replica: a fill goes to the "
