@@ -27,11 +27,11 @@ constexpr std::chrono::milliseconds kPollInterval{100};
 
 ClusterReplicaPoller::ClusterReplicaPoller(const asio::any_io_executor& executor,
                                            const config::UpstreamSettings& settings,
-                                           const Topology& topology,
+                                           std::weak_ptr<const Topology> topology,
                                            std::shared_ptr<ReplicaView> view)
     : executor_(executor),
       settings_(settings),
-      topology_(topology),
+      topology_(std::move(topology)),
       view_(std::move(view)),
       timer_(executor),
       offsets_(executor, settings) {}
@@ -59,7 +59,13 @@ awaitable<void> ClusterReplicaPoller::poll_loop() {
 }
 
 awaitable<void> ClusterReplicaPoller::poll_round() {
-  const auto map = topology_.current();
+  std::shared_ptr<const SlotMap> map;
+  if (const auto topology = topology_.lock()) {
+    map = topology->current();  // the topology is not held across the round's awaits
+  } else {
+    stopping_ = true;
+    co_return;
+  }
   if (!map) co_return;
   // Numbered before any primary is asked: a client whose write was acknowledged before this
   // number was taken finds its write inside the offset this round reads of its primary.

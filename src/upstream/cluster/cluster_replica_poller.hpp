@@ -26,10 +26,10 @@ class Topology;
 
 class ClusterReplicaPoller : public std::enable_shared_from_this<ClusterReplicaPoller> {
  public:
-  // `topology` is read, not owned: it owns this poller and stops it before it goes.
+  // `topology` owns this poller and stops it; the poller ends when it is gone too.
   ClusterReplicaPoller(const boost::asio::any_io_executor& executor,
-                       const config::UpstreamSettings& settings, const Topology& topology,
-                       std::shared_ptr<ReplicaView> view);
+                       const config::UpstreamSettings& settings,
+                       std::weak_ptr<const Topology> topology, std::shared_ptr<ReplicaView> view);
 
   void start();
   void stop();
@@ -40,7 +40,7 @@ class ClusterReplicaPoller : public std::enable_shared_from_this<ClusterReplicaP
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings settings_;
-  const Topology& topology_;
+  std::weak_ptr<const Topology> topology_;
   std::shared_ptr<ReplicaView> view_;
   bool stopping_ = false;
   boost::asio::steady_timer timer_;

@@ -59,18 +59,18 @@ std::string_view refresh_reason_name(RefreshReason reason) {
 
 Topology::Topology(const asio::any_io_executor& executor, const config::UpstreamSettings& settings)
     : executor_(executor), settings_(settings), periodic_timer_(executor), pace_timer_(executor) {
-  if (settings_.read_from != config::ReadFrom::primary) {
-    replicas_ = std::make_shared<ReplicaView>();
-    replica_poller_ =
-        std::make_shared<ClusterReplicaPoller>(executor_, settings_, *this, replicas_);
-  }
+  if (settings_.read_from != config::ReadFrom::primary) replicas_ = std::make_shared<ReplicaView>();
 }
 
 Topology::~Topology() = default;
 
 void Topology::start() {
   request_refresh(RefreshReason::startup);
-  if (replica_poller_) replica_poller_->start();
+  if (replicas_) {
+    replica_poller_ =
+        std::make_shared<ClusterReplicaPoller>(executor_, settings_, weak_from_this(), replicas_);
+    replica_poller_->start();
+  }
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->periodic(); }, asio::detached);
 }
