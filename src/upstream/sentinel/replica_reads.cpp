@@ -115,8 +115,10 @@ bool ReplicaReads::fill(std::string_view bytes, int database,
   std::vector<Pool*> qualified;
   for (const auto& replica : snapshot_.replicas) {
     if (replica.offset < *need) continue;
-    auto& pool = pools_[config::format_endpoint(replica.address)];
-    if (pool->shared(database, 0, 2).state() == Link::State::ready) qualified.push_back(pool.get());
+    const auto it = pools_.find(config::format_endpoint(replica.address));
+    if (it == pools_.end()) continue;
+    if (it->second->shared(database, 0, 2).state() == Link::State::ready)
+      qualified.push_back(it->second.get());
   }
   if (qualified.empty()) return false;
   Pool* pool = qualified[fills_++ % qualified.size()];
