@@ -132,6 +132,32 @@ def test_the_writer_reads_its_writes_while_replication_is_slowed(cluster, start_
         other.close()
 
 
+def test_read_your_writes_is_kept_per_primary(cluster, start_corral):
+    """A write to one primary keeps the writer's reads of that primary's slots on it, not its
+    reads of another primary's slots: those go to that primary's replica at once."""
+    corral = start_corral(read_from="prefer_replica")
+    written = "ryw:{a}k"
+    primary = cluster.owner_of(written)
+    other = next("ryw:{%s}k" % tag for tag in "bcdefgh"
+                 if cluster.owner_of("ryw:{%s}k" % tag) != primary)
+    other_primary = cluster.owner_of(other)
+    other_replica = cluster.replica_of(other_primary)
+    cluster.node(other_primary).set(other, "o")
+    wait_until(lambda: caught_up(cluster, other_primary), 10, what="the replica caught up")
+    wait_replica_serving(corral, cluster, other_replica, other)
+    link = replication_link(cluster, primary)
+    cluster.relay(primary).latency(REPLICATION_DELAY, direction="down", conn=link)
+    with harness.Raw(corral.port, timeout=5) as writer:
+        for i in range(10):
+            value = b"%d" % i
+            assert writer.call("SET", written, value) == b"OK"
+            before = gets(cluster, other_replica), gets(cluster, other_primary)
+            assert writer.call("GET", other) == b"o"
+            assert (gets(cluster, other_replica), gets(cluster, other_primary)) == \
+                (before[0] + 1, before[1])
+            assert writer.call("GET", written) == value
+
+
 @pytest.mark.parametrize("max_replica_lag", ["1kb", None])
 def test_max_replica_lag_leaves_a_lagging_replica_out(cluster, start_corral, max_replica_lag):
     limit = {"max_replica_lag": max_replica_lag} if max_replica_lag else {}
