@@ -247,14 +247,6 @@ Field<UpstreamSettings> unless_zero(Field<UpstreamSettings> f, std::uint64_t Ups
   return f;
 }
 
-// A key that only a Sentinel upstream reads.
-Field<UpstreamSettings> sentinel_only(Field<UpstreamSettings> f) {
-  f.show = [show = std::move(f.show)](const UpstreamSettings& s) {
-    return s.sentinel ? show(s) : omitted();
-  };
-  return f;
-}
-
 const Table<UpstreamSettings>& upstream_table() {
   using S = UpstreamSettings;
   static const Table<S> table{
@@ -285,8 +277,9 @@ const Table<UpstreamSettings>& upstream_table() {
       duration("user_pool_idle_timeout", &S::user_pool_idle_timeout, Min::positive),
       section("tls", &S::tls, upstream_tls_table),
       replicated_only(choice("read_from", &S::read_from, kReadFrom)),
-      sentinel_only(unless_zero(size("max_replica_lag", &S::max_replica_lag), &S::max_replica_lag)),
-      sentinel_only(boolean("read_your_writes", &S::read_your_writes)),
+      replicated_only(
+          unless_zero(size("max_replica_lag", &S::max_replica_lag), &S::max_replica_lag)),
+      replicated_only(boolean("read_your_writes", &S::read_your_writes)),
       cluster_only(duration("topology_refresh", &S::topology_refresh, Min::positive)),
       cluster_only(integer("max_redirects", &S::max_redirects, 0, 100)),
       cluster_only(duration("failover_hold", &S::failover_hold, Min::zero)),
@@ -310,8 +303,9 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
     r.error(locate(map, "read_from"), child(p, "read_from"),
             "only applies with upstream.cluster or upstream.sentinel");
   for (std::string_view key : {"max_replica_lag", "read_your_writes"}) {
-    if (!s.sentinel && has_key(map, key))
-      r.error(locate(map, key), child(p, key), "only applies with upstream.sentinel");
+    if (!s.cluster && !s.sentinel && has_key(map, key))
+      r.error(locate(map, key), child(p, key),
+              "only applies with upstream.cluster or upstream.sentinel");
   }
   if (!s.cluster) {
     for (std::string_view key :
@@ -391,6 +385,22 @@ void check_hot_keys(Reader& r, const YAML::Node& map, const std::string& p, HotK
             "must be >= " + format_size(kMinHotCacheBytes));
 }
 
+// A policy's read_from reads the replicas the upstream follows: a Sentinel or cluster upstream
+// whose replicas' offsets are polled (upstream.read_from set).
+void check_fill_sources(Reader& r, const YAML::Node& root, const Settings& s) {
+  const bool replicas_polled =
+      (s.upstream.sentinel || s.upstream.cluster) && s.upstream.read_from != ReadFrom::primary;
+  if (replicas_polled || !root.IsMap() || !has_key(root, "policies")) return;
+  const YAML::Node policies = root["policies"];
+  if (!policies.IsSequence()) return;
+  for (std::size_t i = 0; i < s.policies.size() && i < policies.size(); ++i) {
+    if (s.policies[i].read_from != ReadFrom::prefer_replica) continue;
+    r.error(locate(policies[i], "read_from"), child(item("policies", i), "read_from"),
+            "prefer_replica needs upstream.sentinel or upstream.cluster with upstream.read_from "
+            "set (the replicas whose offsets Corral polls)");
+  }
+}
+
 // Defaults that depend on the machine or on other keys, applied after reading.
 void finalize(Settings& s) {
   if (s.threads == 0) s.threads = auto_threads();
@@ -424,6 +434,7 @@ LoadResult load(const std::string& text, const std::string& source) {
   read_map(r, root, "", settings_table(), settings);
   // A TLS listener alone replaces the plain one; both run when both are written.
   settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
+  check_fill_sources(r, root, settings);
   finalize(settings);
   if (!r.ok()) return ConfigErrors{r.messages()};
   return settings;

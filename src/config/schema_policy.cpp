@@ -26,6 +26,11 @@ constexpr std::array<Choice<OnInvalidate>, 2> kOnInvalidate{
 constexpr std::array<Choice<WritePolicy>, 2> kWrites{
     {{"refuse", WritePolicy::refuse}, {"passthrough", WritePolicy::passthrough}}};
 
+constexpr std::array<Choice<ReadFrom>, 3> kFillReadFrom{
+    {{"primary", ReadFrom::primary},
+     {"prefer_replica", ReadFrom::prefer_replica},
+     {"replica", ReadFrom::replica}}};
+
 constexpr std::array<Choice<CacheControlMode>, 2> kCacheControl{
     {{"honor", CacheControlMode::honor}, {"ignore", CacheControlMode::ignore}}};
 
@@ -163,6 +168,23 @@ void check_max_ttl(Reader& r, const YAML::Node& map, const std::string& p, Polic
             "must be >= the policy's ttl (" + format_duration(s.ttl) + ")");
 }
 
+// Fills from replicas: only where the upstream is read (not an http origin, not a versioned
+// pointer, whose two reads must come from one server), and with a fallback to the primary.
+void check_fill_read_from(Reader& r, const YAML::Node& map, const std::string& p,
+                          const PolicySettings& s) {
+  if (s.read_from == ReadFrom::replica)
+    r.error(locate(map, "read_from"), child(p, "read_from"),
+            "must be primary or prefer_replica: a fill goes to the primary when no replica has "
+            "seen the last invalidation");
+  if (s.read_from == ReadFrom::primary) return;
+  if (s.origin != OriginKind::redis)
+    r.error(locate(map, "read_from"), child(p, "read_from"), "needs origin: redis");
+  if (s.versioned)
+    r.error(locate(map, "read_from"), child(p, "read_from"),
+            "does not apply to a versioned policy (its pointer and value are read from the "
+            "primary)");
+}
+
 // Rules that involve more than one key of a policy, checked once all of its keys are read.
 void check_policy(Reader& r, const YAML::Node& map, const std::string& p, PolicySettings& s) {
   if (!has_key(map, "prefix")) r.error(map, p, "missing required key prefix");
@@ -184,6 +206,7 @@ void check_policy(Reader& r, const YAML::Node& map, const std::string& p, Policy
       if (c != "GET" && c != "MGET")
         r.error(locate(map, "commands"), child(p, "commands"),
                 c + " is not cached in fleet mode (shared: true caches GET and MGET)");
+  check_fill_read_from(r, map, p, s);
   if (s.origin != OriginKind::http) return;
   check_max_ttl(r, map, p, s);
   for (const std::string& c : s.commands) {
@@ -223,6 +246,7 @@ const Table<PolicySettings>& policy_table() {
       duration("lock_ttl", &S::lock_ttl, Min::zero),
       duration("fetch_delay", &S::fetch_delay, Min::zero),
       {"versioned", read_versioned, show_versioned},
+      choice("read_from", &S::read_from, kFillReadFrom),
   };
   return table;
 }

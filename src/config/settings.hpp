@@ -80,11 +80,11 @@ struct UpstreamSettings {
   Duration tracking_timeout{1000};
   // Redis Cluster and Sentinel (a cluster's replicas get READONLY on their connections).
   ReadFrom read_from = ReadFrom::primary;
-  // Sentinel: a replica whose replication offset is further behind the primary's than this many
-  // bytes gets no reads (0: no limit).
+  // Cluster or Sentinel: a replica whose replication offset is further behind its primary's than
+  // this many bytes gets no reads (0: no limit).
   std::uint64_t max_replica_lag = 0;
-  // Sentinel with read_from: after a client's acknowledged write, its reads go to the primary
-  // until a replica has that write (off: a client may read its own write's older value).
+  // Cluster or Sentinel with read_from: after a client's acknowledged write, its reads go to the
+  // primary until a replica has that write (off: a client may read its own write's older value).
   bool read_your_writes = true;
   // Redis Cluster only (`cluster:`).
   Duration topology_refresh{5000};  // periodic slot map refresh (also on events)
@@ -182,6 +182,9 @@ struct PolicySettings {
   Duration fetch_delay{0};  // added before every origin fetch: simulates a slow origin (benchmarks)
   Duration lock_ttl{0};     // fleet lock; 0: derived from the policy
   std::optional<VersionedSettings> versioned;
+  // Where fills read: the primary, or (prefer_replica, a Sentinel upstream with read_from set)
+  // a replica that has seen the last invalidation Corral received.
+  ReadFrom read_from = ReadFrom::primary;
 };
 
 // The proxy slowlog (docs/slowlog.md): requests slower than `threshold`, with their phases.

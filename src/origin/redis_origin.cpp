@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "resp/encoder.hpp"
+#include "upstream/invalidation_mark.hpp"
 #include "upstream/reply_target.hpp"
 #include "upstream/upstream.hpp"
 
@@ -42,8 +43,12 @@ class FetchTarget final : public upstream::ReplyTarget {
 void RedisOrigin::fetch(std::span<const std::string_view> argv, FetchCallback done) {
   command_.clear();
   resp::append_command(command_, argv);
-  upstream_.fetch(argv, command_, upstream_.database(),
-                  std::make_shared<FetchTarget>(std::move(done), clock_));
+  auto target = std::make_shared<FetchTarget>(std::move(done), clock_);
+  if (replica_fills_ && mark_ != nullptr && replica_fills_(argv)) {
+    return upstream_.fetch_from_replica(argv, command_, upstream_.database(), mark_->last(),
+                                        target);
+  }
+  upstream_.fetch(argv, command_, upstream_.database(), target);
 }
 
 }  // namespace corral::origin

@@ -3,13 +3,17 @@
 // near-cache in front of Redis.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "cache/clock.hpp"
 #include "origin/origin.hpp"
 
 namespace corral::upstream {
+class InvalidationMark;
 class Upstream;
 }  // namespace corral::upstream
 
@@ -19,10 +23,16 @@ namespace corral::origin {
 // thread-safe). The upstream command timeout bounds every fetch.
 class RedisOrigin final : public Origin {
  public:
-  // `upstream` (this io thread's) must outlive the origin.
-  // Fetches read the upstream's own database (Upstream::database()).
-  RedisOrigin(upstream::Upstream& upstream, const cache::Clock& clock)
-      : upstream_(upstream), clock_(clock) {}
+  // Whether a fill of `argv` may read a replica: its keys' policies say read_from:
+  // prefer_replica.
+  using ReplicaFills = std::function<bool(std::span<const std::string_view> argv)>;
+
+  // `upstream` (this io thread's) must outlive the origin; so must `mark` (the tracking link's,
+  // which fills from replicas must have seen), needed with `replica_fills`. Fetches read the
+  // upstream's own database (Upstream::database()).
+  RedisOrigin(upstream::Upstream& upstream, const cache::Clock& clock,
+              ReplicaFills replica_fills = {}, const upstream::InvalidationMark* mark = nullptr)
+      : upstream_(upstream), clock_(clock), replica_fills_(std::move(replica_fills)), mark_(mark) {}
 
   std::string_view name() const override { return "redis"; }
   void fetch(std::span<const std::string_view> argv, FetchCallback done) override;
@@ -30,6 +40,8 @@ class RedisOrigin final : public Origin {
  private:
   upstream::Upstream& upstream_;
   const cache::Clock& clock_;
+  ReplicaFills replica_fills_;
+  const upstream::InvalidationMark* mark_;
   std::string command_;  // reused encoding buffer: the connection copies it when queueing
 };
 

@@ -3,6 +3,7 @@
 // time, through single/'s upstream). Only this folder and the wiring know which.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -162,6 +163,17 @@ class Upstream {
   // out a failover. The outcome never arrives from within the call.
   virtual void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
                      const std::shared_ptr<ReplyTarget>& target) = 0;
+  // A cache fill as fetch() that may read a replica the upstream follows (a policy's
+  // `read_from: prefer_replica`), but only one whose replication offset shows it holds what the
+  // primary held after `seen` (the last tracking message Corral received; nullopt: none yet,
+  // so the primary); else, and on an upstream without such replicas, exactly fetch().
+  virtual void fetch_from_replica(std::span<const std::string_view> argv, std::string_view bytes,
+                                  int database,
+                                  std::optional<std::chrono::steady_clock::time_point> seen,
+                                  const std::shared_ptr<ReplyTarget>& target) {
+    (void)seen;
+    fetch(argv, bytes, database, target);
+  }
 
   // The same upstream with every connection logged in as the ACL user `user` (whose password
   // the caller has had the server verify): the commands of a client that authenticated as that

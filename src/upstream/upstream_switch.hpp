@@ -78,6 +78,11 @@ class UpstreamSwitch final : public Upstream {
              const std::shared_ptr<ReplyTarget>& target) override {
     current_->fetch(argv, bytes, database, target);
   }
+  void fetch_from_replica(std::span<const std::string_view> argv, std::string_view bytes,
+                          int database, std::optional<std::chrono::steady_clock::time_point> seen,
+                          const std::shared_ptr<ReplyTarget>& target) override {
+    current_->fetch_from_replica(argv, bytes, database, seen, target);
+  }
   UserUpstreamResult as_user(std::string_view user, std::string_view password,
                              int entered_database) override {
     return current_->as_user(user, password, entered_database);

@@ -3,7 +3,8 @@
 # replicas that replicate through fault proxies, and three Sentinels: reads on replicas, writes
 # on the primary, a writer that never reads an older value than its acknowledged write while
 # replication is slowed (and does without read_your_writes), replica-only reads refused when no
-# replica is within max_replica_lag, a lagging replica left out, and a failover with read_from set.
+# replica is within max_replica_lag, a lagging replica left out, a failover with read_from set,
+# and cache fills from replicas (a policy's read_from) never older than an invalidation seen.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q -rA test_sentinel_replicas.py
 import os
 import sys
@@ -21,20 +22,28 @@ pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's Sentinel 
 REPLICATION_DELAY = 0.3
 
 
-def config(**upstream):
-    return {"threads": 2,
-            "upstream": dict({"connect_timeout": "300ms", "command_timeout": "2s",
-                              "reconnect_backoff_max": "200ms"}, **upstream)}
+# Fills of this policy may read a replica (read_from: prefer_replica).
+FILL_POLICY = {"prefix": "f:", "origin": "redis", "ttl": "1h", "beta": 0, "jitter": 0,
+               "read_from": "prefer_replica"}
+
+
+def config(policies=None, **upstream):
+    out = {"threads": 2,
+           "upstream": dict({"connect_timeout": "300ms", "command_timeout": "2s",
+                             "reconnect_backoff_max": "200ms"}, **upstream)}
+    if policies:
+        out["policies"] = policies
+    return out
 
 
 @pytest.fixture
 def start_set(request):
     started = []
 
-    def start(relayed=True, **upstream):
+    def start(relayed=True, policies=None, **upstream):
         s = SentinelSet(request.node.name[:40], relayed_replicas=relayed)
         started.append(s)
-        return s.start(config(**upstream))
+        return s.start(config(policies, **upstream))
     yield start
     for s in started:
         s.stop()
@@ -188,3 +197,72 @@ def test_failover_with_read_from_set(start_set):
     wait_until(lambda: get_on_new_connections(s.corral, "fo:k", 4) == [b"after"] * 4 and
                sum(gets(node) for node in new_replicas) > before, 15,
                what="reads on the new primary's replicas")
+
+
+def info_calls(node):
+    return node.client().info("commandstats").get("cmdstat_info", {}).get("calls", 0)
+
+
+def fills_reach_a_replica(s, corral, keys):
+    """The next of `keys`, when its cache miss through Corral was filled by a replica."""
+    key = next(keys)
+    replicas, primary = sum(gets(r) for r in s.replicas), gets(s.primary())
+    with harness.Raw(corral.port, timeout=5) as r:
+        r.call("GET", key)
+    if sum(gets(r) for r in s.replicas) == replicas + 1 and gets(s.primary()) == primary:
+        return key
+    return None
+
+
+def test_fills_read_a_replica_that_has_seen_the_last_invalidation(start_set):
+    s = start_set(read_from="prefer_replica", policies=[FILL_POLICY])
+    primary = s.primary()
+    for i in range(50):
+        primary.client().set("f:a%d" % i, i)
+    wait_until(lambda: s.corral.metric("corral_tracking_connected") == 1, 10, what="tracking")
+    wait_until(lambda: replicas_caught_up(s), 10, what="replicas caught up")
+    keys = iter(["f:a%d" % i for i in range(50)])
+    key = wait_until(lambda: fills_reach_a_replica(s, s.corral, keys), 5,
+                     what="a fill on a replica")
+    # Cached: the next read is served by Corral, no server is asked.
+    before = sum(gets(r) for r in s.replicas) + gets(primary)
+    with harness.Raw(s.corral.port, timeout=5) as r:
+        assert r.call("GET", key) == str(int(key[3:])).encode()
+    assert sum(gets(r) for r in s.replicas) + gets(primary) == before
+
+
+def test_a_fill_after_an_invalidation_never_reads_a_replica_that_lacks_the_write(start_set):
+    s = start_set(read_from="prefer_replica", policies=[FILL_POLICY])
+    primary = s.primary()
+    for i in range(50):
+        primary.client().set("f:a%d" % i, i)
+    primary.client().set("f:k", "v1")
+    wait_until(lambda: s.corral.metric("corral_tracking_connected") == 1, 10, what="tracking")
+    wait_until(lambda: replicas_caught_up(s), 10, what="replicas caught up")
+    keys = iter(["f:a%d" % i for i in range(50)])
+    wait_until(lambda: fills_reach_a_replica(s, s.corral, keys), 5, what="a fill on a replica")
+    reader = harness.Raw(s.corral.port, timeout=5)
+    try:
+        assert reader.call("GET", "f:k") == b"v1"  # cached
+        # The replicas stop receiving the stream (their links stay up: still usable for reads).
+        for relay in s.relays:
+            relay.stall(direction="down")
+        invalidations = s.corral.metric("corral_cache_invalidations_total", source="tracking")
+        primary.client().set("f:k", "v2")
+        wait_until(lambda: s.corral.metric("corral_cache_invalidations_total",
+                                           source="tracking") > invalidations, 5,
+                   what="the write's invalidation in Corral")
+        # Corral polls the primary's INFO every 100 ms (a Sentinel asks it every 10 s): after 5
+        # more, a poll that started after the invalidation has finished, so the fill's choice
+        # is made by offsets, not for want of a poll.
+        infos = info_calls(primary)
+        wait_until(lambda: info_calls(primary) >= infos + 5, 5, what="polls after the write")
+        replica_gets, primary_gets = [gets(r) for r in s.replicas], gets(primary)
+        # The refill must not read a replica (it still has v1), nor store what one has.
+        assert [reader.call("GET", "f:k") for _ in range(5)] == [b"v2"] * 5
+        assert [gets(r) for r in s.replicas] == replica_gets
+        assert gets(primary) - primary_gets == 1  # one fill, then served from cache
+    finally:
+        reader.close()
+        for relay in s.relays:
+            relay.resume()

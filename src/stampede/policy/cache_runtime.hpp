@@ -21,6 +21,7 @@
 #include "stampede/fleet/fleet_wakeups.hpp"
 #include "stampede/policy/policy_stats.hpp"
 #include "stampede/tracking/tracking_gaps.hpp"
+#include "upstream/invalidation_mark.hpp"
 
 namespace prometheus {
 class Collectable;
@@ -99,6 +100,8 @@ class CacheRuntime {
   HotCache* hot() { return hot_.get(); }
   const HotCache* hot() const { return hot_.get(); }
   const TrackingGaps& tracking_gaps() const { return tracking_gaps_; }
+  // When the tracking link last said something: fills from replicas must have seen it.
+  upstream::InvalidationMark& invalidation_mark() { return invalidation_mark_; }
   // Counts an invalidation of `user_key` by `source` for the key's policy (nothing when none).
   void count_invalidation(std::string_view user_key, InvalidationSource source,
                           std::uint64_t count = 1);
@@ -127,6 +130,7 @@ class CacheRuntime {
   std::atomic<bool> sweeper_claimed_{false};
   FleetWakeups fleet_wakeups_;
   TrackingGaps tracking_gaps_;
+  upstream::InvalidationMark invalidation_mark_;
   std::unique_ptr<HotCache> hot_;
   std::shared_ptr<prometheus::Collectable> collector_;
 };

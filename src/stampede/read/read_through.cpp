@@ -2,6 +2,7 @@
 #include "stampede/read/read_through.hpp"
 
 #include "origin/redis_origin.hpp"
+#include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/engine.hpp"
 #include "stampede/policy/policy_origins.hpp"
@@ -37,22 +38,36 @@ const GetShape kGetShape;
 // link, and a cluster node tracks only the keys read on it.
 HotFillRoutes hot_routes(CacheRuntime& runtime, upstream::Upstream& upstream) {
   if (runtime.hot() == nullptr) return {};
-  return {
-      [&upstream](std::string_view key) { return upstream.server_of_key(key); },
-      [&upstream](std::string_view key) {
-        const std::string_view argv[] = {"GET", key};
-        return upstream.partition_of({kGetShape, argv, {}});
-      },
-      [&upstream](const std::string& server) {
-        return upstream.open_own_link_to(server, upstream.database(), 2);
-      },
-      [&upstream](std::string_view key, std::shared_ptr<upstream::ReplyTarget> target) {
-        const std::string_view argv[] = {"GET", key};
-        std::string bytes;
-        resp::append_command(bytes, argv);
-        upstream.fetch(argv, bytes, upstream.database(), target);
-      },
-      [&upstream] { return upstream.generation(); }};
+  return {[&upstream](std::string_view key) { return upstream.server_of_key(key); },
+          [&upstream](std::string_view key) {
+            const std::string_view argv[] = {"GET", key};
+            return upstream.partition_of({kGetShape, argv, {}});
+          },
+          [&upstream](const std::string& server) {
+            return upstream.open_own_link_to(server, upstream.database(), 2);
+          },
+          [&upstream](std::string_view key, std::shared_ptr<upstream::ReplyTarget> target) {
+            const std::string_view argv[] = {"GET", key};
+            std::string bytes;
+            resp::append_command(bytes, argv);
+            upstream.fetch(argv, bytes, upstream.database(), target);
+          },
+          [&upstream] { return upstream.generation(); }};
+}
+
+// A fill may read a replica when every key it reads is cached under a policy with read_from:
+// prefer_replica (MGET's keys may fall under several policies).
+origin::RedisOrigin::ReplicaFills replica_fills(CacheRuntime& runtime) {
+  return [&runtime](std::span<const std::string_view> argv) {
+    if (argv.size() < 2) return false;
+    const auto policies = runtime.policies();
+    const std::size_t last = resp::iequals(argv[0], "mget") ? argv.size() : 2;
+    for (std::size_t i = 1; i < last; ++i) {
+      const auto* policy = policies->find(argv[i]);
+      if (policy == nullptr || policy->read_from != config::ReadFrom::prefer_replica) return false;
+    }
+    return true;
+  };
 }
 }  // namespace
 
@@ -61,11 +76,10 @@ ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRunt
     : ReadThrough(
           executor, runtime,
           ReadThroughOptions{
-              std::make_shared<origin::RedisOrigin>(upstream, runtime.clock()),
+              std::make_shared<origin::RedisOrigin>(
+                  upstream, runtime.clock(), replica_fills(runtime), &runtime.invalidation_mark()),
               nullptr, true,
-              policy_origins(executor,
-                             upstream.keyed_caller({kFleetFailoverRetries}),
-                             runtime),
+              policy_origins(executor, upstream.keyed_caller({kFleetFailoverRetries}), runtime),
               hot_routes(runtime, upstream)}) {}
 
 ReadThrough::ReadThrough(const boost::asio::any_io_executor& executor, CacheRuntime& runtime,

@@ -201,6 +201,7 @@ awaitable<void> InvalidationListener::run() {
       const bool seamless = current_ && current_->live();
       if (current_) current_->close();
       current_ = std::move(next);
+      runtime_.invalidation_mark().note();
       if (!seamless) flush(*prefixes);
       // Hot keys read under the previous session's id report to a connection that is going.
       if (auto* hot_cache = hot()) hot_cache->link_up(hot_server(), current_->client_id);
@@ -362,6 +363,7 @@ void InvalidationListener::apply(std::string_view message,
       decoded->elements[0].text != "message") {
     return;  // subscription confirmations and the like
   }
+  runtime_.invalidation_mark().note();
   const auto& keys = decoded->elements[2];
   if (keys.type == resp::Reply::Type::null) {
     flush(prefixes);  // FLUSHALL / FLUSHDB upstream

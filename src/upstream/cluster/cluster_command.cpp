@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "resp/encoder.hpp"
+#include "upstream/cluster/cluster_replica_reads.hpp"
 #include "upstream/cluster/redirect.hpp"
 #include "upstream/errors.hpp"
 
@@ -74,11 +75,31 @@ int ClusterCommand::pick_node() {
   }
   const int owner = routes.owner[options_.slot];
   if (owner < 0) return -1;
+  if (options_.replica_fill.wanted && options_.replica_fill.seen) {
+    if (auto* reads = links_.replica_reads()) {
+      const int replica = reads->pick_fill(routes, owner, *options_.replica_fill.seen);
+      if (replica >= 0) return replica;
+    }
+  }
   if (options_.read_only && options_.read_from != config::ReadFrom::primary) {
+    if (auto* reads = links_.replica_reads()) return pick_by_offsets(*reads, owner);
     std::vector<int> replicas = routes.replicas_of(owner);
     std::erase_if(replicas, [&routes](int r) { return !routes.nodes[r].healthy; });
     if (!replicas.empty()) return replicas[options_.affinity % replicas.size()];
     if (options_.read_from == config::ReadFrom::replica) return -3;
+  }
+  return routes.nodes[owner].healthy ? owner : -2;
+}
+
+// A replica within max_replica_lag that has the client's writes; else the primary
+// (prefer_replica, or the client's own writes), or -3 (replica: none usable).
+int ClusterCommand::pick_by_offsets(ClusterReplicaReads& reads, int owner) {
+  auto& routes = links_.routes();
+  const auto pick = reads.pick(routes, owner, options_.affinity);
+  if (pick.place == ClusterReplicaReads::Place::replica) return pick.node;
+  if (pick.place == ClusterReplicaReads::Place::no_usable_replica &&
+      options_.read_from == config::ReadFrom::replica) {
+    return -3;
   }
   return routes.nodes[owner].healthy ? owner : -2;
 }

@@ -40,6 +40,13 @@ struct ClusterCommandOptions {
   // so a failover delays a fetch instead of failing it (and tripping the policy's breaker).
   int unreachable_retries = 0;
   config::ReadFrom read_from = config::ReadFrom::primary;
+  // A cache fill that may read a replica of the slot's primary holding what the primary held
+  // after `seen` (Upstream::fetch_from_replica); the primary otherwise.
+  struct ReplicaFill {
+    bool wanted = false;
+    std::optional<std::chrono::steady_clock::time_point> seen;
+  };
+  ReplicaFill replica_fill;
 };
 
 // The error a command gets when its slot has no reachable primary in the map (fail fast).
@@ -48,10 +55,12 @@ inline constexpr std::string_view kErrSlotUnserved =
 // kErrSlotUnserved naming why no map came (Topology::last_failure(), e.g. a node refusing AUTH),
 // on one line: a wrong password reads as such instead of as an endless wait.
 std::string slot_unserved_error(std::string_view map_failure);
-// `read_from: replica` and no replica of the slot's primary is healthy in the map.
+// `read_from: replica` and no replica of the slot's primary is usable: healthy in the map and
+// within max_replica_lag.
 inline constexpr std::string_view kErrNoReplica =
-    "ERR no healthy replica serves this slot (upstream.read_from: replica reads only from "
-    "replicas; prefer_replica falls back to the primary)";
+    "ERR no usable replica serves this slot (upstream.read_from: replica reads only from "
+    "replicas that are healthy and within max_replica_lag; prefer_replica falls back to the "
+    "primary)";
 
 // The kinds of error reply a ClusterCommand acts on (MOVED, ASK, TRYAGAIN, CLUSTERDOWN); any
 // other reply is the client's answer as it stands.
@@ -86,6 +95,7 @@ class ClusterCommand final : public ReplyTarget,
  private:
   bool waits_behind() const;
   int pick_node();
+  int pick_by_offsets(ClusterReplicaReads& reads, int owner);
   void send_to(int node, bool asking);
   // True when `reply`, of `kind`, was a redirect this command follows (it has been re-sent).
   bool follow_redirect(ErrorKind kind, std::string_view reply);

@@ -15,6 +15,8 @@
 
 namespace corral::upstream {
 
+class ClusterReplicaReads;
+
 class ClusterLinks {
  public:
   virtual ~ClusterLinks() = default;
@@ -42,6 +44,9 @@ class ClusterLinks {
   // Why no slot map came yet (the topology's last failure, e.g. a node refusing AUTH); empty
   // when unknown. Clients waiting for the first map are told it.
   virtual std::string map_failure() const { return {}; }
+  // With read_from set and replication offsets polled: this thread's replica choice by offset
+  // and read-your-writes. Null: replicas are chosen by the map's health alone.
+  virtual ClusterReplicaReads* replica_reads() { return nullptr; }
 };
 
 }  // namespace corral::upstream

@@ -18,7 +18,12 @@ ClusterPool::ClusterPool(const boost::asio::any_io_executor& executor,
       settings_(settings),
       topology_(std::move(topology)),
       stats_(stats),
-      user_(std::move(user)) {}
+      user_(std::move(user)) {
+  if (auto replicas = topology_->replicas()) {
+    replica_reads_ =
+        std::make_unique<ClusterReplicaReads>(std::move(replicas), settings_.read_your_writes);
+  }
+}
 
 ClusterPool::~ClusterPool() { close(); }
 

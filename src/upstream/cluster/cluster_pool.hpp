@@ -14,6 +14,7 @@
 
 #include "config/settings.hpp"
 #include "upstream/cluster/cluster_links.hpp"
+#include "upstream/cluster/cluster_replica_reads.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/user_login.hpp"
 
@@ -42,6 +43,7 @@ class ClusterPool final : public ClusterLinks {
   ClusterHold& held() override { return held_; }
 
   std::size_t node_connections(int node) override;
+  ClusterReplicaReads* replica_reads() override { return replica_reads_.get(); }
 
  private:
   struct NodeConnections {
@@ -62,6 +64,7 @@ class ClusterPool final : public ClusterLinks {
   std::vector<NodeConnections*> by_node_;               // parallel to routes_.nodes
   std::optional<UserLogin> user_;
   ClusterHold held_{*this};
+  std::unique_ptr<ClusterReplicaReads> replica_reads_;  // read_from set
 };
 
 }  // namespace corral::upstream

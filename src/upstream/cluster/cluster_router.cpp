@@ -8,6 +8,7 @@
 #include "resp/encoder.hpp"
 #include "upstream/cluster/cluster_command.hpp"
 #include "upstream/cluster/cluster_merge.hpp"
+#include "upstream/cluster/cluster_replica_reads.hpp"
 #include "upstream/cluster/cluster_scan.hpp"
 #include "upstream/cluster/cluster_split.hpp"
 #include "upstream/cluster/key_slot.hpp"
@@ -96,6 +97,17 @@ void ClusterRouter::send(const Routed& command, std::uint64_t tag,
                          const std::shared_ptr<ReplyTarget>& target) {
   if (links_.routes().primaries.empty()) return send_when_mapped(command, tag, target, 0);
   const int slot = slot_of(command);
+  if (auto* reads = links_.replica_reads();
+      reads != nullptr && reads->tracks_writes() && !command.shape.read_only()) {
+    // read_your_writes: the ledger sees the write from now until its answer.
+    const auto tracked = reads->track_write(links_, command.affinity, std::max(slot, -1), target);
+    return send_routed(command, slot, tag, tracked);
+  }
+  send_routed(command, slot, tag, target);
+}
+
+void ClusterRouter::send_routed(const Routed& command, int slot, std::uint64_t tag,
+                                const std::shared_ptr<ReplyTarget>& target) {
   if (slot >= 0) return send_keyed(command, slot, tag, target);
   const ClusterRouteRow* route = find_cluster_route(command.shape.name());
   if (slot == kSpansPartitions) {

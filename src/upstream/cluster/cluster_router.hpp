@@ -42,6 +42,9 @@ class ClusterRouter {
   std::size_t fast_path_in_flight() const { return fast_path_->in_flight(); }
 
  private:
+  // send() once the slot is known (kAnyPartition, kSpansPartitions or a slot).
+  void send_routed(const Routed& command, int slot, std::uint64_t tag,
+                   const std::shared_ptr<ReplyTarget>& target);
   void send_keyed(const Routed& command, int slot, std::uint64_t tag,
                   const std::shared_ptr<ReplyTarget>& target);
   void split(const Routed& command, const ClusterRouteRow& route, std::uint64_t tag,

@@ -187,8 +187,25 @@ std::shared_ptr<KeyedCaller> ClusterUpstream::keyed_caller(const KeyedCallerOpti
 // (no node for the slot), so it starts from the event loop, as the fetch contract requires.
 void ClusterUpstream::fetch(std::span<const std::string_view> argv, std::string_view bytes, int,
                             const std::shared_ptr<ReplyTarget>& target) {
+  send_fill(argv, bytes, {}, target);
+}
+
+void ClusterUpstream::fetch_from_replica(std::span<const std::string_view> argv,
+                                         std::string_view bytes, int,
+                                         std::optional<std::chrono::steady_clock::time_point> seen,
+                                         const std::shared_ptr<ReplyTarget>& target) {
+  ClusterCommandOptions::ReplicaFill replica_fill;
+  replica_fill.wanted = true;
+  replica_fill.seen = seen;
+  send_fill(argv, bytes, replica_fill, target);
+}
+
+void ClusterUpstream::send_fill(std::span<const std::string_view> argv, std::string_view bytes,
+                                ClusterCommandOptions::ReplicaFill replica_fill,
+                                const std::shared_ptr<ReplyTarget>& target) {
   ClusterCommandOptions options;
   options.read_only = true;
+  options.replica_fill = replica_fill;
   options.max_redirects = settings_.max_redirects;
   // A fetch waits out a failover (its clients are served stale meanwhile, when grace allows).
   options.unreachable_retries = kFailoverRetries;

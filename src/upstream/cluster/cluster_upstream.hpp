@@ -52,6 +52,9 @@ class ClusterUpstream final : public Upstream {
   std::shared_ptr<KeyedCaller> keyed_caller(const KeyedCallerOptions& options) override;
   void fetch(std::span<const std::string_view> argv, std::string_view bytes, int database,
              const std::shared_ptr<ReplyTarget>& target) override;
+  void fetch_from_replica(std::span<const std::string_view> argv, std::string_view bytes,
+                          int database, std::optional<std::chrono::steady_clock::time_point> seen,
+                          const std::shared_ptr<ReplyTarget>& target) override;
 
   // Upstream ACL users get their pools from `users` (which must outlive this); unset, as_user
   // is unsupported (a user's own upstream hands out no further users).
@@ -63,6 +66,10 @@ class ClusterUpstream final : public Upstream {
   ClusterRouter& router() { return router_; }
 
  private:
+  void send_fill(std::span<const std::string_view> argv, std::string_view bytes,
+                 ClusterCommandOptions::ReplicaFill replica_fill,
+                 const std::shared_ptr<ReplyTarget>& target);
+
   boost::asio::any_io_executor executor_;
   ClusterLinks& links_;
   const config::UpstreamSettings& settings_;

@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "upstream/call.hpp"
+#include "upstream/cluster/cluster_replica_poller.hpp"
 #include "upstream/connection.hpp"
 
 namespace corral::upstream {
@@ -57,10 +58,19 @@ std::string_view refresh_reason_name(RefreshReason reason) {
 }
 
 Topology::Topology(const asio::any_io_executor& executor, const config::UpstreamSettings& settings)
-    : executor_(executor), settings_(settings), periodic_timer_(executor), pace_timer_(executor) {}
+    : executor_(executor), settings_(settings), periodic_timer_(executor), pace_timer_(executor) {
+  if (settings_.read_from != config::ReadFrom::primary) replicas_ = std::make_shared<ReplicaView>();
+}
+
+Topology::~Topology() = default;
 
 void Topology::start() {
   request_refresh(RefreshReason::startup);
+  if (replicas_) {
+    replica_poller_ =
+        std::make_shared<ClusterReplicaPoller>(executor_, settings_, weak_from_this(), replicas_);
+    replica_poller_->start();
+  }
   asio::co_spawn(
       executor_, [self = shared_from_this()] { return self->periodic(); }, asio::detached);
 }
@@ -68,6 +78,7 @@ void Topology::start() {
 void Topology::stop() {
   asio::post(executor_, [self = shared_from_this()] {
     self->stopped_ = true;
+    if (self->replica_poller_) self->replica_poller_->stop();
     self->periodic_timer_.cancel();
     self->pace_timer_.cancel();
   });

@@ -1,7 +1,7 @@
 // The cluster's topology for the whole process: it asks any reachable node for the slot map
 // (CLUSTER SHARDS, else CLUSTER SLOTS) and publishes it immutable; io threads pick it up by
 // version. One refresh in flight, at most one a second; periodic and on events (MOVED, a lost
-// connection, CLUSTERDOWN).
+// connection, CLUSTERDOWN). With read_from set, its nodes' replication offsets too.
 #pragma once
 
 #include <utility>
@@ -21,8 +21,11 @@
 #include "config/settings.hpp"
 #include "upstream/cluster/node_gauges.hpp"
 #include "upstream/cluster/slot_map.hpp"
+#include "upstream/replica_view.hpp"
 
 namespace corral::upstream {
+
+class ClusterReplicaPoller;
 
 enum class RefreshReason : std::uint8_t { startup, periodic, moved, connection, clusterdown };
 inline constexpr std::size_t kRefreshReasons = 5;
@@ -56,6 +59,7 @@ class Topology : public std::enable_shared_from_this<Topology> {
  public:
   // The refresh conversation runs on `executor` (one io thread).
   Topology(const boost::asio::any_io_executor& executor, const config::UpstreamSettings& settings);
+  ~Topology();
 
   // First refresh now, then every topology_refresh. Call on the executor's thread.
   void start();
@@ -84,6 +88,10 @@ class Topology : public std::enable_shared_from_this<Topology> {
   // Publishes `map` as a refresh would (tests, and the refresh itself).
   void publish(SlotMap map);
 
+  // With read_from set: the nodes' replication offsets, polled from start() on (every io
+  // thread's replica reads choose by them); null otherwise.
+  std::shared_ptr<const ReplicaView> replicas() const { return replicas_; }
+
  private:
   boost::asio::awaitable<void> refresh_loop();
   boost::asio::awaitable<void> periodic();
@@ -108,6 +116,8 @@ class Topology : public std::enable_shared_from_this<Topology> {
   std::array<std::atomic<std::uint64_t>, kRefreshReasons> refreshes_{};
   ClusterCounters counters_;
   NodeGauges node_gauges_;
+  std::shared_ptr<ReplicaView> replicas_;
+  std::shared_ptr<ClusterReplicaPoller> replica_poller_;
 };
 
 }  // namespace corral::upstream

@@ -4,6 +4,7 @@
 #include "upstream/sentinel/replica_poller.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 #include "config/values.hpp"
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
+#include "upstream/replication_info.hpp"
 #include "upstream/sentinel/replica_info.hpp"
 
 namespace corral::upstream {
@@ -36,7 +38,8 @@ ReplicaPoller::ReplicaPoller(const asio::any_io_executor& executor,
       settings_(settings),
       view_(std::move(view)),
       status_(std::move(status)),
-      timer_(executor) {}
+      timer_(executor),
+      offsets_(executor, settings) {}
 
 void ReplicaPoller::start() {
   asio::co_spawn(
@@ -46,8 +49,7 @@ void ReplicaPoller::start() {
 void ReplicaPoller::stop() {
   stopping_ = true;
   timer_.cancel();
-  for (auto& [address, connection] : nodes_) connection->close();
-  nodes_.clear();
+  offsets_.close();
 }
 
 void ReplicaPoller::use_primary(const config::Endpoint& primary) {
@@ -55,26 +57,11 @@ void ReplicaPoller::use_primary(const config::Endpoint& primary) {
   must_list_ = true;
 }
 
-Connection& ReplicaPoller::node(const config::Endpoint& address) {
-  auto& connection = nodes_[config::format_endpoint(address)];
-  if (!connection) {
-    connection = std::make_shared<Connection>(
-        executor_, node_connection_options(settings_, address, true), nullptr);
-    connection->start();
-  }
-  return *connection;
-}
-
 void ReplicaPoller::forget_unlisted_nodes() {
-  std::erase_if(nodes_, [this](auto& entry) {
-    const auto listed = [&](const config::Endpoint& e) {
-      return config::format_endpoint(e) == entry.first;
-    };
-    if ((primary_ && listed(*primary_)) || std::any_of(replicas_.begin(), replicas_.end(), listed))
-      return false;
-    entry.second->close();
-    return true;
-  });
+  std::vector<std::string> listed;
+  if (primary_) listed.push_back(config::format_endpoint(*primary_));
+  for (const auto& replica : replicas_) listed.push_back(config::format_endpoint(replica));
+  offsets_.keep_only(listed);
 }
 
 awaitable<void> ReplicaPoller::poll_loop() {
@@ -116,35 +103,25 @@ awaitable<std::optional<std::vector<config::Endpoint>>> ReplicaPoller::ask_senti
 
 awaitable<std::optional<std::uint64_t>> ReplicaPoller::poll_primary() {
   if (!primary_) co_return std::nullopt;
-  const std::string_view info[] = {"INFO", "replication"};
   // Numbered before it is sent: a client whose write was acknowledged before this number was
   // taken finds its write inside the offset this poll reads.
   const auto poll = view_->begin_primary_poll();
-  const auto answer = co_await call(node(*primary_), info);
-  if (!answer.ok()) co_return std::nullopt;
-  const auto offset = info_number(answer.reply, "master_repl_offset");
-  if (offset) view_->finish_primary_poll(poll, *offset);
+  const auto started = std::chrono::steady_clock::now();
+  const auto offset = co_await offsets_.primary_offset(*primary_);
+  if (offset) view_->finish_primary_poll(poll, *offset, started);
   co_return offset;
 }
 
 awaitable<std::vector<ReplicaOffset>> ReplicaPoller::poll_replicas(
     std::optional<std::uint64_t> primary_offset) {
   std::vector<ReplicaOffset> usable;
-  const std::string_view info[] = {"INFO", "replication"};
   const auto listed = replicas_;  // the list may be replaced while a reply is awaited
   for (const auto& replica : listed) {
     if (stopping_) break;
-    const auto answer = co_await call(node(replica), info);
-    if (!answer.ok() || !info_link_up(answer.reply)) continue;
-    const auto offset = info_number(answer.reply, "slave_repl_offset");
-    if (!offset) continue;
-    if (settings_.max_replica_lag != 0) {
-      // Without the primary's offset the lag is unknown: not a replica to trust.
-      if (!primary_offset) continue;
-      if (*primary_offset > *offset && *primary_offset - *offset > settings_.max_replica_lag)
-        continue;
-    }
-    usable.push_back({replica, *offset});
+    const auto offset = co_await offsets_.replica_offset(replica);
+    if (!offset || !within_replica_lag(primary_offset, *offset, settings_.max_replica_lag))
+      continue;
+    usable.push_back({replica, *offset, {}});
   }
   co_return usable;
 }

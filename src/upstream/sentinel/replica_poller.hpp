@@ -6,7 +6,6 @@
 #include <utility>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,12 +16,11 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
-#include "upstream/sentinel/replica_view.hpp"
+#include "upstream/offset_probe.hpp"
+#include "upstream/replica_view.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
 
 namespace corral::upstream {
-
-class Connection;
 
 class ReplicaPoller : public std::enable_shared_from_this<ReplicaPoller> {
  public:
@@ -44,7 +42,6 @@ class ReplicaPoller : public std::enable_shared_from_this<ReplicaPoller> {
   boost::asio::awaitable<std::optional<std::uint64_t>> poll_primary();
   boost::asio::awaitable<std::vector<ReplicaOffset>> poll_replicas(
       std::optional<std::uint64_t> primary_offset);
-  Connection& node(const config::Endpoint& address);
   void forget_unlisted_nodes();
 
   boost::asio::any_io_executor executor_;
@@ -56,8 +53,7 @@ class ReplicaPoller : public std::enable_shared_from_this<ReplicaPoller> {
   bool must_list_ = true;
   bool stopping_ = false;
   boost::asio::steady_timer timer_;
-  // Reconnecting connections to the primary and the replicas, by "host:port".
-  std::map<std::string, std::shared_ptr<Connection>> nodes_;
+  OffsetProbe offsets_;
 };
 
 }  // namespace corral::upstream

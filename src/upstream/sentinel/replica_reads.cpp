@@ -1,7 +1,6 @@
 // A client's read may go to a replica only when nothing it wrote is missing there: no write of
 // its in flight, and the replica's polled offset at least the primary's offset polled after
-// its last write was answered (a poll that started after the answer reads an offset that
-// includes the write: Redis adds a write to the replication stream before it replies).
+// its last write was answered (write_ledger.hpp).
 #include "upstream/sentinel/replica_reads.hpp"
 
 #include <algorithm>
@@ -16,89 +15,11 @@
 
 #include "config/values.hpp"
 #include "upstream/single/pool.hpp"
+#include "upstream/write_ledger.hpp"
 
 namespace corral::upstream {
 
 namespace asio = boost::asio;
-
-namespace {
-// Clients whose writes every replica has: forgotten once the ledger grows past this.
-constexpr std::size_t kLedgerPruneSize = 4096;
-}  // namespace
-
-class ReplicaReads::Ledger {
- public:
-  explicit Ledger(std::shared_ptr<const ReplicaView> view) : view_(std::move(view)) {}
-
-  void write_sent(std::size_t client) { ++clients_[client].pending; }
-  void write_answered(std::size_t client) {
-    auto& writes = clients_[client];
-    if (writes.pending > 0) --writes.pending;
-    writes.answered_before_poll = view_->next_primary_poll();
-    writes.offset.reset();
-  }
-  // The client's entry, with the primary's offset filled in once known; null: no writes to wait
-  // for.
-  ClientWrites* find(std::size_t client, const ReplicaSnapshot& snapshot) {
-    const auto it = clients_.find(client);
-    if (it == clients_.end()) return nullptr;
-    auto& writes = it->second;
-    if (writes.pending == 0 && !writes.offset) {
-      writes.offset = snapshot.primary_offset_since(writes.answered_before_poll);
-    }
-    return &writes;
-  }
-  void forget(std::size_t client) { clients_.erase(client); }
-  void prune(const ReplicaSnapshot& snapshot) {
-    if (clients_.size() < kLedgerPruneSize) return;
-    std::uint64_t oldest_replica = ~std::uint64_t{0};
-    for (const auto& replica : snapshot.replicas)
-      oldest_replica = std::min(oldest_replica, replica.offset);
-    std::erase_if(clients_, [&](const auto& entry) {
-      const auto& writes = entry.second;
-      return writes.pending == 0 && writes.offset && *writes.offset <= oldest_replica &&
-             !snapshot.replicas.empty();
-    });
-  }
-
- private:
-  std::shared_ptr<const ReplicaView> view_;
-  std::unordered_map<std::size_t, ClientWrites> clients_;
-};
-
-namespace {
-// Passes a write's outcome on, telling the ledger first: a failure counts as an answer (the
-// write may have run).
-class WriteAnswer final : public ReplyTarget {
- public:
-  WriteAnswer(std::weak_ptr<ReplicaReads::Ledger> ledger, std::size_t client,
-              std::shared_ptr<ReplyTarget> inner)
-      : ledger_(std::move(ledger)), client_(client), inner_(std::move(inner)) {}
-  void on_reply(std::uint64_t tag, std::string_view reply) override {
-    answered();
-    inner_->on_reply(tag, reply);
-  }
-  void on_failure(std::uint64_t tag, std::string_view error) override {
-    answered();
-    inner_->on_failure(tag, error);
-  }
-  void on_error(std::uint64_t tag, ErrorKind kind, std::string_view error) override {
-    answered();
-    inner_->on_error(tag, kind, error);
-  }
-  void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override {
-    inner_->note_phases(tag, phases);
-  }
-
- private:
-  void answered() {
-    if (auto ledger = ledger_.lock()) ledger->write_answered(client_);
-  }
-  std::weak_ptr<ReplicaReads::Ledger> ledger_;
-  std::size_t client_;
-  std::shared_ptr<ReplyTarget> inner_;
-};
-}  // namespace
 
 ReplicaReads::ReplicaReads(const asio::any_io_executor& executor,
                            const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
@@ -108,7 +29,7 @@ ReplicaReads::ReplicaReads(const asio::any_io_executor& executor,
       stats_(stats),
       primary_(primary),
       view_(view),
-      ledger_(std::make_shared<Ledger>(std::move(view))) {}
+      ledger_(std::make_shared<WriteLedger>(std::move(view))) {}
 
 ReplicaReads::~ReplicaReads() {
   for (auto& [address, pool] : pools_) pool->close();
@@ -148,18 +69,16 @@ bool ReplicaReads::send_write(const Routed& command, std::uint64_t tag,
     return true;
   }
   // Not sent: nothing of it can be on any server.
-  ledger_->write_answered(command.affinity);
+  ledger_->write_answered(command.affinity, "");
   return false;
 }
 
 ReplicaReads::ReadChoice ReplicaReads::pick_replica(std::size_t client, int database,
                                                     int protocol) {
   sync_replicas();
-  std::uint64_t must_have = 0;
-  if (const auto* writes = ledger_->find(client, snapshot_)) {
-    if (writes->pending > 0 || !writes->offset) return {ReadPlace::own_writes_on_primary};
-    must_have = *writes->offset;
-  }
+  const auto need = ledger_->must_have(client, "", snapshot_);
+  if (!need) return {ReadPlace::own_writes_on_primary};
+  const std::uint64_t must_have = *need;
   // The same replica for a client's reads while the usable set stays the same, so that one
   // client does not read a newer value from one replica and then an older one from another.
   std::size_t usable = 0;
@@ -174,7 +93,6 @@ ReplicaReads::ReadChoice ReplicaReads::pick_replica(std::size_t client, int data
   if (usable == 0) {
     return {own_writes_missing ? ReadPlace::own_writes_on_primary : ReadPlace::no_usable_replica};
   }
-  if (must_have != 0 && !own_writes_missing) ledger_->forget(client);
   std::size_t wanted = client % usable;
   for (const auto& replica : snapshot_.replicas) {
     if (replica.offset < must_have) continue;
@@ -185,6 +103,26 @@ ReplicaReads::ReadChoice ReplicaReads::pick_replica(std::size_t client, int data
     return {ReadPlace::replica, pool.get()};
   }
   return {ReadPlace::no_usable_replica};
+}
+
+bool ReplicaReads::fill(std::string_view bytes, int database,
+                        std::optional<std::chrono::steady_clock::time_point> seen,
+                        const std::shared_ptr<ReplyTarget>& target) {
+  if (!seen) return false;
+  sync_replicas();
+  const auto need = snapshot_.primary_offset_after("", *seen);
+  if (!need) return false;
+  std::vector<Pool*> qualified;
+  for (const auto& replica : snapshot_.replicas) {
+    if (replica.offset < *need) continue;
+    const auto it = pools_.find(config::format_endpoint(replica.address));
+    if (it == pools_.end()) continue;
+    if (it->second->shared(database, 0, 2).state() == Link::State::ready)
+      qualified.push_back(it->second.get());
+  }
+  if (qualified.empty()) return false;
+  Pool* pool = qualified[fills_++ % qualified.size()];
+  return pool->send_shared(database, 0, bytes, target, 0, 2);
 }
 
 void ReplicaReads::sync_replicas() {

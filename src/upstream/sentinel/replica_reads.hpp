@@ -3,19 +3,19 @@
 // each client's reads kept on the primary until the replica has its acknowledged writes.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include "config/settings.hpp"
 #include "upstream/link.hpp"
-#include "upstream/sentinel/replica_view.hpp"
+#include "upstream/replica_view.hpp"
 #include "upstream/upstream.hpp"
 
 namespace corral::metrics {
@@ -25,6 +25,7 @@ class ThreadStats;
 namespace corral::upstream {
 
 class Pool;
+class WriteLedger;
 
 // `read_from: replica` and no replica is usable for the read.
 inline constexpr std::string_view kErrNoUsableReplica =
@@ -41,16 +42,12 @@ class ReplicaReads {
 
   // Upstream::send's contract.
   bool send(const Routed& command, std::uint64_t tag, const std::shared_ptr<ReplyTarget>& target);
-
-  // A client's writes in flight and, once the last is answered, the first poll of the
-  // primary that started after it: until a replica's offset reaches what that poll read, the
-  // client's reads go to the primary.
-  struct ClientWrites {
-    int pending = 0;
-    std::uint64_t answered_before_poll = 0;
-    std::optional<std::uint64_t> offset;  // the primary's, once that poll finished
-  };
-  class Ledger;
+  // A cache fill on a usable replica whose offset has reached the primary's offset polled after
+  // `seen` (Upstream::fetch_from_replica); false, with nothing sent, when there is none: the
+  // caller fills from the primary.
+  bool fill(std::string_view bytes, int database,
+            std::optional<std::chrono::steady_clock::time_point> seen,
+            const std::shared_ptr<ReplyTarget>& target);
 
  private:
   bool send_write(const Routed& command, std::uint64_t tag,
@@ -72,7 +69,8 @@ class ReplicaReads {
   std::uint64_t seen_version_ = ~std::uint64_t{0};
   ReplicaSnapshot snapshot_;
   std::map<std::string, std::shared_ptr<Pool>> pools_;  // by "host:port"
-  std::shared_ptr<Ledger> ledger_;
+  std::shared_ptr<WriteLedger> ledger_;
+  std::size_t fills_ = 0;  // spreads fills over the replicas that qualify
 };
 
 }  // namespace corral::upstream

@@ -71,6 +71,15 @@ void SingleUpstream::fetch(std::span<const std::string_view>, std::string_view b
   boost::asio::post(executor_, [target] { target->on_failure(0, kErrUnavailable); });
 }
 
+void SingleUpstream::fetch_from_replica(std::span<const std::string_view> argv,
+                                        std::string_view bytes, int database,
+                                        std::optional<std::chrono::steady_clock::time_point> seen,
+                                        const std::shared_ptr<ReplyTarget>& target) {
+  if (replica_reads_ == nullptr || !replica_reads_->fill(bytes, database, seen, target)) {
+    fetch(argv, bytes, database, target);
+  }
+}
+
 std::shared_ptr<Link> SingleUpstream::open_own_link(int database, int protocol) {
   return links_.dedicated_link(database, protocol);
 }

@@ -72,10 +72,14 @@ TEST_CASE("type and range errors at the top level and in sections", "[config][er
        "t.yaml:3: upstream.max_redirects: only applies with upstream.cluster"},
       {"\nupstream:\n  address: redis://h:1\n  read_from: replica",
        "t.yaml:3: upstream.read_from: only applies with upstream.cluster or upstream.sentinel"},
-      {"\nupstream:\n  cluster: [redis://h:1]\n  max_replica_lag: 1mb",
-       "t.yaml:3: upstream.max_replica_lag: only applies with upstream.sentinel"},
+      {"\nupstream:\n  address: redis://h:1\n  max_replica_lag: 1mb",
+       "t.yaml:3: upstream.max_replica_lag: only applies with upstream.cluster or "
+       "upstream.sentinel"},
       {"\nupstream:\n  address: redis://h:1\n  read_your_writes: false",
-       "t.yaml:3: upstream.read_your_writes: only applies with upstream.sentinel"},
+       "t.yaml:3: upstream.read_your_writes: only applies with upstream.cluster or "
+       "upstream.sentinel"},
+      {"\nupstream:\n  cluster: [redis://h:1]\n  max_replica_lag: 0",
+       "t.yaml:3: upstream.max_replica_lag: must be > 0"},
       {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  max_replica_lag: 0",
        "t.yaml:3: upstream.max_replica_lag: must be > 0"},
       {"\nupstream:\n  cluster: [redis://h:1]\n  read_from: nearest",
@@ -119,6 +123,17 @@ TEST_CASE("policy errors name the policy index and key", "[config][errors]") {
       {"\npolicies:\n  - just a string",
        "t.yaml:2: policies[0]: expected a map with prefix, ttl, ..."},
       {"\npolicies:\n  - ttl: 5s", "t.yaml:2: policies[0]: missing required key prefix"},
+      {"\npolicies:\n  - {prefix: a, read_from: prefer_replica}",
+       "t.yaml:2: policies[0].read_from: prefer_replica needs upstream.sentinel or "
+       "upstream.cluster with upstream.read_from set (the replicas whose offsets Corral polls)"},
+      {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  read_from: "
+       "prefer_replica\npolicies:\n  - {prefix: a, read_from: replica}",
+       "t.yaml:5: policies[0].read_from: must be primary or prefer_replica: a fill goes to the "
+       "primary when no replica has seen the last invalidation"},
+      {"\nupstream:\n  sentinel: {master: m, addresses: [redis://s:1]}\n  read_from: "
+       "prefer_replica\npolicies:\n  - {prefix: a, read_from: prefer_replica, origin: {http: "
+       "\"http://h/{key}\"}}",
+       "t.yaml:5: policies[0].read_from: needs origin: redis"},
       {"\npolicies:\n  - prefix: \"\"", "t.yaml:2: policies[0].prefix: must not be empty"},
       {"\npolicies:\n  - prefix: a\n  - prefix: b\n  - prefix: a",
        "t.yaml:4: policies[2].prefix: duplicate prefix \"a\" (also policies[0])"},

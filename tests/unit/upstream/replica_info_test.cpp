@@ -4,8 +4,9 @@
 
 #include <string>
 
+#include "upstream/replica_view.hpp"
+#include "upstream/replication_info.hpp"
 #include "upstream/sentinel/replica_info.hpp"
-#include "upstream/sentinel/replica_view.hpp"
 
 using namespace corral::upstream;
 
