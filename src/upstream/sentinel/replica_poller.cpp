@@ -132,12 +132,17 @@ awaitable<std::vector<ReplicaOffset>> ReplicaPoller::poll_replicas(
   std::vector<ReplicaOffset> usable;
   const std::string_view info[] = {"INFO", "replication"};
   const auto listed = replicas_;  // the list may be replaced while a reply is awaited
+  std::vector<std::pair<std::string, std::uint64_t>> lags;
   for (const auto& replica : listed) {
     if (stopping_) break;
     const auto answer = co_await call(node(replica), info);
     if (!answer.ok() || !info_link_up(answer.reply)) continue;
     const auto offset = info_number(answer.reply, "slave_repl_offset");
     if (!offset) continue;
+    if (primary_offset) {
+      lags.emplace_back(config::format_endpoint(replica),
+                        *primary_offset > *offset ? *primary_offset - *offset : 0);
+    }
     if (settings_.max_replica_lag != 0) {
       // Without the primary's offset the lag is unknown: not a replica to trust.
       if (!primary_offset) continue;
@@ -146,6 +151,7 @@ awaitable<std::vector<ReplicaOffset>> ReplicaPoller::poll_replicas(
     }
     usable.push_back({replica, *offset});
   }
+  if (!stopping_) status_->set_replica_lags(std::move(lags));
   co_return usable;
 }
 

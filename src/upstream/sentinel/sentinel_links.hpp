@@ -46,6 +46,7 @@ class SentinelLinks final : public Links {
   // if these hold, and switched, held and released with them from now on (the Sentinel watch
   // tells only Corral's own links of each thread). The follower lives as long as its holder.
   std::shared_ptr<SentinelLinks> follower(UserLogin login);
+  const std::shared_ptr<SentinelStatus>& status() const { return status_; }
   // The server refused a user's login on the current primary (see Pool::refused).
   bool refused() const { return pool_ && pool_->refused(); }
 
