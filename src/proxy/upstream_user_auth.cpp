@@ -9,8 +9,8 @@ namespace corral::proxy {
 
 namespace {
 constexpr std::string_view kUsersUnsupported =
-    "ERR AUTH with a user name is not supported through Corral on this kind of upstream "
-    "(a Sentinel-managed primary): every client runs as upstream.username there";
+    "ERR AUTH with a user name is not supported through Corral on this upstream: every "
+    "client runs as upstream.username there";
 constexpr std::string_view kTooManyUsers =
     "ERR too many upstream users in use on this Corral (upstream.max_user_pools)";
 }  // namespace

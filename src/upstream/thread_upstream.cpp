@@ -9,6 +9,7 @@
 #include "upstream/sentinel/replica_reads.hpp"
 #include "upstream/sentinel/sentinel_links.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
+#include "upstream/sentinel/sentinel_user_upstream.hpp"
 #include "upstream/single/pool.hpp"
 #include "upstream/single/ready_probe.hpp"
 #include "upstream/single/single_upstream.hpp"
@@ -49,9 +50,15 @@ ThreadUpstream::ThreadUpstream(const boost::asio::any_io_executor& executor,
     sentinel_links = std::make_unique<SentinelLinks>(
         executor, settings, &stats, &info.ready_upstream_connections, std::move(sentinel));
     one_server = sentinel_links.get();
+    // Upstream ACL users' pools: links that follow the primary with this thread's own.
+    user_pools = std::make_unique<UserPools>(
+        executor, settings, &info.user_pools,
+        [executor, database = settings.database, leader = sentinel_links.get()](UserLogin login) {
+          return make_sentinel_user_upstream(executor, database, *leader, std::move(login));
+        });
   } else {
     pool = std::make_unique<Pool>(executor, settings, &stats, &info.ready_upstream_connections);
-    // Upstream ACL users' pools: for one Redis at a fixed address (not a Sentinel's primary).
+    // Upstream ACL users' pools: for one Redis at a fixed address.
     user_pools = std::make_unique<UserPools>(
         executor, settings, &info.user_pools,
         [executor, user_settings = settings, stats = &stats](UserLogin login) {

@@ -60,7 +60,7 @@ struct ThreadUpstream {
   std::unique_ptr<Pool> pool;                     // one Redis
   std::unique_ptr<SentinelLinks> sentinel_links;  // a Sentinel-managed primary
   std::unique_ptr<ClusterPool> cluster_pool;      // a Redis Cluster
-  std::unique_ptr<UserPools> user_pools;          // clients' upstream ACL users (not Sentinel)
+  std::unique_ptr<UserPools> user_pools;          // clients' upstream ACL users
   std::unique_ptr<ReplicaReads> replica_reads;    // Sentinel with read_from
   std::unique_ptr<Upstream> upstream;
   std::shared_ptr<ReadyProbe> probe;  // one server: a cluster's probe is process-wide

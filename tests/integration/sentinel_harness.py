@@ -213,10 +213,11 @@ class SentinelSet:
 
 class IncrLoad:
     """INCRs of one key through `port` in pipelined batches from a thread: counts acknowledged
-    replies and errors, with the time of each error."""
+    replies and errors, with the time of each error. With `auth` (user, password) the connection
+    first authenticates as that upstream ACL user."""
 
-    def __init__(self, port, key, batch=50):
-        self.port, self.key, self.batch = port, key, batch
+    def __init__(self, port, key, batch=50, auth=None):
+        self.port, self.key, self.batch, self.auth = port, key, batch, auth
         self.acked = 0
         self.errors = []  # (time.monotonic(), text)
         self.stopping = threading.Event()
@@ -243,6 +244,11 @@ class IncrLoad:
         try:
             sock = socket.create_connection((HOST, self.port), timeout=30)
             reader = sock.makefile("rb")
+            if self.auth:
+                sock.sendall(harness.encode_command("AUTH", *self.auth))
+                reply = reader.readline()
+                if reply != b"+OK\r\n":
+                    raise ConnectionError("AUTH refused: %r" % reply)
             while not self.stopping.is_set():
                 sock.sendall(command)
                 for _ in range(self.batch):

@@ -275,7 +275,12 @@ def test_failover_panels_query_what_cluster_and_sentinel_upstreams_export():
     sentinel = SentinelSet("dashboard-sentinel")
     try:
         have |= exported(cluster.start().corral.http("/metrics")[1])
-        have |= exported(sentinel.start({}).corral.http("/metrics")[1])
+        # With replica reads on, so that the replica families have samples (lag per replica).
+        sentinel.start({"upstream": {"read_from": "prefer_replica"}})
+        harness.wait_until(lambda: "corral_sentinel_replica_lag_bytes{" in
+                           sentinel.corral.http("/metrics")[1], 10, what="replica lag exported")
+        sentinel_body = sentinel.corral.http("/metrics")[1]
+        have |= exported(sentinel_body)
     finally:
         cluster.stop()
         sentinel.stop()
@@ -286,6 +291,11 @@ def test_failover_panels_query_what_cluster_and_sentinel_upstreams_export():
     missing = missing_names(kind_queries, have, lambda n: n.startswith(UPSTREAM_KIND_PREFIXES))
     check(not missing, "queried but not in a cluster's or Sentinel's /metrics:\n  "
           + "\n  ".join(missing))
+    # The other way: every family a Sentinel upstream exports is on a dashboard panel.
+    on_panels = set().union(*(names_in(e) for _, e in dashboard_queries()))
+    unshown = sorted(n for n in exported(sentinel_body)
+                     if n.startswith("corral_sentinel_") and n not in on_panels)
+    check(not unshown, "Sentinel metrics on no dashboard panel: %s" % ", ".join(unshown))
 
 
 def test_panels_have_unique_ids_and_do_not_overlap():
@@ -311,7 +321,8 @@ def test_alert_rules_pass_promtool():
     names = {r.get("alert") for r in alert_rules()}
     for wanted in ("CorralCircuitBreakerOpen", "CorralOriginErrorRatioHigh",
                    "CorralServingStaleIfError", "CorralTrackingConnectionDown",
-                   "CorralUpstreamNotReady"):
+                   "CorralUpstreamNotReady", "CorralSentinelNoPrimary",
+                   "CorralSentinelReplicaReadsFallingBack"):
         check(wanted in names, "alert %s is defined" % wanted)
 
 

@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import wait_until  # noqa: E402
+from metrics_text import metric_samples  # noqa: E402
 from sentinel_harness import MASTER, SentinelSet  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's Sentinel upstream")
@@ -71,6 +72,24 @@ def wait_replicas_serving(s, key):
                sum(gets(r) for r in s.replicas) > before, 15, what="reads on the replicas")
 
 
+READ_ROUTES = {"replica": ("replica", "usable_replica"), "own_writes": ("primary", "own_writes"),
+               "fallback": ("primary", "no_usable_replica"),
+               "refused": ("none", "no_usable_replica")}
+
+
+def reads_counted(s):
+    """corral_sentinel_reads_total by route (READ_ROUTES)."""
+    return {route: s.corral.metric("corral_sentinel_reads_total", role=role, reason=reason)
+            for route, (role, reason) in READ_ROUTES.items()}
+
+
+def replica_lags(s):
+    """corral_sentinel_replica_lag_bytes by replica address."""
+    body = s.corral.http("/metrics")[1]
+    return {labels["address"]: value
+            for labels, value in metric_samples(body, "corral_sentinel_replica_lag_bytes")}
+
+
 def replicas_caught_up(s):
     offset = s.primary().client().info("replication")["master_repl_offset"]
     return all(r.client().info("replication")["slave_repl_offset"] >= offset
@@ -85,10 +104,15 @@ def test_reads_go_to_replicas_and_writes_to_the_primary(start_set):
     wait_replicas_serving(s, "r:k")
     assert s.corral.metric("corral_sentinel_replicas_usable") == 2
     primary_gets, replica_gets = gets(primary), [gets(r) for r in s.replicas]
+    counted = reads_counted(s)
     assert get_on_new_connections(s.corral, "r:k", 20) == [b"v1"] * 20
     assert gets(primary) == primary_gets
     served = [gets(r) - before for r, before in zip(s.replicas, replica_gets)]
     assert sum(served) == 20 and all(n > 0 for n in served), served
+    assert reads_counted(s) == dict(counted, replica=counted["replica"] + 20)
+    # Each replica's lag is exported, by its address.
+    wait_until(lambda: set(replica_lags(s)) == {"%s:%d" % (harness.HOST, r.port)
+                                                 for r in s.replicas}, 5, what="both replicas' lag")
     with harness.Raw(s.corral.port) as r:
         assert r.call("SET", "r:w", "v2") == b"OK"
     assert primary.client().get("r:w") == b"v2"
@@ -104,6 +128,7 @@ def test_the_writer_reads_its_writes_while_replication_is_slowed(start_set, read
     other = harness.Raw(s.corral.port, timeout=5)
     violations = others_stale = 0
     try:
+        counted = reads_counted(s)
         for i in range(50):
             value = b"%d" % i
             assert writer.call("SET", "ryw:k", value) == b"OK"
@@ -117,6 +142,9 @@ def test_the_writer_reads_its_writes_while_replication_is_slowed(start_set, read
             assert violations > 0
             return
         assert violations == 0
+        # The writer's 50 reads went to the primary for its own writes, the other's to replicas.
+        assert reads_counted(s) == dict(counted, own_writes=counted["own_writes"] + 50,
+                                        replica=counted["replica"] + 50)
         # Once the replicas have the write, the writer's reads go to a replica again.
         for relay in s.relays:
             relay.resume()
@@ -145,8 +173,10 @@ def test_replica_only_reads_are_refused_when_no_replica_is_within_the_lag(start_
         what="a replica-only read refused")
     assert error.startswith(b"ERR no usable replica"), error
     primary_gets = gets(primary)
+    counted = reads_counted(s)
     get_on_new_connections(s.corral, "lag:k", 5)
     assert gets(primary) == primary_gets  # replica-only: never the primary
+    assert reads_counted(s) == dict(counted, refused=counted["refused"] + 5)
     for relay in s.relays:
         relay.resume()
     wait_until(lambda: get_on_new_connections(s.corral, "lag:k", 1) == [b"v1"], 10,
@@ -168,11 +198,23 @@ def test_max_replica_lag_leaves_a_lagging_replica_out(start_set):
         return gets(lagging) == before
     wait_until(lagging_left_out, 5, what="the lagging replica left out")
     assert s.corral.metric("corral_sentinel_replicas_usable") == 1
+    assert replica_lags(s)["%s:%d" % (harness.HOST, lagging.port)] > 1024
     lagging_gets, current_gets = gets(lagging), gets(current)
     get_on_new_connections(s.corral, "lag:k", 20)
     assert gets(lagging) == lagging_gets
     assert gets(current) - current_gets == 20
+    # Both lagging: prefer_replica falls back to the primary, counted as such.
+    s.relays[1].stall(direction="down")
+    for i in range(20):
+        primary.client().set("lag:more%d" % i, "x" * 1024)
+    wait_until(lambda: s.corral.metric("corral_sentinel_replicas_usable") == 0, 5,
+               what="no replica within the lag")
+    counted, primary_gets = reads_counted(s), gets(primary)
+    get_on_new_connections(s.corral, "lag:k", 5)
+    assert gets(primary) - primary_gets == 5
+    assert reads_counted(s) == dict(counted, fallback=counted["fallback"] + 5)
     s.relays[0].resume()
+    s.relays[1].resume()
 
 
 def test_failover_with_read_from_set(start_set):

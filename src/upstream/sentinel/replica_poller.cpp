@@ -116,13 +116,19 @@ awaitable<std::vector<ReplicaOffset>> ReplicaPoller::poll_replicas(
     std::optional<std::uint64_t> primary_offset) {
   std::vector<ReplicaOffset> usable;
   const auto listed = replicas_;  // the list may be replaced while a reply is awaited
+  std::vector<std::pair<std::string, std::uint64_t>> lags;
   for (const auto& replica : listed) {
     if (stopping_) break;
     const auto offset = co_await offsets_.replica_offset(replica);
-    if (!offset || !within_replica_lag(primary_offset, *offset, settings_.max_replica_lag))
-      continue;
+    if (!offset) continue;
+    if (primary_offset) {
+      lags.emplace_back(config::format_endpoint(replica),
+                        *primary_offset > *offset ? *primary_offset - *offset : 0);
+    }
+    if (!within_replica_lag(primary_offset, *offset, settings_.max_replica_lag)) continue;
     usable.push_back({replica, *offset, {}});
   }
+  if (!stopping_) status_->set_replica_lags(std::move(lags));
   co_return usable;
 }
 

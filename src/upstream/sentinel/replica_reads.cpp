@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "config/values.hpp"
+#include "upstream/sentinel/sentinel_links.hpp"
 #include "upstream/single/pool.hpp"
 #include "upstream/write_ledger.hpp"
 
@@ -23,13 +24,14 @@ namespace asio = boost::asio;
 
 ReplicaReads::ReplicaReads(const asio::any_io_executor& executor,
                            const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
-                           Links& primary, std::shared_ptr<const ReplicaView> view)
+                           SentinelLinks& primary, std::shared_ptr<const ReplicaView> view)
     : executor_(executor),
       settings_(settings),
       stats_(stats),
       primary_(primary),
       view_(view),
-      ledger_(std::make_shared<WriteLedger>(std::move(view))) {}
+      ledger_(std::make_shared<WriteLedger>(std::move(view))),
+      read_counts_(primary.status()->add_read_counts()) {}
 
 ReplicaReads::~ReplicaReads() {
   for (auto& [address, pool] : pools_) pool->close();
@@ -41,15 +43,19 @@ bool ReplicaReads::send(const Routed& command, std::uint64_t tag,
   const auto choice = pick_replica(command.affinity, command.database, command.protocol);
   switch (choice.place) {
     case ReadPlace::replica:
+      read_counts_->count(ReadRoute::replica);
       return choice.replica->send_shared(command.database, command.affinity, command.bytes, target,
                                          tag, command.protocol);
     case ReadPlace::own_writes_on_primary:
+      read_counts_->count(ReadRoute::primary_own_writes);
       break;
     case ReadPlace::no_usable_replica:
       if (settings_.read_from == config::ReadFrom::replica) {
+        read_counts_->count(ReadRoute::refused_no_usable_replica);
         target->on_error(tag, ErrorKind::upstream_unavailable, kErrNoUsableReplica);
         return true;
       }
+      read_counts_->count(ReadRoute::primary_no_usable_replica);
       break;
   }
   return primary_.send_shared(command.database, command.affinity, command.bytes, target, tag,

@@ -16,6 +16,7 @@
 #include "config/settings.hpp"
 #include "upstream/link.hpp"
 #include "upstream/replica_view.hpp"
+#include "upstream/sentinel/sentinel_status.hpp"
 #include "upstream/upstream.hpp"
 
 namespace corral::metrics {
@@ -25,6 +26,7 @@ class ThreadStats;
 namespace corral::upstream {
 
 class Pool;
+class SentinelLinks;
 class WriteLedger;
 
 // `read_from: replica` and no replica is usable for the read.
@@ -34,10 +36,11 @@ inline constexpr std::string_view kErrNoUsableReplica =
 
 class ReplicaReads {
  public:
-  // `primary` (the Sentinel links) must outlive this.
+  // `primary` (the Sentinel links) must outlive this; where each read went is counted in its
+  // status.
   ReplicaReads(const boost::asio::any_io_executor& executor,
                const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
-               Links& primary, std::shared_ptr<const ReplicaView> view);
+               SentinelLinks& primary, std::shared_ptr<const ReplicaView> view);
   ~ReplicaReads();
 
   // Upstream::send's contract.
@@ -71,6 +74,7 @@ class ReplicaReads {
   std::map<std::string, std::shared_ptr<Pool>> pools_;  // by "host:port"
   std::shared_ptr<WriteLedger> ledger_;
   std::size_t fills_ = 0;  // spreads fills over the replicas that qualify
+  std::shared_ptr<ReadRouteCounts> read_counts_;
 };
 
 }  // namespace corral::upstream

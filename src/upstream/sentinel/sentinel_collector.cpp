@@ -55,10 +55,41 @@ class SentinelMetrics final : public prometheus::Collectable {
     add(out, "corral_sentinel_replicas_usable",
         "Replicas that reads may go to (read_from): up, linked, within max_replica_lag.",
         MetricType::Gauge, s.replicas_usable.load());
+    auto lags = metrics::make_family(
+        "corral_sentinel_replica_lag_bytes",
+        "How far each replica's replication offset is behind the primary's, as last polled.",
+        MetricType::Gauge);
+    for (const auto& [address, lag] : s.replica_lags()) {
+      lags.metric.push_back(
+          metrics::make_sample({{"address", address}}, lags.type, static_cast<double>(lag)));
+    }
+    out.push_back(std::move(lags));
+    out.push_back(reads_family(s));
     return out;
   }
 
  private:
+  // The read split of read_from: always all four series, so that a rate of 0 is a 0 and not a gap.
+  static MetricFamily reads_family(const SentinelStatus& s) {
+    auto reads = metrics::make_family(
+        "corral_sentinel_reads_total",
+        "Clients' reads with read_from set, by where they went (role) and why (reason).",
+        MetricType::Counter);
+    const auto counts = s.reads();
+    const std::pair<const char*, const char*> labels[kReadRoutes] = {
+        {"replica", "usable_replica"},
+        {"primary", "own_writes"},
+        {"primary", "no_usable_replica"},
+        {"none", "no_usable_replica"},
+    };
+    for (std::size_t i = 0; i < kReadRoutes; ++i) {
+      reads.metric.push_back(
+          metrics::make_sample({{"role", labels[i].first}, {"reason", labels[i].second}},
+                               reads.type, static_cast<double>(counts[i])));
+    }
+    return reads;
+  }
+
   static void add(std::vector<MetricFamily>& out, std::string name, std::string help,
                   MetricType type, double value) {
     auto f = metrics::make_family(std::move(name), std::move(help), type);

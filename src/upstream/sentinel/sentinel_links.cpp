@@ -26,24 +26,46 @@ constexpr std::size_t kMaxHeldBytes = std::size_t{64} << 20;
 SentinelLinks::SentinelLinks(const asio::any_io_executor& executor,
                              const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
                              std::atomic<int>* ready_connections,
-                             std::shared_ptr<SentinelStatus> status)
+                             std::shared_ptr<SentinelStatus> status, std::optional<UserLogin> user)
     : executor_(executor),
       settings_(settings),
       stats_(stats),
       ready_connections_(ready_connections),
       status_(std::move(status)),
+      user_(std::move(user)),
       hold_timer_(executor) {}
 
 SentinelLinks::~SentinelLinks() { close(); }
 
+std::shared_ptr<SentinelLinks> SentinelLinks::follower(UserLogin login) {
+  // A user's connections are not Corral's: they do not count towards readiness.
+  auto links = std::make_shared<SentinelLinks>(executor_, settings_, stats_, nullptr, status_,
+                                               std::move(login));
+  if (pool_) links->use_primary(primary_);
+  if (holding_) links->hold();
+  std::erase_if(followers_, [](const auto& weak) { return weak.expired(); });
+  followers_.push_back(links);
+  return links;
+}
+
+template <typename Step>
+void SentinelLinks::tell_followers(Step step) {
+  std::erase_if(followers_, [](const auto& weak) { return weak.expired(); });
+  for (const auto& weak : followers_) {
+    if (auto links = weak.lock()) step(*links);
+  }
+}
+
 void SentinelLinks::use_primary(const config::Endpoint& primary) {
   if (closed_) return;
+  tell_followers([&primary](SentinelLinks& links) { links.use_primary(primary); });
   const bool same = pool_ && primary.host == primary_.host && primary.port == primary_.port;
   if (!same) {
     auto settings = settings_;
     settings.servers = {primary};
-    auto next = std::make_shared<Pool>(executor_, settings, stats_, ready_connections_);
-    next->start();
+    auto next = std::make_shared<Pool>(executor_, settings, stats_, ready_connections_, user_);
+    // A user's connections open on its clients' first commands, as on one Redis.
+    if (!user_) next->start();
     if (pool_) {
       close_session_links();
       retire(std::move(pool_));
@@ -58,7 +80,9 @@ void SentinelLinks::use_primary(const config::Endpoint& primary) {
 }
 
 void SentinelLinks::hold() {
-  if (closed_ || holding_) return;
+  if (closed_) return;
+  tell_followers([](SentinelLinks& links) { links.hold(); });
+  if (holding_) return;
   holding_ = true;
   hold_timer_.expires_after(settings_.sentinel->failover_hold);
   hold_timer_.async_wait([this](boost::system::error_code ec) {
@@ -67,6 +91,7 @@ void SentinelLinks::hold() {
 }
 
 void SentinelLinks::release() {
+  tell_followers([](SentinelLinks& links) { links.release(); });
   if (!holding_) return;
   holding_ = false;
   hold_timer_.cancel();
@@ -76,6 +101,8 @@ void SentinelLinks::release() {
 void SentinelLinks::close() {
   if (closed_) return;
   closed_ = true;
+  tell_followers([](SentinelLinks& links) { links.close(); });
+  followers_.clear();
   hold_timer_.cancel();
   holding_ = false;
   pool_.reset();

@@ -1,6 +1,7 @@
 // One io thread's connections to the primary a Sentinel named: a single-Redis Pool per primary,
 // swapped when the primary changes, and the failover hold that keeps commands from the old
-// primary between the announcement of a promotion and the switch.
+// primary between the announcement of a promotion and the switch. Upstream ACL users' links
+// follow Corral's own through the same switches and holds.
 #pragma once
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "upstream/link.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
 #include "upstream/single/pool.hpp"
+#include "upstream/user_login.hpp"
 
 namespace corral::metrics {
 class ThreadStats;
@@ -31,11 +34,21 @@ inline constexpr std::string_view kErrFailoverHold =
 
 class SentinelLinks final : public Links {
  public:
-  // `ready_connections` counts the ready shared connections (for /readyz), as Pool does.
+  // `ready_connections` counts the ready shared connections (for /readyz), as Pool does. With
+  // `user`, every connection logs in as that upstream ACL user (see Pool).
   SentinelLinks(const boost::asio::any_io_executor& executor,
                 const config::UpstreamSettings& settings, metrics::ThreadStats* stats,
-                std::atomic<int>* ready_connections, std::shared_ptr<SentinelStatus> status);
+                std::atomic<int>* ready_connections, std::shared_ptr<SentinelStatus> status,
+                std::optional<UserLogin> user = std::nullopt);
   ~SentinelLinks() override;
+
+  // Links of the upstream ACL user `login` that follow these: on the primary these use now, held
+  // if these hold, and switched, held and released with them from now on (the Sentinel watch
+  // tells only Corral's own links of each thread). The follower lives as long as its holder.
+  std::shared_ptr<SentinelLinks> follower(UserLogin login);
+  const std::shared_ptr<SentinelStatus>& status() const { return status_; }
+  // The server refused a user's login on the current primary (see Pool::refused).
+  bool refused() const { return pool_ && pool_->refused(); }
 
   // The primary is `primary` from now on (on this thread): new shared connections to it, the
   // held commands sent there in the order they came, the old primary's client-owned links
@@ -70,12 +83,16 @@ class SentinelLinks final : public Links {
   void expire_held();
   void retire(std::shared_ptr<Pool> pool);
   void close_session_links();
+  template <typename Step>
+  void tell_followers(Step step);
 
   boost::asio::any_io_executor executor_;
   config::UpstreamSettings settings_;
   metrics::ThreadStats* stats_;
   std::atomic<int>* ready_connections_;
   std::shared_ptr<SentinelStatus> status_;
+  std::optional<UserLogin> user_;
+  std::vector<std::weak_ptr<SentinelLinks>> followers_;
   std::shared_ptr<Pool> pool_;  // null until a primary is known
   config::Endpoint primary_;
   std::uint64_t switches_ = 0;

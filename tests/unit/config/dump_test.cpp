@@ -87,14 +87,27 @@ policies:
 
   const Settings sentinel = must_load(yaml(R"(
 upstream:
-  sentinel: {master: m, addresses: [redis://s:26379]}
+  sentinel:
+    master: m
+    addresses: ["redis://:url-sentinel-secret@s:26379", "redis://t:26380"]
+    failover_hold: 3s
+  password: primary-secret
   read_from: prefer_replica
   max_replica_lag: 64kb
   read_your_writes: false
 )"));
   const std::string sentinel_text = describe(sentinel);
   INFO(sentinel_text);
+  // The Sentinels' and the primary's passwords, from a URL or a key, are never printed.
+  CHECK(sentinel_text.find("secret") == std::string::npos);
+  CHECK(sentinel_text.find("addresses: [redis://s:26379, redis://t:26380]") != std::string::npos);
   const Settings sentinel_back = must_load(sentinel_text);
+  REQUIRE(sentinel_back.upstream.sentinel);
+  CHECK(sentinel_back.upstream.sentinel->master == "m");
+  CHECK(sentinel_back.upstream.sentinel->addresses.size() == 2);
+  CHECK(sentinel_back.upstream.sentinel->failover_hold == std::chrono::seconds(3));
+  CHECK(sentinel_back.upstream.sentinel->password == "********");
+  CHECK(sentinel_back.upstream.password == "********");
   CHECK(sentinel_back.upstream.read_from == ReadFrom::prefer_replica);
   CHECK(sentinel_back.upstream.max_replica_lag == 64 * 1024);
   CHECK_FALSE(sentinel_back.upstream.read_your_writes);

@@ -1,6 +1,7 @@
 // Tests the failover hold of one io thread's Sentinel links against a real redis-server: held
 // commands reach the new primary in the order they came, a hold that outlives failover_hold
-// answers them with an error (never sent), and no client-owned link opens while a hold is on.
+// answers them with an error (never sent), no client-owned link opens while a hold is on, and an
+// upstream ACL user's links follow the thread's own.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -96,6 +97,34 @@ TEST_CASE("an aborted failover releases what was held", "[upstream][sentinel]") 
   links.release();
   io.run_for(300ms);
   CHECK(recorder->outcomes == std::vector<std::string>{"7 :1\r\n"});
+  links.close();
+  io.run_for(20ms);
+}
+
+TEST_CASE("a user's links follow the primary and the hold of the thread's own",
+          "[upstream][sentinel]") {
+  test::RedisServerProcess first;
+  test::RedisServerProcess second;
+  boost::asio::io_context io;
+  auto status = std::make_shared<upstream::SentinelStatus>();
+  upstream::SentinelLinks links(io.get_executor(), sentinel_settings(5000ms), nullptr, nullptr,
+                                status);
+  links.use_primary({"127.0.0.1", first.port()});
+  // The default user has no password there: any password logs it in.
+  auto user = links.follower({"default", "any", 0});
+  auto recorder = std::make_shared<Recorder>();
+  REQUIRE(user->send_shared(0, 0, incr("user:n"), recorder, 1, 2));
+  io.run_for(300ms);
+  links.hold();
+  REQUIRE(user->send_shared(0, 0, incr("user:n"), recorder, 2, 2));
+  CHECK_FALSE(user->dedicated_link(0, 2));
+  io.run_for(50ms);
+  CHECK(recorder->outcomes == std::vector<std::string>{"1 :1\r\n"});  // the second held
+  links.use_primary({"127.0.0.1", second.port()});
+  io.run_for(300ms);
+  // ":1" again: the held INCR ran on the new primary, where user:n did not exist.
+  CHECK(recorder->outcomes == std::vector<std::string>{"1 :1\r\n", "2 :1\r\n"});
+  CHECK(user->dedicated_link(0, 2));
   links.close();
   io.run_for(20ms);
 }
