@@ -26,6 +26,7 @@
 #include "upstream/link.hpp"
 #include "upstream/ready_read.hpp"
 #include "upstream/reply_target.hpp"
+#include "upstream/turn_queue.hpp"
 
 namespace corral::metrics {
 class ThreadStats;
@@ -150,6 +151,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   void break_connection();
 
   boost::asio::any_io_executor executor_;
+  TurnQueue* turns_;  // the io_context's, when the executor is one's (else flushes are posted)
   ConnectionOptions options_;
   metrics::ThreadStats* stats_;
   std::atomic<int>* ready_connections_;
