@@ -532,7 +532,7 @@ report() {
     echo "## Cache hits (policy key: ttl 60s; GET only)"
     table cache corral_cache corral "get"
     echo
-    cost_table cache. redis "redis corral_cache" get
+    cost_table cache. redis "redis corral_cache${BASELINE_BIN:+ baseline_cache}" get
     local c16 r16
     c16=$(median cache corral_cache get 16 | cut -d' ' -f1)
     r16=$(median cache redis get 16 | cut -d' ' -f1)
