@@ -7,7 +7,8 @@
 # Usage: scripts/bench.sh [--out FILE | FILE]   (FILE: also write the markdown report there)
 # Env: CORRAL_BIN (use this binary, skip the build), CORRAL_THREADS (1; predixy gets as many), BENCH_RUNS (3),
 #      BENCH_REQUESTS (200000 at pipeline 16), BENCH_REQUESTS_P1 (BENCH_REQUESTS/2), BENCH_CLIENTS (50),
-#      BENCH_KEYSPACE (100000), BENCH_VALUE_SIZE (100), BENCH_CACHE=1 (also the "cache hits" section),
+#      BENCH_KEYSPACE (100000), BENCH_VALUE_SIZE (100), BENCH_CACHE=1 (also the "cache hits" section:
+#      CPU per GET and p99 against redis-server direct, the issue-18 targets),
 #      PREDIXY_BIN (a predixy binary: measured as "predixy" in front of the same redis-server),
 #      BENCH_TARGETS (the passthrough targets, default all: redis twemproxy corral predixy io_only
 #      corral_tls io_only_tls redis_tls corral_resp3 redis_resp3), BENCH_SYSCALL_RUNS (1: perf runs per cell),
@@ -531,12 +532,25 @@ report() {
     echo "## Cache hits (policy key: ttl 60s; GET only)"
     table cache corral_cache corral "get"
     echo
-    cost_table cache. redis "redis corral_cache" get
+    cost_table cache. redis "redis corral_cache${BASELINE_BIN:+ baseline_cache}" get
     local c16 r16
     c16=$(median cache corral_cache get 16 | cut -d' ' -f1)
     r16=$(median cache redis get 16 | cut -d' ' -f1)
     echo
     echo "- GET P16 cached corral/redis >= 1.0: $(ratio "$c16" "$r16") $(verdict "$(ratio "$c16" "$r16")" '>=' 1.0)"
+    # Issue 18's cache-hit targets: medians of the runs, CPU of each process (redis-server's own
+    # for the direct row), p99 as redis-benchmark reports it.
+    local pipeline cpu_c cpu_r p99_c p99_r
+    for pipeline in 1 16; do
+      cpu_c=$(cost_median "$workdir/cost.cache.corral_cache.get.$pipeline")
+      cpu_r=$(cost_median "$workdir/cost.cache.redis.get.$pipeline")
+      p99_c=$(cost_median "$workdir/res.cache.corral_cache.get.$pipeline" 3)
+      p99_r=$(cost_median "$workdir/res.cache.redis.get.$pipeline" 3)
+      echo "- GET P$pipeline cached, CPU us per GET corral/redis-server <= 1.0: $cpu_c / $cpu_r =" \
+        "$(ratio "$cpu_c" "$cpu_r") $(verdict "$(ratio "$cpu_c" "$cpu_r")" '<=' 1.0)"
+      echo "- GET P$pipeline cached, p99 ms corral/redis-server <= 1.1 (median of $runs runs):" \
+        "$p99_c / $p99_r = $(ratio "$p99_c" "$p99_r") $(verdict "$(ratio "$p99_c" "$p99_r")" '<=' 1.1)"
+    done
     echo "- corral-cache VmRSS: ${cache_rss_warm} kB after warming, ${cache_rss_after} kB after the run"
     if [ -n "${BASELINE_BIN:-}" ]; then
       echo

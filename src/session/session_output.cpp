@@ -8,7 +8,6 @@
 #include <type_traits>
 
 #include <spdlog/spdlog.h>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
@@ -86,8 +85,8 @@ template <class Stream>
 void Session<Stream>::want_write() {
   if (writing_now_ || write_posted_ || writes_ended_) return;
   write_posted_ = true;
-  // Posted to the io_context itself: through the type-erased executor a post costs two mallocs.
-  asio::post(worker_.io, [self = this->shared_from_this()] { self->write_some(); });
+  worker_.turns.defer(this->shared_from_this(),
+                      [](void* self, std::uint64_t) { static_cast<Session*>(self)->write_some(); });
 }
 
 template <class Stream>

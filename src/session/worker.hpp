@@ -14,6 +14,7 @@
 #include "metrics/process_info.hpp"
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
+#include "upstream/turn_queue.hpp"
 
 namespace corral::slowlog {
 class SlowLog;
@@ -45,6 +46,8 @@ struct Worker {
   metrics::ThreadStats& stats;
   metrics::ProcessInfo& info;
   IoContext io{1};
+  // The end-of-turn work of this thread's sessions and upstream connections: one handler a turn.
+  upstream::TurnQueue& turns{boost::asio::use_service<upstream::TurnQueue>(io)};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
   Handler* handler = nullptr;           // set by the wiring before run(); outlives the io thread
   slowlog::SlowLog* slowlog = nullptr;  // set when slowlog.enabled; outlives the io thread

@@ -48,11 +48,17 @@ std::shared_ptr<asio::ssl::context> shared_client_context(const config::Upstream
   });
   return context;
 }
+
+TurnQueue* turn_queue_of(const asio::any_io_executor& executor) {
+  const auto* io = executor.target<asio::io_context::executor_type>();
+  return io ? &asio::use_service<TurnQueue>(io->context()) : nullptr;
+}
 }  // namespace
 
 Connection::Connection(const asio::any_io_executor& executor, ConnectionOptions options,
                        metrics::ThreadStats* stats, std::atomic<int>* ready_connections)
     : executor_(executor),
+      turns_(turn_queue_of(executor)),
       options_(std::move(options)),
       stats_(stats),
       ready_connections_(ready_connections),
@@ -475,17 +481,20 @@ bool Connection::deliver_replies(std::uint64_t generation) {
 
 void Connection::start_flush() {
   flushing_ = true;
-  // Posted, so every command queued in this turn of the event loop leaves in the same write.
-  auto flush = [self = shared_from_this(), generation = generation_] {
-    self->write_batch(generation);
-  };
-  // Through the type-erased executor a post costs two mallocs; the io_context's own executor
-  // takes the handler's memory from its per-thread cache.
-  if (const auto* io = executor_.target<asio::io_context::executor_type>()) {
-    asio::post(*io, std::move(flush));
-  } else {
-    asio::post(executor_, std::move(flush));
+  // At the end of this turn of the event loop, so every command queued in the turn leaves in the
+  // same write; the turn's one handler runs every connection's and session's write.
+  if (turns_) {
+    turns_->defer(
+        shared_from_this(),
+        [](void* self, std::uint64_t generation) {
+          static_cast<Connection*>(self)->write_batch(generation);
+        },
+        generation_);
+    return;
   }
+  asio::post(executor_, [self = shared_from_this(), generation = generation_] {
+    self->write_batch(generation);
+  });
 }
 
 void Connection::write_batch(std::uint64_t generation) {

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,9 +22,11 @@
 
 #include "config/settings.hpp"
 #include "upstream/async_event.hpp"
+#include "upstream/fifo_queue.hpp"
 #include "upstream/link.hpp"
 #include "upstream/ready_read.hpp"
 #include "upstream/reply_target.hpp"
+#include "upstream/turn_queue.hpp"
 
 namespace corral::metrics {
 class ThreadStats;
@@ -150,6 +151,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   void break_connection();
 
   boost::asio::any_io_executor executor_;
+  TurnQueue* turns_;  // the io_context's, when the executor is one's (else flushes are posted)
   ConnectionOptions options_;
   metrics::ThreadStats* stats_;
   std::atomic<int>* ready_connections_;
@@ -165,7 +167,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool timed_out_ = false;
   bool sent_untracked_ = false;  // a command whose outcome only the unsolicited target will see
   std::uint64_t tick_ = 0;
-  std::deque<InFlight> in_flight_;
+  FifoQueue<InFlight> in_flight_;
   std::shared_ptr<ReplyTarget> unsolicited_;
   std::string write_buffer_;  // commands not yet handed to the socket
   std::string writing_;       // the batch being written

@@ -47,7 +47,8 @@ void SpaceSaving::add(std::string_view key) {
   }
   const std::uint32_t slot = heap_.front();
   Counter& victim = counters_[slot];
-  index_.erase(victim.key);
+  // The victim's index node is reused for the newcomer: a full table allocates nothing.
+  auto node = index_.extract(victim.key);
   // Grown to the exact size when it must grow (assign() may double it): the bound holds per key.
   if (key.size() > victim.key.capacity()) {
     victim.key = std::string(key);
@@ -56,7 +57,9 @@ void SpaceSaving::add(std::string_view key) {
   }
   victim.error = victim.count;
   ++victim.count;
-  index_.emplace(victim.key, slot);
+  node.key() = victim.key;
+  node.mapped() = slot;
+  index_.insert(std::move(node));
   sift_down(0);
 }
 
