@@ -201,9 +201,15 @@ def test_replica_only_reads_are_refused_when_no_replica_is_within_the_lag(cluste
     cluster.node(primary).set(key, "v1")
     wait_until(lambda: caught_up(cluster, primary), 10, what="the replica caught up")
     wait_replica_serving(corral, cluster, replica, key)
+    replicas = len(cluster.replicas())
+    wait_until(lambda: corral.metric("corral_cluster_replicas_usable") == replicas, 5,
+               what="every replica usable in /metrics")
     link = replication_link(cluster, primary)
     cluster.relay(primary).stall(direction="down", conn=link)
     fill_primary(cluster, primary, "c")
+    # The lagging one leaves the gauge; the other primaries' replicas stay.
+    wait_until(lambda: corral.metric("corral_cluster_replicas_usable") == replicas - 1, 5,
+               what="the lagging replica out of corral_cluster_replicas_usable")
     error = wait_until(lambda: (lambda reply: reply if isinstance(reply, harness.Err) else None)(
         get_on_new_connections(corral, key, 1)[0]), 5, what="a replica-only read refused")
     assert error.startswith(b"ERR no usable replica serves this slot"), error

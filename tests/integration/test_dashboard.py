@@ -271,7 +271,9 @@ def test_failover_panels_query_what_cluster_and_sentinel_upstreams_export():
     from cluster_process import ClusterStack
     from sentinel_harness import SentinelSet
     have = set()
-    cluster = ClusterStack("dashboard-cluster", replicas=0)
+    # read_from on, so that the cluster's replica family is exported (0 replicas per primary).
+    cluster = ClusterStack("dashboard-cluster", {"upstream": {"read_from": "prefer_replica"}},
+                           replicas=0)
     sentinel = SentinelSet("dashboard-sentinel")
     try:
         have |= exported(cluster.start().corral.http("/metrics")[1])

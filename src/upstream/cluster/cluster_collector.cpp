@@ -1,6 +1,7 @@
 // The cluster collector: counters live as atomics in the topology; this only formats them.
 #include "upstream/cluster/cluster_collector.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,7 @@ class ClusterMetrics final : public prometheus::Collectable {
     add_hold_series(out, counters);
     add_map_gauges(out);
     add_node_series(out);
+    add_usable_replicas(out);
     return out;
   }
 
@@ -169,6 +171,27 @@ class ClusterMetrics final : public prometheus::Collectable {
     out.push_back(std::move(connections));
     out.push_back(std::move(slots));
     out.push_back(std::move(answers));
+  }
+
+  // With read_from set: per primary, the replicas reads may go to now (link up, within
+  // max_replica_lag), as the last offset poll found them.
+  void add_usable_replicas(std::vector<MetricFamily>& out) const {
+    const auto view = topology_->replicas();
+    if (!view) return;
+    auto usable = make_family("corral_cluster_replicas_usable",
+                              "Replicas that reads may go to (read_from), per primary: link up and "
+                              "within max_replica_lag at the last offset poll.",
+                              MetricType::Gauge);
+    std::map<std::string, double> by_primary;
+    const auto map = topology_->current();
+    if (map) {
+      for (const int p : map->primaries) {
+        by_primary[config::format_endpoint(map->nodes[p].endpoint)] = 0;
+      }
+    }
+    for (const auto& replica : view->snapshot().replicas) by_primary[replica.primary] += 1;
+    for (auto& [primary, count] : by_primary) add(usable, count, "primary", primary);
+    out.push_back(std::move(usable));
   }
 
   std::shared_ptr<const Topology> topology_;
