@@ -112,6 +112,16 @@ void read_sentinels(Reader& r, const YAML::Node& n, const std::string& p, Sentin
   take_credentials(credentials, s);
 }
 
+template <class S>
+Field<S> credential(std::string_view key, std::string S::*m, Text kind) {
+  Field<S> f = text(key, m, kind);
+  // Empty (as ${REDIS_PASSWORD:-} gives when unset) keeps what the URL said.
+  f.read = [m](Reader& r, const YAML::Node& n, const std::string& p, S& s) {
+    if (auto v = r.scalar(n, p); v && !v->empty()) s.*m = std::move(*v);
+  };
+  return f;
+}
+
 const Table<SentinelSettings>& sentinel_table() {
   using S = SentinelSettings;
   static const Table<S> table{
@@ -122,17 +132,30 @@ const Table<SentinelSettings>& sentinel_table() {
          for (const Endpoint& e : s.addresses) urls.push_back(format_redis_url(e, 0, s.tls));
          return flow_list(urls);
        }},
-      text("username", &S::username),
-      text("password", &S::password, Text::secret),
+      credential("username", &S::username, Text::plain),
+      credential("password", &S::password, Text::secret),
       duration("failover_hold", &S::failover_hold, Min::positive),
   };
   return table;
+}
+
+// `sentinel.username` / `sentinel.password` win over credentials in the address URLs whatever
+// the keys' order (the table reads them in file order), as upstream.password does over
+// upstream.address; empty (an unset ${VAR:-}) keeps the URLs'.
+void prefer_explicit_credentials(Reader& r, const YAML::Node& n, const std::string& p,
+                                 SentinelSettings& s) {
+  for (auto [key, member] : {std::pair{"username", &SentinelSettings::username},
+                             std::pair{"password", &SentinelSettings::password}}) {
+    if (!has_key(n, key)) continue;
+    if (auto v = r.scalar(n[key], child(p, key)); v && !v->empty()) s.*member = std::move(*v);
+  }
 }
 
 void read_sentinel(Reader& r, const YAML::Node& n, const std::string& p, UpstreamSettings& s) {
   if (!n.IsMap()) return r.error(n, p, "expected a map: {master: NAME, addresses: [...]}");
   SentinelSettings sentinel;
   read_map(r, n, p, sentinel_table(), sentinel);
+  prefer_explicit_credentials(r, n, p, sentinel);
   if (!has_key(n, "master")) r.error(n, child(p, "master"), "required: the monitored name");
   if (!has_key(n, "addresses"))
     r.error(n, child(p, "addresses"), "required: the Sentinels, like [redis://10.0.0.1:26379]");
@@ -141,16 +164,6 @@ void read_sentinel(Reader& r, const YAML::Node& n, const std::string& p, Upstrea
   s.tls.enabled = sentinel.tls;
   s.cluster = false;
   s.sentinel = std::move(sentinel);
-}
-
-Field<UpstreamSettings> credential(std::string_view key, std::string UpstreamSettings::*m,
-                                   Text kind) {
-  Field<UpstreamSettings> f = text(key, m, kind);
-  // Empty (as ${REDIS_PASSWORD:-} gives when unset) keeps what the URL said.
-  f.read = [m](Reader& r, const YAML::Node& n, const std::string& p, UpstreamSettings& s) {
-    if (auto v = r.scalar(n, p); v && !v->empty()) s.*m = std::move(*v);
-  };
-  return f;
 }
 
 // A file the config names: it must be there and readable when the config is loaded; whether it

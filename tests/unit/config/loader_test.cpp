@@ -149,6 +149,16 @@ upstream:
   CHECK_FALSE(sentinel.tls);
   CHECK_FALSE(s.upstream.cluster);
 
+  // An explicit sentinel.password wins over the URLs', before or after them in the file.
+  for (const char* text : {"upstream: {sentinel: {master: m, password: own, "
+                           "addresses: [redis://:url@s]}}",
+                           "upstream: {sentinel: {master: m, addresses: [redis://:url@s], "
+                           "password: own}}"}) {
+    CHECK(must_load(text).upstream.sentinel->password == "own");
+  }
+  CHECK(must_load("upstream: {sentinel: {master: m, addresses: [redis://:url@s], password: ''}}")
+            .upstream.sentinel->password == "url");
+
   const Settings defaults = must_load("upstream: {sentinel: {master: m, addresses: [redis://s]}}");
   CHECK(defaults.upstream.sentinel->failover_hold == 10s);
   CHECK(defaults.upstream.sentinel->addresses[0].port == 6379);
