@@ -263,16 +263,26 @@ class ClusterNodes:
         return [n["port"] for n in self.nodes() if "slave" in n["flags"]]
 
     def replica_of(self, primary, timeout=30):
-        """A replica of `primary` whose link to it is up. After an earlier failover or restore,
-        CLUSTER NODES shows a replica's new master only once the gossip has spread, and a
-        replica can be failed over to only once it is in sync: wait for both."""
+        """A replica of `primary` whose link to it is up. After an earlier failover or restore (or
+        right after the cluster was created), CLUSTER NODES shows a replica's new master only once
+        the gossip has spread, and a replica can be failed over to only once it is in sync and
+        every primary sees it as a replica (a primary that still takes it for a master denies its
+        CLUSTER FAILOVER the vote: "Failover auth denied ... it is a master node"): wait for all."""
         primary_id = self.node_id(primary)
+
+        def seen_as_replica_by_every_primary(node_id):
+            for p in self.primaries():
+                seen = next((n for n in self.nodes(via=p) if n["id"] == node_id), None)
+                if seen is None or "slave" not in seen["flags"] or seen["master"] != primary_id:
+                    return False
+            return True
 
         def linked_replica():
             for n in self.nodes():
                 if n["master"] == primary_id and "fail" not in n["flags"] and self.node(
                         n["port"], socket_timeout=2).info("replication").get(
-                        "master_link_status") == "up":
+                        "master_link_status") == "up" and \
+                        seen_as_replica_by_every_primary(n["id"]):
                     return n["port"]
             return None
         return wait_until(linked_replica, timeout, 0.1,
