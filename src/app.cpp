@@ -17,6 +17,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "cache/clock.hpp"
@@ -227,19 +228,23 @@ std::chrono::milliseconds candidate_deadline(const config::UpstreamSettings& set
 
 constexpr std::chrono::milliseconds kSwitchPollInterval{50};
 
-}  // namespace
-
-asio::awaitable<std::string> App::check_candidate(UpstreamDeployment& candidate) {
-  asio::steady_timer timer(server_.io(0));
-  const auto deadline = std::chrono::steady_clock::now() + candidate_deadline(candidate.settings());
-  auto why_not = candidate.own_not_ready_reason();
-  while (!why_not.empty() && std::chrono::steady_clock::now() < deadline) {
+// Checks `done` now and every kSwitchPollInterval until it holds or `deadline` passes.
+asio::awaitable<void> poll_until(std::function<bool()> done,
+                                 std::chrono::steady_clock::time_point deadline) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
     timer.expires_after(kSwitchPollInterval);
     boost::system::error_code ignored;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    why_not = candidate.own_not_ready_reason();
   }
-  if (!why_not.empty()) co_return why_not;
+}
+
+}  // namespace
+
+asio::awaitable<std::string> App::check_candidate(UpstreamDeployment& candidate) {
+  co_await poll_until([&candidate] { return candidate.own_not_ready_reason().empty(); },
+                      std::chrono::steady_clock::now() + candidate_deadline(candidate.settings()));
+  if (auto why_not = candidate.own_not_ready_reason(); !why_not.empty()) co_return why_not;
   // Every kind: the new upstream answers a command before any client's goes to it.
   const auto answer = co_await candidate.thread_upstream(0)->upstream->call_server(
       std::string(upstream::kPingCommand));
@@ -297,12 +302,9 @@ asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, confi
   if (gap == 0) co_return;
   // The gap closes once the new tracking is live (or this upstream was replaced in turn); what
   // was filled before that is dropped, as when a tracking link comes back.
-  asio::steady_timer timer(server_.io(0));
-  while (!candidate->tracking_live() && deployment() == candidate) {
-    timer.expires_after(kSwitchPollInterval);
-    boost::system::error_code ignored;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-  }
+  co_await poll_until(
+      [this, &candidate] { return candidate->tracking_live() || deployment() != candidate; },
+      std::chrono::steady_clock::time_point::max());
   for (const auto& prefix : *prefixes) {
     cache_->invalidate_prefix(prefix, stampede::InvalidationSource::flush);
   }

@@ -18,7 +18,7 @@ from cluster_process import ClusterNodes, key_slot  # noqa: E402
 from harness import wait_until  # noqa: E402
 from sentinel_harness import MASTER, SentinelSet  # noqa: E402
 from test_hot_cache import burst, make_hot, wait_seen  # noqa: E402
-from test_reload_upstream import IncrClient  # noqa: E402
+from test_reload_upstream import IncrClient, stop_and_check_exactly_once  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's reload")
 
@@ -109,15 +109,7 @@ def switch_under_load(stack, cluster, on_cluster):
     reload_to(stack.corral, {"cluster": cluster.seeds()})
     wait_until(lambda: all(int(on_cluster.get(c.key) or 0) >= 200 for c in clients), timeout=10,
                what="every client's INCRs executed by the cluster")
-    for client in clients:
-        client.stop_flag.set()
-    for client in clients:
-        client.join(10)
-        assert not client.is_alive()
-    for client in clients:
-        assert client.errors == [], (client.key, client.errors[:5])
-        executed = int(old_direct.get(client.key) or 0) + int(on_cluster.get(client.key) or 0)
-        assert executed == client.acknowledged, (client.key, executed, client.acknowledged)
+    stop_and_check_exactly_once(clients, old_direct, on_cluster)
     print("switch under load: %d INCRs acknowledged, %d run by one Redis, %d by the cluster, "
           "0 errors" % (sum(c.acknowledged for c in clients),
                         sum(int(old_direct.get(c.key) or 0) for c in clients),

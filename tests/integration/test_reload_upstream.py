@@ -79,6 +79,20 @@ def value(client, key):
     return int(client.get(key) or 0)
 
 
+def stop_and_check_exactly_once(clients, old, new):
+    """Stops the IncrClients; each had no error, and its acknowledged INCRs ran exactly once on
+    the `old` or the `new` upstream (redis-py clients): nothing lost, nothing run twice."""
+    for client in clients:
+        client.stop_flag.set()
+    for client in clients:
+        client.join(10)
+        assert not client.is_alive()
+    for client in clients:
+        assert client.errors == [], (client.key, client.errors[:5])
+        executed = value(old, client.key) + value(new, client.key)
+        assert executed == client.acknowledged, (client.key, executed, client.acknowledged)
+
+
 def test_switch_to_another_redis_under_pipelined_load(two_redis):
     stack, new = two_redis
     old_direct, new_direct = stack.direct(), new.client()
@@ -98,16 +112,7 @@ def test_switch_to_another_redis_under_pipelined_load(two_redis):
     harness.wait_until(
         lambda: all(value(new_direct, c.key) >= 200 for c in clients), timeout=10,
         what="every client's INCRs executed by the new upstream")
-    for client in clients:
-        client.stop_flag.set()
-    for client in clients:
-        client.join(10)
-        assert not client.is_alive()
-    for client in clients:
-        assert client.errors == [], (client.key, client.errors[:5])
-        # Exactly once on one server or the other: nothing lost, nothing run twice.
-        executed = value(old_direct, client.key) + value(new_direct, client.key)
-        assert executed == client.acknowledged, (client.key, executed, client.acknowledged)
+    stop_and_check_exactly_once(clients, old_direct, new_direct)
     # The cached copy came from the old server: flushed.
     with stack.raw() as c:
         assert c.call("GET", "c:k") == b"new"
