@@ -49,10 +49,11 @@ namespace asio = boost::asio;
 struct App::ThreadParts {
   ThreadParts(const config::Settings& settings, metrics::ThreadStats& thread_stats,
               asio::io_context& io, metrics::ProcessInfo& info, stampede::CacheRuntime& cache,
-              std::shared_ptr<upstream::ThreadUpstream> first_upstream)
+              std::vector<std::shared_ptr<upstream::ThreadUpstream>> first_parts,
+              std::shared_ptr<upstream::Upstream> first_upstream)
       : stats(thread_stats),
-        upstream_parts(std::move(first_upstream)),
-        upstream(upstream::ThreadUpstream::upstream_of(upstream_parts)),
+        upstream_parts(std::move(first_parts)),
+        upstream(std::move(first_upstream)),
         // Admin conversations (ROLLOVER, PURGE, tag purges, pointer reads) must not run twice:
         // no retry after a lost connection.
         keyed_caller(upstream.keyed_caller({0})),
@@ -62,8 +63,9 @@ struct App::ThreadParts {
   }
 
   metrics::ThreadStats& stats;
-  // The upstream in use (a reload replaces it; the switch keeps the previous one while it drains).
-  std::shared_ptr<upstream::ThreadUpstream> upstream_parts;
+  // The connections of the upstreams in use (a reload replaces them; the switch keeps the previous
+  // ones while they drain).
+  std::vector<std::shared_ptr<upstream::ThreadUpstream>> upstream_parts;
   upstream::UpstreamSwitch upstream;
   std::shared_ptr<upstream::KeyedCaller> keyed_caller;
   stampede::ReadThrough read_through;
@@ -75,7 +77,7 @@ struct App::ThreadParts {
 class App::StatusCollector final : public prometheus::Collectable {
  public:
   StatusCollector(const metrics::ProcessInfo& info, const UpstreamReloads& reloads,
-                  std::function<std::shared_ptr<const UpstreamDeployment>()> deployment)
+                  std::function<std::shared_ptr<const UpstreamDeployments>()> deployment)
       : info_(info), reloads_(reloads), deployment_(std::move(deployment)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
@@ -152,7 +154,7 @@ class App::StatusCollector final : public prometheus::Collectable {
 
   const metrics::ProcessInfo& info_;
   const UpstreamReloads& reloads_;
-  std::function<std::shared_ptr<const UpstreamDeployment>()> deployment_;
+  std::function<std::shared_ptr<const UpstreamDeployments>()> deployment_;
 };
 
 App::App(const config::Settings& settings, metrics::Metrics& metrics)
@@ -184,11 +186,12 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     hot_keys_metrics_ = stampede::make_hot_keys_collector(*hot_keys_, cache_->hot());
     metrics.add_collectable(hot_keys_metrics_);
   }
-  deployment_ = std::make_shared<UpstreamDeployment>(settings_.upstream, deployment_context(), 0);
+  deployment_ = std::make_shared<UpstreamDeployments>(UpstreamLayout::of(settings_),
+                                                      deployment_context(), 0);
   for (int i = 0; i < server_.threads(); ++i) {
-    threads_.push_back(std::make_unique<ThreadParts>(settings_, metrics.thread(i), server_.io(i),
-                                                     info_, *cache_,
-                                                     deployment_->thread_upstream(i)));
+    threads_.push_back(std::make_unique<ThreadParts>(
+        settings_, metrics.thread(i), server_.io(i), info_, *cache_, deployment_->thread_parts(i),
+        deployment_->thread_upstream(i)));
     threads_.back()->dispatcher.set_slowlog(slowlog_.get());
     threads_.back()->dispatcher.set_hot_keys(hot_keys_.get(), static_cast<std::size_t>(i));
     server_.set_handler(i, threads_.back()->dispatcher);
@@ -196,7 +199,7 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
   server_.set_readiness([this] { return deployment()->not_ready_reason(); });
   status_ = std::make_shared<StatusCollector>(
       info_, upstream_reloads_,
-      [this]() -> std::shared_ptr<const UpstreamDeployment> { return deployment(); });
+      [this]() -> std::shared_ptr<const UpstreamDeployments> { return deployment(); });
   metrics.add_collectable(status_);
 }
 
@@ -209,7 +212,7 @@ UpstreamDeployment::Context App::deployment_context() {
           }};
 }
 
-std::shared_ptr<UpstreamDeployment> App::deployment() const {
+std::shared_ptr<UpstreamDeployments> App::deployment() const {
   std::lock_guard lock(deployment_mutex_);
   return deployment_;
 }
@@ -222,8 +225,12 @@ bool answers_pong(const upstream::CallResult& result) {
 
 // How long a reload waits for a new upstream to find its servers (a slot map whose primaries
 // answer, a primary named by the Sentinels) before it keeps the running one.
-std::chrono::milliseconds candidate_deadline(const config::UpstreamSettings& settings) {
-  return 2 * upstream::ready_probe_deadline(settings) + std::chrono::seconds(1);
+std::chrono::milliseconds candidate_deadline(const UpstreamLayout& layout) {
+  auto deadline = upstream::ready_probe_deadline(layout.upstream);
+  for (const auto& [name, settings] : layout.upstreams) {
+    deadline = std::max(deadline, upstream::ready_probe_deadline(settings));
+  }
+  return 2 * deadline + std::chrono::seconds(1);
 }
 
 constexpr std::chrono::milliseconds kSwitchPollInterval{50};
@@ -241,20 +248,23 @@ asio::awaitable<void> poll_until(std::function<bool()> done,
 
 }  // namespace
 
-asio::awaitable<std::string> App::check_candidate(UpstreamDeployment& candidate) {
+asio::awaitable<std::string> App::check_candidate(UpstreamDeployments& candidate) {
   co_await poll_until([&candidate] { return candidate.own_not_ready_reason().empty(); },
-                      std::chrono::steady_clock::now() + candidate_deadline(candidate.settings()));
+                      std::chrono::steady_clock::now() + candidate_deadline(candidate.layout()));
   if (auto why_not = candidate.own_not_ready_reason(); !why_not.empty()) co_return why_not;
-  // Every kind: the new upstream answers a command before any client's goes to it.
-  const auto answer = co_await candidate.thread_upstream(0)->upstream->call_server(
-      std::string(upstream::kPingCommand));
-  if (answers_pong(answer)) co_return std::string();
-  co_return "it did not answer PING (" + (answer.ok() ? answer.reply : answer.error) + ")";
+  // Every kind: each new upstream answers a command before any client's goes to it.
+  for (const auto& parts : candidate.thread_parts(0)) {
+    const auto answer = co_await parts->upstream->call_server(std::string(upstream::kPingCommand));
+    if (!answers_pong(answer)) {
+      co_return "it did not answer PING (" + (answer.ok() ? answer.reply : answer.error) + ")";
+    }
+  }
+  co_return std::string();
 }
 
-asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, config::Duration drain) {
+asio::awaitable<void> App::switch_upstream(UpstreamLayout fresh, config::Duration drain) {
   const auto running = deployment();
-  if (fresh == running->settings()) co_return;  // unchanged: nothing rebuilt
+  if (fresh == running->layout()) co_return;  // unchanged: nothing rebuilt
   if (upstream_checking_) {
     spdlog::error(
         "SIGHUP: the previous upstream change is still being checked; this one is not applied "
@@ -263,8 +273,8 @@ asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, confi
     co_return;
   }
   upstream_checking_ = true;
-  auto candidate =
-      std::make_shared<UpstreamDeployment>(fresh, deployment_context(), running->epoch() + 1);
+  auto candidate = std::make_shared<UpstreamDeployments>(std::move(fresh), deployment_context(),
+                                                         running->epoch() + 1);
   candidate->start(true);
   const auto why_not = co_await check_candidate(*candidate);
   upstream_checking_ = false;
@@ -285,9 +295,7 @@ asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, confi
                            [key](const std::string& p) { return key.starts_with(p); });
       });
   for (int i = 0; i < server_.threads(); ++i) {
-    asio::post(server_.io(i), [this, i, parts = candidate->thread_upstream(i), drain] {
-      install_upstream(i, parts, drain);
-    });
+    asio::post(server_.io(i), [this, i, candidate, drain] { install_upstream(i, *candidate, drain); });
   }
   {
     std::lock_guard lock(deployment_mutex_);
@@ -311,12 +319,12 @@ asio::awaitable<void> App::switch_upstream(config::UpstreamSettings fresh, confi
   cache_->tracking_gaps().close(gap);
 }
 
-void App::install_upstream(int thread, std::shared_ptr<upstream::ThreadUpstream> parts,
+void App::install_upstream(int thread, const UpstreamDeployments& candidate,
                            config::Duration drain) {
   auto& parts_here = *threads_[thread];
-  parts_here.upstream_parts = parts;
-  parts->start_probe();
-  parts_here.upstream.switch_to(upstream::ThreadUpstream::upstream_of(std::move(parts)));
+  parts_here.upstream_parts = candidate.thread_parts(thread);
+  for (const auto& parts : parts_here.upstream_parts) parts->start_probe();
+  parts_here.upstream.switch_to(candidate.thread_upstream(thread));
   // Cached replies of the upstream (redis-origin and fleet policies, hot keys) came from the
   // previous server; an http origin's did not. Dropped after the switch: a fill that starts now
   // reads from the new one.
@@ -345,7 +353,9 @@ void App::run() {
   auto& first_io = server_.io(0);
   deployment_->start(false);
   for (int i = 0; i < server_.threads(); ++i) {
-    asio::post(server_.io(i), [parts = threads_[i].get()] { parts->upstream_parts->start(); });
+    asio::post(server_.io(i), [parts = threads_[i].get()] {
+      for (const auto& upstream_parts : parts->upstream_parts) upstream_parts->start();
+    });
   }
   if (hot_key_window_) asio::post(first_io, [window = hot_key_window_] { window->start(); });
   // Versioned policies follow their pointer keys from the same thread (kept alive by its timer).
@@ -364,7 +374,8 @@ void App::run() {
              [audit, allowed = settings_.client.allow_commands] { audit->start(allowed); });
   server_.on_reload([this, &first_io, audit, idle_reaper](const config::Settings& fresh) {
     cache_->reload(fresh.policies);
-    asio::co_spawn(server_.io(0), switch_upstream(fresh.upstream, fresh.shutdown_timeout),
+    asio::co_spawn(server_.io(0),
+                   switch_upstream(UpstreamLayout::of(fresh), fresh.shutdown_timeout),
                    asio::detached);
     for (int i = 0; i < server_.threads(); ++i) {
       asio::post(server_.io(i), [parts = threads_[i].get(), client = fresh.client] {

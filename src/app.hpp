@@ -13,7 +13,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "app_upstream.hpp"
+#include "app_upstreams.hpp"
 #include "config/settings.hpp"
 #include "metrics/metrics.hpp"
 #include "metrics/process_info.hpp"
@@ -59,16 +59,14 @@ class App {
   // answers a PING, switches every thread's new requests to it and stops the running one's
   // process-wide parts; the previous connections drain for `drain` (shutdown_timeout). Otherwise
   // keeps the running one (logged, counted).
-  boost::asio::awaitable<void> switch_upstream(config::UpstreamSettings fresh,
-                                               config::Duration drain);
+  boost::asio::awaitable<void> switch_upstream(UpstreamLayout fresh, config::Duration drain);
   // Why `candidate` cannot take over ("" when it can), waiting up to its deadline.
-  boost::asio::awaitable<std::string> check_candidate(UpstreamDeployment& candidate);
-  // On `thread`'s io thread: new requests go to `parts` from now on.
-  void install_upstream(int thread, std::shared_ptr<upstream::ThreadUpstream> parts,
-                        config::Duration drain);
+  boost::asio::awaitable<std::string> check_candidate(UpstreamDeployments& candidate);
+  // On `thread`'s io thread: new requests go to `candidate`'s upstream from now on.
+  void install_upstream(int thread, const UpstreamDeployments& candidate, config::Duration drain);
   UpstreamDeployment::Context deployment_context();
-  // Thread-safe: the upstream deployment in use.
-  std::shared_ptr<UpstreamDeployment> deployment() const;
+  // Thread-safe: the upstreams in use.
+  std::shared_ptr<UpstreamDeployments> deployment() const;
 
   const config::Settings& settings_;
   metrics::ProcessInfo info_;
@@ -79,7 +77,7 @@ class App {
   bool upstream_checking_ = false;  // first io thread only
   std::vector<std::unique_ptr<ThreadParts>> threads_;
   mutable std::mutex deployment_mutex_;  // deployment_ is read by /readyz and /metrics
-  std::shared_ptr<UpstreamDeployment> deployment_;
+  std::shared_ptr<UpstreamDeployments> deployment_;
   std::shared_ptr<StatusCollector> status_;
   std::unique_ptr<slowlog::SlowLog> slowlog_;  // null when slowlog.enabled is false
   std::shared_ptr<prometheus::Collectable> slowlog_metrics_;

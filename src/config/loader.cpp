@@ -260,6 +260,8 @@ Field<UpstreamSettings> unless_zero(Field<UpstreamSettings> f, std::uint64_t Ups
   return f;
 }
 
+}  // namespace
+
 const Table<UpstreamSettings>& upstream_table() {
   using S = UpstreamSettings;
   static const Table<S> table{
@@ -328,6 +330,8 @@ void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, Upst
     }
   }
 }
+
+namespace {
 
 const Table<ClientSettings>& client_table() {
   using S = ClientSettings;
@@ -401,13 +405,18 @@ void check_hot_keys(Reader& r, const YAML::Node& map, const std::string& p, HotK
 // A policy's read_from reads the replicas the upstream follows: a Sentinel or cluster upstream
 // whose replicas' offsets are polled (upstream.read_from set).
 void check_fill_sources(Reader& r, const YAML::Node& root, const Settings& s) {
-  const bool replicas_polled =
-      (s.upstream.sentinel || s.upstream.cluster) && s.upstream.read_from != ReadFrom::primary;
-  if (replicas_polled || !root.IsMap() || !has_key(root, "policies")) return;
+  if (!root.IsMap() || !has_key(root, "policies")) return;
   const YAML::Node policies = root["policies"];
   if (!policies.IsSequence()) return;
   for (std::size_t i = 0; i < s.policies.size() && i < policies.size(); ++i) {
     if (s.policies[i].read_from != ReadFrom::prefer_replica) continue;
+    // The upstream the policy's keys are routed to.
+    const RouteSettings* route = route_of_prefix(s, s.policies[i].prefix);
+    const auto named = route ? s.upstreams.find(route->upstream) : s.upstreams.end();
+    const UpstreamSettings& upstream = named != s.upstreams.end() ? named->second : s.upstream;
+    const bool replicas_polled =
+        (upstream.sentinel || upstream.cluster) && upstream.read_from != ReadFrom::primary;
+    if (replicas_polled) continue;
     r.error(locate(policies[i], "read_from"), child(item("policies", i), "read_from"),
             "prefer_replica needs upstream.sentinel or upstream.cluster with upstream.read_from "
             "set (the replicas whose offsets Corral polls)");
@@ -420,6 +429,11 @@ void finalize(Settings& s) {
   // A Sentinel upstream has no server of its own until the Sentinels name the primary.
   if (s.upstream.servers.empty() && !s.upstream.sentinel) {
     s.upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+  }
+  for (auto& [name, upstream] : s.upstreams) {
+    if (upstream.servers.empty() && !upstream.sentinel) {
+      upstream.servers = {Endpoint{"127.0.0.1", 6379}};
+    }
   }
 }
 
@@ -447,6 +461,7 @@ LoadResult load(const std::string& text, const std::string& source) {
   read_map(r, root, "", settings_table(), settings);
   // A TLS listener alone replaces the plain one; both run when both are written.
   settings.listen_plain = !settings.tls.listen || (root.IsMap() && has_key(root, "listen"));
+  check_routes(r, root, settings);
   check_fill_sources(r, root, settings);
   finalize(settings);
   if (!r.ok()) return ConfigErrors{r.messages()};
@@ -474,6 +489,8 @@ const Table<Settings>& settings_table() {
        },
        [](const S& s) { return s.tls.listen ? show_map(client_tls_table(), s.tls) : omitted(); }},
       section("upstream", &S::upstream, upstream_table, check_upstream),
+      {"upstreams", read_upstreams, show_upstreams},
+      {"routes", read_routes, show_routes},
       section("client", &S::client, client_table),
       section("cache", &S::cache, cache_table),
       duration("shutdown_timeout", &S::shutdown_timeout, Min::zero),

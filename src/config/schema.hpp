@@ -247,6 +247,20 @@ Field<S> section(std::string_view key, T S::*m, const Table<T>& (*table)(),
           [m, table](const S& s) { return show_map(table(), s.*m); }};
 }
 
+// `upstream:` and each of `upstreams:` (loader.cpp).
+const Table<UpstreamSettings>& upstream_table();
+void check_upstream(Reader& r, const YAML::Node& map, const std::string& p, UpstreamSettings& s);
+
+// `upstreams:` and `routes:` (schema_routes.cpp); check_routes ties them to each other and to the
+// policies once the whole file is read.
+void read_upstreams(Reader& r, const YAML::Node& n, const std::string& p, Settings& s);
+void read_routes(Reader& r, const YAML::Node& n, const std::string& p, Settings& s);
+void check_routes(Reader& r, const YAML::Node& root, const Settings& s);
+// The route keys under `prefix` take (the longest route prefix it starts with); null: default.
+const RouteSettings* route_of_prefix(const Settings& s, std::string_view prefix);
+YAML::Node show_upstreams(const Settings& s);
+YAML::Node show_routes(const Settings& s);
+
 // The top-level table (loader.cpp) and the policy table (schema_policy.cpp).
 const Table<Settings>& settings_table();
 const Table<PolicySettings>& policy_table();

@@ -107,6 +107,26 @@ struct UpstreamSettings {
   }
 };
 
+// `routes[].mirror`: a copy of the route's commands sent to a second upstream (a migration's
+// target), fire-and-forget; the client's reply never waits for it.
+struct MirrorSettings {
+  std::string upstream;             // a name of `upstreams` or "default"
+  int reads_percent = 0;          // read-only commands mirrored too: this share of them, in %
+  std::size_t max_queue = 10000;  // mirrored commands awaiting a reply per io thread
+  bool operator==(const MirrorSettings&) const = default;
+};
+
+// `routes[]`: keys under `prefix` (a key `{tag}...` by its tag) go to `upstream`.
+struct RouteSettings {
+  std::string prefix;
+  std::string upstream;  // a name of `upstreams` or "default"
+  std::optional<MirrorSettings> mirror;
+  bool operator==(const RouteSettings&) const = default;
+};
+
+// The name `upstream:` goes by in routes, metrics and /readyz.
+inline constexpr std::string_view kDefaultUpstreamName = "default";
+
 struct ClientSettings {
   std::string password;        // AUTH required when non-empty
   std::string admin_password;  // CORRAL.* admin commands need AUTH with it when non-empty
@@ -220,6 +240,10 @@ struct Settings {
   int threads = 0;                  // resolved: `auto` becomes the core count
   std::string log_level = "info";
   UpstreamSettings upstream;
+  // Named upstreams (each any kind) and the key prefixes routed to them; empty: every command
+  // goes to `upstream`.
+  std::map<std::string, UpstreamSettings> upstreams;
+  std::vector<RouteSettings> routes;
   ClientSettings client;
   CacheSettings cache;
   SlowlogSettings slowlog;

@@ -75,7 +75,6 @@ Dispatcher::Dispatcher(const config::Settings& settings, upstream::Upstream& ups
                        stampede::CacheRuntime* cache)
     : settings_(settings),
       upstream_(upstream),
-      partitioned_(upstream.partitioned()),
       info_(info),
       read_through_(read_through),
       cache_(cache),
@@ -288,7 +287,7 @@ Action Dispatcher::forward_tracking(ClientState& client, const Request& request,
                                     const std::shared_ptr<upstream::ReplyTarget>& target,
                                     std::size_t awaiting) {
   const TrackingPlan plan =
-      plan_tracking(client, upstream_for(client), partitioned_, request.argv, target, scratch_);
+      plan_tracking(client, upstream_for(client), upstream_.partitioned(), request.argv, target, scratch_);
   if (plan.step == TrackingStep::wait) return Action::wait_then_retry;
   if (plan.step == TrackingStep::answered) {
     client.mode.refused_in_multi();
@@ -365,7 +364,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     target->on_reply(tag, replies);
     return Action::done;
   }
-  if (partitioned_) {
+  if (upstream_.partitioned()) {
     // A session link serves one partition: once it holds no state, the next command (maybe for
     // another partition) goes without it, after the client's earlier replies.
     if (client.dedicated && !client.mode.holds_connection()) {
@@ -406,7 +405,7 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     if (client_upstream.partition_of(command) == upstream::kSpansPartitions) {
       client_upstream.note_cross_partition_refusal();
       std::string error;
-      resp::append_error(error, upstream::kErrCrossSlot);
+      resp::append_error(error, client_upstream.cross_partition_error());
       target->on_reply(tag, error);
     } else {
       target->on_failure(tag, upstream::kErrUnavailable);

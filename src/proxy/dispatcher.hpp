@@ -160,7 +160,6 @@ class Dispatcher : public session::Handler {
 
   const config::Settings& settings_;
   upstream::Upstream& upstream_;
-  const bool partitioned_;  // upstream_.partitioned(), asked once: it never changes
   // Refused unless client.allow_commands lists them: kDangerous, and with client.refuse_scripts
   // the commands that run server-side code (for setups whose upstream has no ACL for scripts).
   std::uint32_t refused_flags_ = 0;

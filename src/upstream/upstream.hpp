@@ -103,6 +103,8 @@ class Upstream {
   }
   // A command refused because its keys span partitions, counted by the upstream.
   virtual void note_cross_partition_refusal() = 0;
+  // The error such a command gets (without the leading '-').
+  virtual std::string_view cross_partition_error() const { return kErrCrossSlot; }
 
   // Commands that must reach a busy server at once (SCRIPT KILL, FUNCTION KILL, SHUTDOWN): a
   // connection of their own to every server they concern, the replies merged into one.

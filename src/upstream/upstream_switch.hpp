@@ -39,6 +39,9 @@ class UpstreamSwitch final : public Upstream {
     current_->recycle_session_link(std::move(link), database, protocol);
   }
   void note_cross_partition_refusal() override { current_->note_cross_partition_refusal(); }
+  std::string_view cross_partition_error() const override {
+    return current_->cross_partition_error();
+  }
   bool send_out_of_band(const Routed& command, std::uint64_t tag,
                         const std::shared_ptr<ReplyTarget>& target) override {
     return current_->send_out_of_band(command, tag, target);

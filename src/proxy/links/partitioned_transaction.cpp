@@ -33,7 +33,7 @@ void refuse_cross_slot(upstream::Upstream& upstream, ClientState& client, std::u
                        const std::shared_ptr<upstream::ReplyTarget>& target) {
   upstream.note_cross_partition_refusal();
   client.mode.refused_in_multi();
-  answer_error(target, tag, upstream::kErrCrossSlot);
+  answer_error(target, tag, upstream.cross_partition_error());
 }
 
 // Opens the client's link to `slot`'s server (kAnyPartition: any) and replays what was held;

@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+# Several upstreams routed by key prefix (issue 19 item 3): `upstreams:` names more Redis servers,
+# `routes:` sends key prefixes to them. Each test starts its own redis-servers and Corral, and
+# checks on the servers themselves where each command ran.
+# Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_routes.py
+import os
+import signal
+import sys
+import threading
+
+import pytest
+import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from fault_proxy import FaultProxy  # noqa: E402
+from harness import wait_until  # noqa: E402
+
+pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routes")
+
+
+def address(port, db=0):
+    return "redis://%s:%d/%d" % (harness.HOST, port, db)
+
+
+@pytest.fixture
+def servers():
+    """Three redis-servers of the test's own: the default upstream, `sessions` and `mirror`."""
+    started = []
+    try:
+        for name in ("default", "sessions", "mirror"):
+            started.append(harness.RedisServer(harness.make_tmpdir("corral-routes-"),
+                                               name=name).start())
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def start_corral():
+    """start_corral(default_port, config) -> a started Corral, stopped when the test ends."""
+    started = []
+    workdir = harness.make_tmpdir("corral-routes-")
+
+    def start(upstream_port, config):
+        corral = harness.Corral(workdir, upstream_port, config, name="corral%d" % len(started))
+        started.append(corral)
+        return corral.start()
+
+    try:
+        yield start
+    finally:
+        for corral in started:
+            corral.stop()
+
+
+def routed_config(servers, routes=None, **extra):
+    default, sessions, mirror = servers
+    config = {
+        "upstreams": {"sessions": {"address": address(sessions.port, 2)},
+                      "mirror": {"address": address(mirror.port)}},
+        "routes": routes if routes is not None else [
+            {"prefix": "session:", "upstream": "sessions"},
+            {"prefix": "user:", "upstream": "default",
+             "mirror": {"upstream": "mirror", "reads_percent": 50}},
+        ],
+    }
+    config.update(extra)
+    return config
+
+
+def test_keys_go_to_their_route_s_upstream(servers, start_corral):
+    default, sessions, mirror = servers
+    corral = start_corral(default.port, routed_config(servers))
+    c = corral_client(corral)
+    assert c.set("session:1", "s") and c.set("other:1", "o")
+    assert sessions.client(db=2).get("session:1") == b"s"  # in the named upstream's database
+    assert default.client().get("session:1") is None
+    assert default.client().get("other:1") == b"o"
+    assert sessions.client(db=2).get("other:1") is None
+    # A key whose leading hash tag is routed goes with the tag: Corral's companion keys do.
+    assert c.set("{session:1}:extra", "t")
+    assert sessions.client(db=2).get("{session:1}:extra") == b"t"
+    assert c.get("session:1") == b"s" and c.get("other:1") == b"o"
+    # Keyless commands go to the default upstream.
+    assert c.dbsize() == default.client().dbsize()
+    assert corral.metric("corral_route_commands_total", upstream="sessions") >= 3
+
+
+def corral_client(corral, **kw):
+    return redis.Redis(host=harness.HOST, port=corral.port, socket_timeout=10, **kw)
+
+
+def test_keys_of_two_upstreams_in_one_command_are_refused(servers, start_corral):
+    default, _, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    c = corral_client(corral)
+    with pytest.raises(redis.ResponseError, match="CROSSSLOT.*different upstreams"):
+        c.mget("session:1", "other:1")
+    with pytest.raises(redis.ResponseError, match="CROSSSLOT"):
+        c.rename("session:1", "other:1")
+    assert corral.metric("corral_route_cross_upstream_refused_total") == 2
+    # Inside MULTI: bound to the first key's upstream; another upstream's key is refused.
+    pipe = c.pipeline(transaction=True)
+    pipe.set("session:2", "a")
+    pipe.set("other:2", "b")
+    with pytest.raises(redis.exceptions.ResponseError):
+        pipe.execute()
+    assert default.client().get("other:2") is None
+
+
+def test_transactions_and_blocking_pops_run_on_the_route_s_upstream(servers, start_corral):
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    c = corral_client(corral)
+    pipe = c.pipeline(transaction=True)
+    pipe.incr("session:n")
+    pipe.incr("session:n")
+    assert pipe.execute() == [1, 2]
+    assert sessions.client(db=2).get("session:n") == b"2"
+    popped = []
+    blocker = threading.Thread(target=lambda: popped.append(
+        corral_client(corral).blpop("session:queue", timeout=10)))
+    blocker.start()
+    wait_until(lambda: sessions.client().info("clients")["blocked_clients"] == 1, timeout=5,
+               what="the BLPOP blocked on the sessions upstream")
+    sessions.client(db=2).rpush("session:queue", "job")
+    blocker.join(10)
+    assert popped == [(b"session:queue", b"job")]
+
+
+def test_mirror_gets_the_route_s_writes_in_order_and_a_share_of_reads(servers, start_corral):
+    default, _, mirror = servers
+    corral = start_corral(default.port, routed_config(servers))
+    c = corral_client(corral)
+    pipe = c.pipeline(transaction=False)
+    for i in range(1000):
+        pipe.rpush("user:log", i)
+    pipe.execute()
+    for _ in range(10):
+        c.get("user:x")
+    c.set("other:x", "not mirrored")
+    expected = [str(i).encode() for i in range(1000)]
+    wait_until(lambda: mirror.client().llen("user:log") == 1000, timeout=10,
+               what="the mirror's copy of the 1000 RPUSHes")
+    assert mirror.client().lrange("user:log", 0, -1) == expected
+    assert default.client().lrange("user:log", 0, -1) == expected
+    assert mirror.client().get("other:x") is None
+    wait_until(lambda: corral.metric("corral_mirror_commands_total", outcome="sent") == 1005,
+               timeout=5, what="1000 writes and half of 10 reads mirrored")
+    assert corral.metric("corral_mirror_commands_total", outcome="dropped") == 0
+
+
+@pytest.fixture
+def mirror_proxy(servers):
+    proxy = FaultProxy(servers[2].port, name="mirror-fault")
+    try:
+        proxy.start()
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+def test_a_stalled_mirror_never_delays_or_fails_the_client(servers, start_corral, mirror_proxy):
+    default, sessions, mirror = servers
+    proxy = mirror_proxy
+    routes = [{"prefix": "user:", "upstream": "default",
+               "mirror": {"upstream": "mirror", "max_queue": 100}},
+              {"prefix": "session:", "upstream": "sessions"}]
+    config = routed_config(servers, routes)
+    config["upstreams"]["mirror"]["address"] = address(proxy.port)
+    corral = start_corral(default.port, config)
+    c = corral_client(corral)
+    assert c.set("user:warm", 1)
+    wait_until(lambda: mirror.client().get("user:warm") == b"1", what="the mirror's first copy")
+    proxy.stall()
+    for i in range(1000):
+        assert c.incr("user:counter") == i + 1
+    assert default.client().get("user:counter") == b"1000"
+    assert corral.metric("corral_mirror_commands_total", outcome="dropped") >= 900
+    assert corral.metric("corral_mirror_queued") == 100
+    proxy.resume()
+
+
+def test_readiness_names_the_upstream_that_is_down(servers, start_corral):
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    wait_until(lambda: corral.http("/readyz")[0] == 200, what="ready")
+    sessions.kill()
+    status, body = wait_until(
+        lambda: (lambda r: r if r[0] == 503 else None)(corral.http("/readyz")), timeout=10,
+        what="/readyz 503 with the sessions upstream down")
+    assert "upstream sessions" in body
+    assert corral.metric("corral_route_upstream_ready", upstream="sessions") == 0
+    assert corral.metric("corral_route_upstream_ready", upstream="default") == 1
+    c = corral_client(corral)
+    assert c.set("other:1", "still served")
+    with pytest.raises(redis.exceptions.ResponseError):
+        c.set("session:1", "x")
+    sessions.restart()
+    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10, what="ready again")
+
+
+def test_cached_policy_on_a_named_upstream_stays_coherent(servers, start_corral):
+    default, sessions, _ = servers
+    policies = [{"prefix": "session:", "origin": "redis", "ttl": "1h", "beta": 0},
+                {"prefix": "other:", "origin": "redis", "ttl": "1h", "beta": 0}]
+    corral = start_corral(default.port, routed_config(servers, policies=policies))
+    sessions.client(db=2).set("session:c", "v1")
+    c = corral_client(corral)
+    assert c.get("session:c") == b"v1"
+    wait_until(lambda: corral.entry_state("session:c") == b"fresh", what="cached")
+    # A write straight to the named upstream reaches Corral through that upstream's tracking.
+    sessions.client(db=2).set("session:c", "v2")
+    wait_until(lambda: c.get("session:c") == b"v2", timeout=5,
+               what="the named upstream's invalidation")
+    # A cached MGET over two routes: its fill is split by upstream and merged in key order.
+    default.client().set("other:c", "o")
+    default.client().set("session:d", "on the wrong upstream")
+    sessions.client(db=2).set("session:d", "d")
+    assert c.mget("other:c", "session:d", "other:missing", "session:c") == [b"o", b"d", None,
+                                                                            b"v2"]
+    # A fill sent before the writes' invalidations arrived is not stored: the next one is.
+    wait_until(lambda: c.mget("other:c", "session:d") == [b"o", b"d"] and
+               corral.entry_state("session:d") == corral.entry_state("other:c") == b"fresh",
+               what="both keys cached from their own upstreams")
+
+
+def test_reload_adds_a_route(servers, start_corral):
+    default, sessions, _ = servers
+    corral = start_corral(default.port, {})
+    c = corral_client(corral)
+    assert c.set("session:r", "before")
+    assert default.client().get("session:r") == b"before"
+    corral.overrides = dict(corral.overrides, **routed_config(servers))
+    corral.write_config()
+    corral.signal(signal.SIGHUP)
+    wait_until(lambda: "SIGHUP: upstream switched" in corral.log_text(1 << 20), timeout=15,
+               what="the switch to routed upstreams")
+    assert c.set("session:r", "after")
+    assert sessions.client(db=2).get("session:r") == b"after"
+    assert default.client().get("session:r") == b"before"
+
+
+def test_check_config_refuses_bad_routes(servers, tmp_path):
+    default, sessions, _ = servers
+    import json
+    import subprocess
+    bad = {"listen": "127.0.0.1:0", "upstream": {"address": address(default.port)},
+           "upstreams": {"sessions": {"address": address(sessions.port)},
+                         "unused": {"address": address(sessions.port)}},
+           "routes": [{"prefix": "session:", "upstream": "nowhere"},
+                      {"prefix": "feat:a", "upstream": "sessions"},
+                      {"prefix": "x:", "upstream": "sessions", "mirror": {"upstream": "sessions"}}],
+           "policies": [{"prefix": "feat:", "origin": "redis"}]}
+    path = tmp_path / "bad.yaml"
+    path.write_text(json.dumps(bad))
+    out = subprocess.run([harness.CORRAL_BIN, "--check-config", str(path)],
+                         capture_output=True, text=True)
+    assert out.returncode != 0
+    text = out.stderr + out.stdout
+    assert 'routes[0].upstream: no upstream named "nowhere"' in text
+    assert 'routes[1].prefix: splits policy "feat:"' in text
+    assert "routes[2].mirror.upstream: must differ from the route's upstream" in text
+    assert "upstreams.unused: no route sends anything to it" in text
