@@ -186,12 +186,12 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
     hot_keys_metrics_ = stampede::make_hot_keys_collector(*hot_keys_, cache_->hot());
     metrics.add_collectable(hot_keys_metrics_);
   }
-  deployment_ = std::make_shared<UpstreamDeployments>(UpstreamLayout::of(settings_),
-                                                      deployment_context(), 0);
+  deployment_ =
+      std::make_shared<UpstreamDeployments>(UpstreamLayout::of(settings_), deployment_context(), 0);
   for (int i = 0; i < server_.threads(); ++i) {
-    threads_.push_back(std::make_unique<ThreadParts>(
-        settings_, metrics.thread(i), server_.io(i), info_, *cache_, deployment_->thread_parts(i),
-        deployment_->thread_upstream(i)));
+    threads_.push_back(std::make_unique<ThreadParts>(settings_, metrics.thread(i), server_.io(i),
+                                                     info_, *cache_, deployment_->thread_parts(i),
+                                                     deployment_->thread_upstream(i)));
     threads_.back()->dispatcher.set_slowlog(slowlog_.get());
     threads_.back()->dispatcher.set_hot_keys(hot_keys_.get(), static_cast<std::size_t>(i));
     server_.set_handler(i, threads_.back()->dispatcher);
@@ -295,7 +295,8 @@ asio::awaitable<void> App::switch_upstream(UpstreamLayout fresh, config::Duratio
                            [key](const std::string& p) { return key.starts_with(p); });
       });
   for (int i = 0; i < server_.threads(); ++i) {
-    asio::post(server_.io(i), [this, i, candidate, drain] { install_upstream(i, *candidate, drain); });
+    asio::post(server_.io(i),
+               [this, i, candidate, drain] { install_upstream(i, *candidate, drain); });
   }
   {
     std::lock_guard lock(deployment_mutex_);

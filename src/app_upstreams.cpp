@@ -15,7 +15,8 @@ namespace corral {
 
 namespace {
 
-void add_label(prometheus::ClientMetric& metric, const std::string& name, const std::string& value) {
+void add_label(prometheus::ClientMetric& metric, const std::string& name,
+               const std::string& value) {
   metric.label.push_back({name, value});
 }
 
@@ -25,8 +26,9 @@ void append_labelled(std::vector<prometheus::MetricFamily>& out,
                      std::vector<prometheus::MetricFamily> families, const std::string& name) {
   for (auto& family : families) {
     for (auto& metric : family.metric) add_label(metric, "upstream", name);
-    auto same = std::find_if(out.begin(), out.end(),
-                             [&](const prometheus::MetricFamily& f) { return f.name == family.name; });
+    auto same = std::find_if(out.begin(), out.end(), [&](const prometheus::MetricFamily& f) {
+      return f.name == family.name;
+    });
     if (same == out.end()) {
       out.push_back(std::move(family));
     } else {
@@ -125,13 +127,11 @@ void UpstreamDeployments::build_routers(const UpstreamDeployment::Context& conte
       const auto& route = table->routes()[r];
       const auto& settings = *std::find_if(layout_.routes.begin(), layout_.routes.end(),
                                            [&](const auto& s) { return s.prefix == route.prefix; });
-      parts.mirrors.push_back(
-          mirror_counters_[r]
-              ? std::make_shared<upstream::RouteMirror>(parts.upstreams[route.mirror],
-                                                        settings.mirror->max_queue,
-                                                        route.mirror_reads_percent,
-                                                        mirror_counters_[r])
-              : nullptr);
+      parts.mirrors.push_back(mirror_counters_[r]
+                                  ? std::make_shared<upstream::RouteMirror>(
+                                        parts.upstreams[route.mirror], settings.mirror->max_queue,
+                                        route.mirror_reads_percent, mirror_counters_[r])
+                                  : nullptr);
     }
     parts.counters = std::make_shared<upstream::RouteThreadCounters>(deployments_.size());
     route_counters_.push_back(parts.counters);
@@ -184,9 +184,12 @@ std::string UpstreamDeployments::own_not_ready_reason() const {
 
 bool UpstreamDeployments::tracking_live() const {
   // Every deployment tracks the policies' prefixes: each one's tracking must be up.
-  return std::all_of(deployments_.begin(), deployments_.end(), [](const Named& named) {
-    return !named.deployment->tracking_wanted() || named.deployment->tracking_live();
-  }) && tracking_wanted();
+  return std::all_of(deployments_.begin(), deployments_.end(),
+                     [](const Named& named) {
+                       return !named.deployment->tracking_wanted() ||
+                              named.deployment->tracking_live();
+                     }) &&
+         tracking_wanted();
 }
 
 bool UpstreamDeployments::tracking_wanted() const {
@@ -246,9 +249,9 @@ std::vector<prometheus::MetricFamily> UpstreamDeployments::collect_metrics() con
   for (const auto& counters : mirror_counters_) {
     if (!counters) continue;
     const auto& c = *counters;
-    for (const auto& [outcome, value] :
-         {std::pair{"sent", c.sent.load()}, {"dropped", c.dropped.load()},
-          {"failed", c.failed.load()}}) {
+    for (const auto& [outcome, value] : {std::pair{"sent", c.sent.load()},
+                                         {"dropped", c.dropped.load()},
+                                         {"failed", c.failed.load()}}) {
       add_value(mirrored, static_cast<double>(value),
                 {{"route", c.route}, {"upstream", c.upstream}, {"outcome", outcome}});
     }

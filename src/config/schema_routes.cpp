@@ -48,6 +48,7 @@ bool names_upstream(const Settings& s, const std::string& name) {
 const RouteSettings* route_covering(const Settings& s, std::string_view prefix) {
   const RouteSettings* best = nullptr;
   for (const RouteSettings& route : s.routes) {
+    if (route.prefix.empty()) continue;  // refused: no route at all
     if (prefix.starts_with(route.prefix) && (!best || route.prefix.size() > best->prefix.size()))
       best = &route;
   }
@@ -93,7 +94,8 @@ void check_policies_stay_whole(Reader& r, const YAML::Node& routes, const Settin
 
 void read_upstreams(Reader& r, const YAML::Node& n, const std::string& p, Settings& s) {
   if (n.IsNull()) return;
-  if (!n.IsMap()) return r.error(n, p, "expected a map of names to upstreams (name: {address: ...})");
+  if (!n.IsMap())
+    return r.error(n, p, "expected a map of names to upstreams (name: {address: ...})");
   for (const auto& pair : n) {
     const std::string name = pair.first.IsScalar() ? pair.first.Scalar() : "";
     const std::string path = child(p, name);

@@ -110,7 +110,7 @@ struct UpstreamSettings {
 // `routes[].mirror`: a copy of the route's commands sent to a second upstream (a migration's
 // target), fire-and-forget; the client's reply never waits for it.
 struct MirrorSettings {
-  std::string upstream;             // a name of `upstreams` or "default"
+  std::string upstream;           // a name of `upstreams` or "default"
   int reads_percent = 0;          // read-only commands mirrored too: this share of them, in %
   std::size_t max_queue = 10000;  // mirrored commands awaiting a reply per io thread
   bool operator==(const MirrorSettings&) const = default;

@@ -286,8 +286,8 @@ Action Dispatcher::forward_tracking(ClientState& client, const Request& request,
                                     const CommandSpec& row, std::uint64_t tag,
                                     const std::shared_ptr<upstream::ReplyTarget>& target,
                                     std::size_t awaiting) {
-  const TrackingPlan plan =
-      plan_tracking(client, upstream_for(client), upstream_.partitioned(), request.argv, target, scratch_);
+  const TrackingPlan plan = plan_tracking(client, upstream_for(client), upstream_.partitioned(),
+                                          request.argv, target, scratch_);
   if (plan.step == TrackingStep::wait) return Action::wait_then_retry;
   if (plan.step == TrackingStep::answered) {
     client.mode.refused_in_multi();

@@ -13,6 +13,7 @@ import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from cluster_process import ClusterNodes  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
 
@@ -264,3 +265,41 @@ def test_check_config_refuses_bad_routes(servers, tmp_path):
     assert 'routes[1].prefix: splits policy "feat:"' in text
     assert "routes[2].mirror.upstream: must differ from the route's upstream" in text
     assert "upstreams.unused: no route sends anything to it" in text
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    nodes = ClusterNodes(harness.make_tmpdir("corral-routes-cluster-"), replicas=0)
+    try:
+        nodes.start()
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+def test_a_route_to_a_cluster(servers, cluster, start_corral):
+    """A named upstream of another kind: keys of the route spread over the cluster's slots, a
+    multi-key command of the route split by the cluster, a transaction on one slot, and the
+    cluster's own series labelled with the upstream's name."""
+    default, _, _ = servers
+    corral = start_corral(default.port, {
+        "upstreams": {"big": {"cluster": cluster.seeds()}},
+        "routes": [{"prefix": "big:", "upstream": "big"}]})
+    c = corral_client(corral)
+    keys = ["big:%d" % i for i in range(50)]
+    assert c.mset({k: k for k in keys})  # split by slot inside the cluster upstream
+    direct = cluster.cluster_client()
+    assert [direct.get(k) for k in keys] == [k.encode() for k in keys]
+    assert default.client().dbsize() == 0
+    assert c.mget(keys) == [k.encode() for k in keys]
+    pipe = c.pipeline(transaction=True)
+    pipe.incr("{big:t}a")
+    pipe.incr("{big:t}b")
+    assert pipe.execute() == [1, 1]
+    assert direct.get("{big:t}b") == b"1"
+    wait_until(lambda: corral.metric("corral_cluster_slots_ready", upstream="big") == 16384,
+               what="the named cluster's readiness PINGs answered")
+    assert corral.metric("corral_route_upstream_ready", upstream="big") == 1
+    assert corral.http("/readyz")[0] == 200
+    assert c.set("plain", "default")
+    assert default.client().get("plain") == b"default"

@@ -21,9 +21,7 @@ class RouteLink final : public Link {
             bool exempt_from_timeout) override {
     return inner_->send(command, std::move(target), tag, exempt_from_timeout);
   }
-  bool send_untracked(std::string_view command) override {
-    return inner_->send_untracked(command);
-  }
+  bool send_untracked(std::string_view command) override { return inner_->send_untracked(command); }
   void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) override {
     inner_->set_unsolicited_target(std::move(target));
   }
@@ -37,10 +35,8 @@ class RouteLink final : public Link {
   }
   void follow_connections(ConnectionObserver observer) override {
     inner_->follow_connections(
-        [observer = std::move(observer), qualifier = qualifier_](Link& connection,
-                                                                 std::string server) {
-          observer(connection, qualifier + server);
-        });
+        [observer = std::move(observer), qualifier = qualifier_](
+            Link& connection, std::string server) { observer(connection, qualifier + server); });
   }
 
   const std::shared_ptr<Link>& inner() const { return inner_; }

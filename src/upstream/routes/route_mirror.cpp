@@ -39,8 +39,8 @@ class MirrorReply final : public ReplyTarget {
 
 }  // namespace
 
-RouteMirror::RouteMirror(std::shared_ptr<Upstream> mirror, std::size_t max_queue,
-                         int reads_percent, std::shared_ptr<MirrorCounters> counters)
+RouteMirror::RouteMirror(std::shared_ptr<Upstream> mirror, std::size_t max_queue, int reads_percent,
+                         std::shared_ptr<MirrorCounters> counters)
     : mirror_(std::move(mirror)),
       max_queue_(max_queue),
       reads_percent_(reads_percent),
@@ -59,8 +59,8 @@ void RouteMirror::copy(const Routed& command) {
   }
   // In the database the command ran in; its reply is discarded, so RESP2 whatever the client
   // speaks. Counted in flight before the send: a failure may be reported from within it.
-  const Routed copy{command.shape,    command.argv, command.bytes, command.database,
-                    command.affinity, 2};
+  const Routed copy{command.shape,    command.argv,     command.bytes,
+                    command.database, command.affinity, 2};
   ++state_->in_flight;
   counters.queued.fetch_add(1, std::memory_order_relaxed);
   auto reply = std::make_shared<MirrorReply>(state_, state_->in_flight, counters);

@@ -5,8 +5,8 @@
 
 namespace corral::upstream {
 
-std::pair<std::size_t, std::string_view> split_qualified(
-    const std::vector<std::string>& qualifiers, std::string_view server) {
+std::pair<std::size_t, std::string_view> split_qualified(const std::vector<std::string>& qualifiers,
+                                                         std::string_view server) {
   for (std::size_t i = 1; i < qualifiers.size(); ++i) {
     if (server.starts_with(qualifiers[i])) return {i, server.substr(qualifiers[i].size())};
   }
@@ -28,7 +28,7 @@ class RoutedCaller final : public KeyedCaller {
   bool send(std::string_view key, std::string command, std::shared_ptr<ReplyTarget> target,
             std::uint64_t tag) override {
     return callers_[routes_->upstream_of(key)]->send(key, std::move(command), std::move(target),
-                                                    tag);
+                                                     tag);
   }
   std::vector<std::string> primaries() override {
     std::vector<std::string> all;
@@ -58,7 +58,8 @@ class RoutedCaller final : public KeyedCaller {
 std::shared_ptr<KeyedCaller> make_routed_caller(std::shared_ptr<const RouteTable> routes,
                                                 std::vector<std::shared_ptr<KeyedCaller>> callers,
                                                 std::vector<std::string> qualifiers) {
-  return std::make_shared<RoutedCaller>(std::move(routes), std::move(callers), std::move(qualifiers));
+  return std::make_shared<RoutedCaller>(std::move(routes), std::move(callers),
+                                        std::move(qualifiers));
 }
 
 }  // namespace corral::upstream

@@ -19,7 +19,7 @@ std::shared_ptr<KeyedCaller> make_routed_caller(std::shared_ptr<const RouteTable
 
 // "name/server" -> (name's index, server); a name that is not one of `qualifiers` -> the default
 // upstream and the whole text. Shared by the router and its caller.
-std::pair<std::size_t, std::string_view> split_qualified(
-    const std::vector<std::string>& qualifiers, std::string_view server);
+std::pair<std::size_t, std::string_view> split_qualified(const std::vector<std::string>& qualifiers,
+                                                         std::string_view server);
 
 }  // namespace corral::upstream

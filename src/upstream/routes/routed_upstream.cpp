@@ -102,16 +102,16 @@ SessionLinkResult RoutedUpstream::open_session_link(int partition, const Routed&
   }
   auto opened = parts_.upstreams[upstream]->open_session_link(inner, on(upstream, command));
   if (!opened.link) return opened;
-  return {std::make_shared<RouteLink>(std::move(opened.link), upstream,
-                                      parts_.qualifiers[upstream])};
+  return {
+      std::make_shared<RouteLink>(std::move(opened.link), upstream, parts_.qualifiers[upstream])};
 }
 
 void RoutedUpstream::recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) {
   // Every link this upstream hands out is a RouteLink (the contract: links it opened).
   auto& routed = static_cast<RouteLink&>(*link);
   const std::size_t upstream = routed.upstream();
-  parts_.upstreams[upstream]->recycle_session_link(routed.inner(),
-                                                   database_on(upstream, database), protocol);
+  parts_.upstreams[upstream]->recycle_session_link(routed.inner(), database_on(upstream, database),
+                                                   protocol);
 }
 
 void RoutedUpstream::note_cross_partition_refusal() {
@@ -176,8 +176,8 @@ void RoutedUpstream::fetch_from_replica(std::span<const std::string_view> argv,
       if (routes.upstream_of(argv[i]) != upstream) return fetch_split(argv, database, target);
     }
   }
-  parts_.upstreams[upstream]->fetch_from_replica(argv, bytes, database_on(upstream, database),
-                                                 seen, target);
+  parts_.upstreams[upstream]->fetch_from_replica(argv, bytes, database_on(upstream, database), seen,
+                                                 target);
 }
 
 void RoutedUpstream::fetch_split(std::span<const std::string_view> argv, int database,
