@@ -241,8 +241,10 @@ def test_the_name_check_itself():
     eq(names_in(expr) - have, {"corral_missing_total", "other_metric"}, "missing names")
 
 
-# Families a Corral exports only with that upstream kind: checked against such a Corral.
+# Families a Corral exports only with that upstream kind, or with routes: checked against such a
+# Corral.
 UPSTREAM_KIND_PREFIXES = ("corral_cluster_", "corral_sentinel_")
+ROUTE_PREFIXES = ("corral_route_", "corral_mirror_")
 
 
 def missing_names(queries, have, kept):
@@ -262,8 +264,35 @@ def test_every_panel_and_alert_metric_is_exported(fx):
     have = exported(fx.scrape())
     queries = dashboard_queries() + alert_queries()
     check(len(queries) >= 30, "the dashboard and rules have queries (%d)" % len(queries))
-    missing = missing_names(queries, have, lambda n: not n.startswith(UPSTREAM_KIND_PREFIXES))
+    missing = missing_names(queries, have, lambda n: not n.startswith(UPSTREAM_KIND_PREFIXES
+                                                                      + ROUTE_PREFIXES))
     check(not missing, "queried but not in /metrics:\n  " + "\n  ".join(missing))
+
+
+@pytest.mark.corral_only
+def test_route_panels_query_what_a_routed_corral_exports():
+    servers = []
+    corral = None
+    try:
+        for _ in range(2):
+            servers.append(harness.RedisServer(harness.make_tmpdir("corral-dash-route-")).start())
+        corral = harness.Corral(harness.make_tmpdir("corral-dash-route-"), servers[0].port, {
+            "upstreams": {"other": {"address": "redis://%s:%d" % (harness.HOST,
+                                                                  servers[1].port)}},
+            "routes": [{"prefix": "o:", "upstream": "other"},
+                       {"prefix": "m:", "upstream": "default", "mirror": {"upstream": "other"}}],
+        }, name="dashboard-routes").start()
+        body = corral.http("/metrics")[1]
+    finally:
+        if corral:
+            corral.stop()
+        for server in servers:
+            server.stop()
+    queries = [(w, e) for w, e in dashboard_queries() + alert_queries()
+               if any(n.startswith(ROUTE_PREFIXES) for n in names_in(e))]
+    check(len(queries) >= 4, "the routes row has queries (%d)" % len(queries))
+    missing = missing_names(queries, exported(body), lambda n: n.startswith(ROUTE_PREFIXES))
+    check(not missing, "queried but not in a routed Corral's /metrics:\n  " + "\n  ".join(missing))
 
 
 @pytest.mark.corral_only

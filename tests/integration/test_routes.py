@@ -129,6 +129,18 @@ def test_transactions_and_blocking_pops_run_on_the_route_s_upstream(servers, sta
     sessions.client(db=2).rpush("session:queue", "job")
     blocker.join(10)
     assert popped == [(b"session:queue", b"job")]
+    # CLIENT UNBLOCK through Corral finds the blocked client's link on the named upstream.
+    blocked = corral_client(corral)
+    blocked_id = blocked.client_id()
+    second = []
+    blocker = threading.Thread(target=lambda: second.append(
+        blocked.blpop("session:empty", timeout=30)))
+    blocker.start()
+    wait_until(lambda: sessions.client().info("clients")["blocked_clients"] == 1, timeout=5,
+               what="the second BLPOP blocked on the sessions upstream")
+    assert c.client_unblock(blocked_id) == 1
+    blocker.join(10)
+    assert second == [None]
 
 
 def test_mirror_gets_the_route_s_writes_in_order_and_a_share_of_reads(servers, start_corral):
@@ -303,3 +315,32 @@ def test_a_route_to_a_cluster(servers, cluster, start_corral):
     assert corral.http("/readyz")[0] == 200
     assert c.set("plain", "default")
     assert default.client().get("plain") == b"default"
+
+
+@pytest.fixture
+def origin():
+    from origin_process import OriginServer
+    server = OriginServer(harness.make_tmpdir("corral-routes-origin-"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_fleet_keys_of_a_routed_policy_live_on_its_upstream(servers, start_corral, origin):
+    """A shared policy's companion keys (the shadow copy, the lock) go where its keys go."""
+    default, sessions, _ = servers
+    origin.control(default={"body": "v{n}"})
+    policy = {"prefix": "session:", "ttl": "1h", "beta": 0, "shared": True,
+              "origin": {"http": origin.url("/s/{suffix}")}}
+    corral = start_corral(default.port, routed_config(servers, policies=[policy]))
+    c = corral_client(corral)
+    assert c.get("session:f") == b"v1"
+    wait_until(lambda: sessions.client(db=2).exists("{session:f}:corral:shadow") == 1,
+               what="the shadow copy on the sessions upstream")
+    assert default.client().keys("*corral*") == []
+    # A second Corral of the fleet reads the shared copy from the same upstream: no second fetch.
+    other = start_corral(default.port, routed_config(servers, policies=[policy]))
+    assert corral_client(other).get("session:f") == b"v1"
+    assert origin.requests("/s/f") == 1
