@@ -28,8 +28,11 @@ namespace corral {
 namespace asio = boost::asio;
 
 UpstreamDeployment::UpstreamDeployment(config::UpstreamSettings settings, Context context,
-                                       std::uint64_t epoch)
-    : settings_(std::move(settings)), context_(std::move(context)), epoch_(epoch) {
+                                       std::uint64_t epoch, std::string qualifier)
+    : settings_(std::move(settings)),
+      context_(std::move(context)),
+      epoch_(epoch),
+      qualifier_(std::move(qualifier)) {
   auto& server = context_.server;
   if (settings_.cluster) {
     topology_ = std::make_shared<upstream::Topology>(server.io(0).get_executor(), settings_);
@@ -55,7 +58,8 @@ UpstreamDeployment::UpstreamDeployment(config::UpstreamSettings settings, Contex
     for (int i = 0; i < server.threads(); ++i) {
       cluster_tracking_.push_back(std::make_shared<stampede::ClusterInvalidation>(
           server.io(i).get_executor(), settings_, topology_, context_.cache,
-          i == 0 ? context_.refresh : std::function<void(std::string_view)>{}, i, epoch_));
+          i == 0 ? context_.refresh : std::function<void(std::string_view)>{}, i,
+          stampede::HotLinkNaming{epoch_, qualifier_}));
     }
     // Readiness follows every primary of the slot map, PINGed on thread 0's connections.
     const auto& first = threads_.front();
@@ -66,7 +70,7 @@ UpstreamDeployment::UpstreamDeployment(config::UpstreamSettings settings, Contex
   } else {
     listener_ = std::make_shared<stampede::InvalidationListener>(
         server.io(0).get_executor(), settings_, context_.cache, context_.refresh, std::nullopt,
-        epoch_);
+        stampede::HotLinkNaming{epoch_, qualifier_});
   }
 }
 

@@ -53,7 +53,10 @@ class UpstreamDeployment : public std::enable_shared_from_this<UpstreamDeploymen
   // `epoch`: the generation of every thread's UpstreamSwitch while this deployment is in use
   // (0 for the one configured at start, then one more per switch). Hot-key tracking links are
   // registered under it, so a fill never redirects to another deployment's link.
-  UpstreamDeployment(config::UpstreamSettings settings, Context context, std::uint64_t epoch);
+  // `qualifier`: how the routed upstream prefixes this deployment's server names ("sessions/";
+  // "" for the default), which its hot-key tracking links register under too.
+  UpstreamDeployment(config::UpstreamSettings settings, Context context, std::uint64_t epoch,
+                     std::string qualifier = {});
   ~UpstreamDeployment();
   UpstreamDeployment(const UpstreamDeployment&) = delete;
   UpstreamDeployment& operator=(const UpstreamDeployment&) = delete;
@@ -106,6 +109,7 @@ class UpstreamDeployment : public std::enable_shared_from_this<UpstreamDeploymen
   const config::UpstreamSettings settings_;
   Context context_;
   const std::uint64_t epoch_;
+  const std::string qualifier_;
   std::vector<std::shared_ptr<upstream::ThreadUpstream>> threads_;  // released by stop()
 
   // One Redis and Sentinel: the one tracking listener, on io thread 0.

@@ -68,7 +68,7 @@ UpstreamDeployments::UpstreamDeployments(UpstreamLayout layout,
     auto info = std::make_unique<metrics::ProcessInfo>();
     const UpstreamDeployment::Context own{context.server, context.metrics, *info, context.cache,
                                           context.refresh};
-    auto deployment = std::make_shared<UpstreamDeployment>(settings, own, epoch);
+    auto deployment = std::make_shared<UpstreamDeployment>(settings, own, epoch, name + "/");
     deployments_.push_back({name, std::move(info), std::move(deployment)});
   }
   build_routers(context);

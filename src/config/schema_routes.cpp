@@ -156,11 +156,6 @@ void check_routes(Reader& r, const YAML::Node& root, const Settings& s) {
     }
     check_policies_stay_whole(r, routes, s);
   }
-  if (!s.routes.empty() && s.hot_keys.cache) {
-    r.error(locate(locate(root, "hot_keys"), "cache"), "hot_keys.cache",
-            "is not supported with routes: yet (hot-key fills and their tracking links are per "
-            "upstream server; docs/upstreams.md#routes)");
-  }
   if (!has_key(root, "upstreams")) return;
   const YAML::Node upstreams = root["upstreams"];
   for (const auto& [name, upstream] : s.upstreams) {

@@ -344,3 +344,29 @@ def test_fleet_keys_of_a_routed_policy_live_on_its_upstream(servers, start_corra
     other = start_corral(default.port, routed_config(servers, policies=[policy]))
     assert corral_client(other).get("session:f") == b"v1"
     assert origin.requests("/s/f") == 1
+
+
+HOT_KEYS = {"detect": True, "sample": 1, "capacity": 64, "window": "500ms", "cache": True,
+            "min_rate": 100, "max_keys": 8, "max_bytes": "64kb"}
+
+
+def test_hot_keys_of_each_upstream_are_cached_and_kept_coherent(servers, start_corral):
+    """Hot keys outside every policy, on the default and on a named upstream: each filled from
+    its own server on a tracked connection redirected to that server's tracking link, so a write
+    made straight to either server invalidates its key."""
+    from test_hot_cache import burst, make_hot, wait_seen
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers, hot_keys=HOT_KEYS))
+    sessions.client(db=2).set("session:hot", "s1")
+    default.client().set("other:hot", "d1")
+    with harness.Raw(corral.port) as raw:
+        with sessions.monitor() as monitor:
+            make_hot(raw, monitor, "session:hot")
+        with default.monitor() as monitor:
+            make_hot(raw, monitor, "other:hot")
+        assert burst(raw, [("GET", "session:hot"), ("GET", "other:hot")]) == [b"s1", b"d1"]
+        sessions.client(db=2).set("session:hot", "s2")
+        wait_seen(raw, "session:hot", b"s2", "the named upstream's write invalidating its hot key")
+        default.client().set("other:hot", "d2")
+        wait_seen(raw, "other:hot", b"d2", "the default upstream's write invalidating its hot key")
+    assert corral.metric("corral_hot_cache_hits_total") > 0

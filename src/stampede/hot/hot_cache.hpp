@@ -15,6 +15,7 @@
 #include "cache/store.hpp"
 #include "config/settings.hpp"
 #include "stampede/core/hot_set.hpp"
+#include "stampede/hot/hot_link_name.hpp"
 
 namespace corral::stampede {
 
@@ -96,13 +97,5 @@ class HotCache {
   std::atomic<std::uint64_t> unstored_{0};
   std::array<std::atomic<std::uint64_t>, kHotEvictionReasons> evictions_{};
 };
-
-// The name a tracking link registers under, and a fill asks for: `server` of the upstream
-// deployment in use while every thread's UpstreamSwitch has generation `upstream_epoch`.
-inline std::string hot_link_name(std::uint64_t upstream_epoch, std::string_view server) {
-  std::string name(server);
-  if (upstream_epoch != 0) name += "#" + std::to_string(upstream_epoch);
-  return name;
-}
 
 }  // namespace corral::stampede

@@ -47,7 +47,7 @@ ClusterInvalidation::ClusterInvalidation(const asio::any_io_executor& executor,
                                          std::shared_ptr<const upstream::Topology> topology,
                                          CacheRuntime& runtime,
                                          std::function<void(std::string_view)> invalidated,
-                                         int thread, std::uint64_t upstream_epoch)
+                                         int thread, HotLinkNaming naming)
     : executor_(executor),
       upstream_(upstream),
       topology_(std::move(topology)),
@@ -55,7 +55,7 @@ ClusterInvalidation::ClusterInvalidation(const asio::any_io_executor& executor,
       invalidated_(std::move(invalidated)),
       timer_(executor),
       thread_(thread),
-      upstream_epoch_(upstream_epoch) {}
+      naming_(std::move(naming)) {}
 
 void ClusterInvalidation::start() {
   // Fills on this thread record it, so that this thread's listeners drop them (and only them).
@@ -120,8 +120,8 @@ void ClusterInvalidation::sync() {
     InvalidationListener::NodeRole role{node_scope(topology_, endpoint),
                                         thread_ < cache::Store::kMaxFillers, thread_ == 0,
                                         thread_ == 0, key};
-    auto listener = std::make_shared<InvalidationListener>(
-        executor_, settings, runtime_, invalidated_, std::move(role), upstream_epoch_);
+    auto listener = std::make_shared<InvalidationListener>(executor_, settings, runtime_,
+                                                           invalidated_, std::move(role), naming_);
     listener->start();
     listeners_.emplace(key, std::move(listener));
   }

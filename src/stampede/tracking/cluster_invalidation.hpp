@@ -22,6 +22,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
+#include "stampede/hot/hot_link_name.hpp"
 #include "upstream/cluster/slot_map.hpp"
 
 namespace corral::upstream {
@@ -39,7 +40,7 @@ class ClusterInvalidation : public std::enable_shared_from_this<ClusterInvalidat
                       const config::UpstreamSettings& upstream,
                       std::shared_ptr<const upstream::Topology> topology, CacheRuntime& runtime,
                       std::function<void(std::string_view)> invalidated, int thread,
-                      std::uint64_t upstream_epoch = 0);
+                      HotLinkNaming naming = {});
 
   // On the executor's thread.
   void start();
@@ -64,7 +65,7 @@ class ClusterInvalidation : public std::enable_shared_from_this<ClusterInvalidat
   std::function<void(std::string_view)> invalidated_;
   boost::asio::steady_timer timer_;
   int thread_;  // the io thread's index: thread 0's instance also counts and drops moved slots
-  std::uint64_t upstream_epoch_;  // names its nodes' hot-key links (hot_link_name())
+  HotLinkNaming naming_;  // names its nodes' hot-key links
   std::uint64_t version_ = 0;
   std::shared_ptr<const upstream::SlotMap> seen_;  // the map sync() last followed
   bool stopped_ = false;

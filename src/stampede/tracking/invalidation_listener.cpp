@@ -121,14 +121,13 @@ InvalidationListener::InvalidationListener(const asio::any_io_executor& executor
                                            const config::UpstreamSettings& upstream,
                                            CacheRuntime& runtime,
                                            std::function<void(std::string_view)> invalidated,
-                                           std::optional<NodeRole> role,
-                                           std::uint64_t upstream_epoch)
+                                           std::optional<NodeRole> role, HotLinkNaming naming)
     : executor_(executor),
       upstream_(upstream),
       runtime_(runtime),
       invalidated_(std::move(invalidated)),
       role_(std::move(role)),
-      hot_link_name_(hot_link_name(upstream_epoch, role_ ? role_->server : std::string())),
+      hot_link_name_(naming.name(role_ ? role_->server : std::string())),
       backoff_timer_(executor),
       liveness_timer_(executor) {}
 

@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
+#include "stampede/hot/hot_link_name.hpp"
 
 namespace corral::upstream {
 class Connection;
@@ -57,7 +58,7 @@ class InvalidationListener : public std::enable_shared_from_this<InvalidationLis
   InvalidationListener(const boost::asio::any_io_executor& executor,
                        const config::UpstreamSettings& upstream, CacheRuntime& runtime,
                        std::function<void(std::string_view)> invalidated = {},
-                       std::optional<NodeRole> role = {}, std::uint64_t upstream_epoch = 0);
+                       std::optional<NodeRole> role = {}, HotLinkNaming naming = {});
   ~InvalidationListener();
 
   void start();

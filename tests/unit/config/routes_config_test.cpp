@@ -80,7 +80,6 @@ routes:
     mirror: {upstream: sessions}
   - prefix: "feat:x"
     upstream: sessions
-hot_keys: {cache: true}
 policies:
   - prefix: "feat:"
 )"));
@@ -95,7 +94,6 @@ policies:
   CHECK(has_error(errors,
                   "routes[4].prefix: splits policy \"feat:\" between upstreams default "
                   "and sessions"));
-  CHECK(has_error(errors, "hot_keys.cache: is not supported with routes"));
 }
 
 TEST_CASE("a route inside a policy that goes to the policy's own upstream is fine",
