@@ -16,10 +16,18 @@ namespace {
 constexpr std::string_view kSwitchMaster = "+switch-master";
 constexpr std::string_view kPromotedSlave = "+promoted-slave";
 
-// The leader Sentinel announces these between choosing a replica and its promotion; the
-// promotion (SLAVEOF NO ONE) follows on its next timer tick, so holding from here leaves no
-// write acknowledged by the old primary after the new one took over.
-constexpr std::array<std::string_view, 2> kStarting{"+failover-state-send-slaveof-noone",
+// A failover's steps before the promotion, in sentinel.c's order: +try-failover (when SENTINEL
+// FAILOVER is run, or when a Sentinel starts an election for a primary it sees down), at its
+// next timer tick (every 50-100 ms) +elected-leader and +failover-state-select-slave, the tick
+// after +selected-slave and +failover-state-send-slaveof-noone, and the one after that SLAVEOF
+// NO ONE with +failover-state-wait-promotion. Holding from the first leaves at least two ticks
+// before the promotion for the hold to reach every io thread and for the commands already sent
+// to the old primary to be answered and replicated; holding from send-slaveof-noone left one.
+constexpr std::array<std::string_view, 6> kStarting{"+try-failover",
+                                                    "+elected-leader",
+                                                    "+failover-state-select-slave",
+                                                    "+selected-slave",
+                                                    "+failover-state-send-slaveof-noone",
                                                     "+failover-state-wait-promotion"};
 constexpr std::array<std::string_view, 4> kAborts{
     "-failover-abort-not-elected", "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
@@ -29,8 +37,9 @@ constexpr std::array<std::string_view, 4> kAborts{
 constexpr std::array<std::string_view, 5> kReplicaChanges{
     "+slave", "+sdown", "-sdown", "+slave-reconf-done", "+convert-to-slave"};
 
-constexpr std::array<std::string_view, 13> kChannels{
-    kStarting[0],       kStarting[1],       kPromotedSlave,     kSwitchMaster,
+constexpr std::array<std::string_view, 17> kChannels{
+    kStarting[0],       kStarting[1],       kStarting[2],       kStarting[3],
+    kStarting[4],       kStarting[5],       kPromotedSlave,     kSwitchMaster,
     kAborts[0],         kAborts[1],         kAborts[2],         kAborts[3],
     kReplicaChanges[0], kReplicaChanges[1], kReplicaChanges[2], kReplicaChanges[3],
     kReplicaChanges[4]};

@@ -37,6 +37,26 @@ TEST_CASE("failover announcements, promotion, switch and abort", "[upstream][sen
   CHECK(aborted->master == "mymaster");
 }
 
+TEST_CASE("every step of a failover before the promotion announces it", "[upstream][sentinel]") {
+  // As sentinel.c writes them: the master's own steps, then the chosen replica's.
+  for (const char* channel : {"+try-failover", "+elected-leader", "+failover-state-select-slave"}) {
+    INFO(channel);
+    const auto event = parse_sentinel_event(channel, "master mymaster 127.0.0.1 6380");
+    REQUIRE(event);
+    CHECK(event->kind == SentinelEventKind::failover_starting);
+    CHECK(event->master == "mymaster");
+  }
+  for (const char* channel : {"+selected-slave", "+failover-state-send-slaveof-noone",
+                              "+failover-state-wait-promotion"}) {
+    INFO(channel);
+    const auto event = parse_sentinel_event(
+        channel, "slave 127.0.0.1:6381 127.0.0.1 6381 @ mymaster 127.0.0.1 6380");
+    REQUIRE(event);
+    CHECK(event->kind == SentinelEventKind::failover_starting);
+    CHECK(event->master == "mymaster");
+  }
+}
+
 TEST_CASE("payloads that cannot be read are ignored", "[upstream][sentinel]") {
   CHECK_FALSE(parse_sentinel_event("+switch-master", "mymaster 127.0.0.1 6380 127.0.0.1"));
   CHECK_FALSE(parse_sentinel_event("+switch-master", "m 127.0.0.1 6380 127.0.0.1 70000"));
