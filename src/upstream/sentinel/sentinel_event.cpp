@@ -74,6 +74,15 @@ std::optional<std::string> master_of(const std::vector<std::string_view>& w) {
   return std::nullopt;
 }
 
+// The address of the master an instance payload is about: after its name.
+std::optional<config::Endpoint> master_address_of(const std::vector<std::string_view>& w) {
+  for (std::size_t i = 0; i + 3 < w.size(); ++i) {
+    if (w[i] == "@") return endpoint(w[i + 2], w[i + 3]);
+  }
+  if (w.size() >= 4 && w[0] == "master") return endpoint(w[2], w[3]);
+  return std::nullopt;
+}
+
 bool one_of(std::string_view channel, std::span<const std::string_view> names) {
   for (const auto name : names) {
     if (channel == name) return true;
@@ -92,7 +101,7 @@ std::optional<SentinelEvent> parse_sentinel_event(std::string_view channel,
     if (w.size() != 5) return std::nullopt;
     const auto primary = endpoint(w[3], w[4]);
     if (!primary) return std::nullopt;
-    return SentinelEvent{SentinelEventKind::switched, std::string(w[0]), *primary};
+    return SentinelEvent{SentinelEventKind::switched, std::string(w[0]), *primary, {}};
   }
   auto master = master_of(w);
   if (!master) return std::nullopt;
@@ -101,16 +110,18 @@ std::optional<SentinelEvent> parse_sentinel_event(std::string_view channel,
     if (w.size() < 4 || w[0] != "slave") return std::nullopt;
     const auto primary = endpoint(w[2], w[3]);
     if (!primary) return std::nullopt;
-    return SentinelEvent{SentinelEventKind::promoted, std::move(*master), *primary};
+    return SentinelEvent{SentinelEventKind::promoted, std::move(*master), *primary, {}};
   }
   if (one_of(channel, kStarting)) {
-    return SentinelEvent{SentinelEventKind::failover_starting, std::move(*master), {}};
+    const auto from = master_address_of(w);
+    if (!from) return std::nullopt;
+    return SentinelEvent{SentinelEventKind::failover_starting, std::move(*master), {}, *from};
   }
   if (one_of(channel, kAborts)) {
-    return SentinelEvent{SentinelEventKind::aborted, std::move(*master), {}};
+    return SentinelEvent{SentinelEventKind::aborted, std::move(*master), {}, {}};
   }
   if (one_of(channel, kReplicaChanges) && w[0] == "slave") {
-    return SentinelEvent{SentinelEventKind::replicas_changed, std::move(*master), {}};
+    return SentinelEvent{SentinelEventKind::replicas_changed, std::move(*master), {}, {}};
   }
   return std::nullopt;
 }

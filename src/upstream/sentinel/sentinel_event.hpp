@@ -29,6 +29,7 @@ struct SentinelEvent {
   SentinelEventKind kind;
   std::string master;        // the monitored name the event is about
   config::Endpoint primary;  // promoted / switched only
+  config::Endpoint from;     // failover_starting only: the primary being replaced
 };
 
 // The channels a Corral subscribes to on each Sentinel: every one of them parses.

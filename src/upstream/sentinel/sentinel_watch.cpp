@@ -263,6 +263,9 @@ void SentinelWatch::on_event(std::size_t sentinel, const SentinelEvent& event) {
   const auto now = AnnouncedFailovers::Clock::now();
   switch (event.kind) {
     case SentinelEventKind::failover_starting:
+      // A step read after the switch it led to (a Sentinel's link slower than another's): the
+      // primary it replaces is no longer the one in use, and holding would only delay commands.
+      if (primary_ && !same(*primary_, event.from)) return;
       failovers_.announced(sentinel, now);
       if (!status_->holding.exchange(true, std::memory_order_relaxed)) {
         spdlog::info("failover of {} announced by Sentinel {}: commands wait for the new primary",

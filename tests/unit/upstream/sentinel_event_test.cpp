@@ -45,6 +45,7 @@ TEST_CASE("every step of a failover before the promotion announces it", "[upstre
     REQUIRE(event);
     CHECK(event->kind == SentinelEventKind::failover_starting);
     CHECK(event->master == "mymaster");
+    CHECK(event->from.port == 6380);
   }
   for (const char* channel : {"+selected-slave", "+failover-state-send-slaveof-noone",
                               "+failover-state-wait-promotion"}) {
@@ -54,6 +55,8 @@ TEST_CASE("every step of a failover before the promotion announces it", "[upstre
     REQUIRE(event);
     CHECK(event->kind == SentinelEventKind::failover_starting);
     CHECK(event->master == "mymaster");
+    CHECK(event->from.host == "127.0.0.1");
+    CHECK(event->from.port == 6380);  // the primary being replaced, not the chosen replica
   }
 }
 
@@ -64,6 +67,7 @@ TEST_CASE("payloads that cannot be read are ignored", "[upstream][sentinel]") {
   CHECK_FALSE(parse_sentinel_event("+promoted-slave", "master m 127.0.0.1 6380"));
   CHECK_FALSE(parse_sentinel_event("+sdown", "master mymaster 127.0.0.1 6380"));
   CHECK_FALSE(parse_sentinel_event("+failover-state-wait-promotion", ""));
+  CHECK_FALSE(parse_sentinel_event("+try-failover", "master mymaster 127.0.0.1"));
 }
 
 TEST_CASE("events about a replica change the replica list", "[upstream][sentinel]") {
