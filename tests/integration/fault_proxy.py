@@ -46,17 +46,35 @@ class _Link:
         self.bytes_per_second = None
         self.close_after = None  # bytes still to forward before closing, or None
         self.stall_after = None  # bytes still to forward before stalling, or None
+        self.stall_before = None  # stall where these bytes first appear, or None
+        self.tail = b""  # with stall_before: the end of what was forwarded (a split needle)
         self.changed = None  # asyncio.Event, created in the loop for a live connection
 
     def copy_from(self, other):
         self.latency, self.stalled = other.latency, other.stalled
         self.bytes_per_second, self.close_after = other.bytes_per_second, other.close_after
-        self.stall_after = other.stall_after
+        self.stall_after, self.stall_before = other.stall_after, other.stall_before
 
     def clear(self):
         """What resume() undoes; a pending close_after stays (close_after(None) cancels it)."""
         self.latency, self.stalled = 0.0, False
-        self.bytes_per_second = self.stall_after = None
+        self.bytes_per_second = self.stall_after = self.stall_before = None
+        self.tail = b""
+
+    def watch_for_needle(self, data):
+        """With stall_before: once its bytes appear in `data` (or straddle the last forward),
+        turns it into a stall_after that stops right before them."""
+        if self.stall_before is None:
+            return
+        at = (self.tail + data).find(self.stall_before)
+        if at >= 0:
+            self.stall_after = max(0, at - len(self.tail))
+            self.stall_before, self.tail = None, b""
+
+    def note_forwarded(self, piece):
+        if self.stall_before is not None:
+            joined = self.tail + piece
+            self.tail = joined[max(0, len(joined) - len(self.stall_before) + 1):]
 
     def limit(self):
         """Bytes that may leave before the next cut or stall (None: no limit)."""
@@ -145,6 +163,7 @@ class Conn:
                 arrived, data = item
                 while data:
                     await self._wait_until_due(link, arrived)
+                    link.watch_for_needle(data)
                     piece = data
                     if link.bytes_per_second:
                         piece = data[:max(1, int(link.bytes_per_second) // 20)]
@@ -153,6 +172,7 @@ class Conn:
                         piece = piece[:limit]
                     if piece:
                         writer.write(piece)
+                        link.note_forwarded(piece)
                         self._count(direction, len(piece))
                         data = data[len(piece):]
                     if link.close_after is not None:
@@ -439,6 +459,13 @@ class FaultProxy:
         if nbytes == 0:
             return self.stall(direction, conn)
         self._set(conn, direction, lambda link: setattr(link, "stall_after", int(nbytes)))
+
+    def stall_before(self, needle, direction="down", conn=None):
+        """Forwards in `direction` until the bytes `needle` appear, then stalls right before them
+        (e.g. a message a subscriber must read late); resume() lets them through."""
+        if not needle:
+            raise ValueError("needle must not be empty")
+        self._set(conn, direction, lambda link: setattr(link, "stall_before", bytes(needle)))
 
     def retarget(self, target_port, target_host=HOST):
         """New connections go to another server (e.g. one that does not speak the protocol)."""

@@ -108,7 +108,8 @@ class SentinelSet:
     """The primary, its replicas, the Sentinels and (optionally) Corral; with `tls` all of them
     speak TLS only, and Corral is given rediss:// Sentinel addresses and `upstream.tls`."""
 
-    def __init__(self, name="sentinel", tls=False, relayed_replicas=False):
+    def __init__(self, name="sentinel", tls=False, relayed_replicas=False,
+                 relayed_sentinels=False):
         self.workdir = harness.make_tmpdir("corral-%s-" % name)
         self.tls = TlsFiles(self.workdir) if tls else None
         # Each replica replicates through a fault proxy of its own (self.relays), which can slow
@@ -116,6 +117,10 @@ class SentinelSet:
         # point such a replica at the primary's own address (+fix-slave-config).
         self.relayed_replicas = relayed_replicas
         self.relays = []
+        # With relayed_sentinels, Corral reaches each Sentinel through a fault proxy of its own
+        # (self.sentinel_relays, in the order of self.sentinels), which can delay its events.
+        self.relayed_sentinels = relayed_sentinels
+        self.sentinel_relays = []
         self.replicas = []  # the two replica Nodes, in the order of self.relays
         self.redis = {}  # port -> RedisServer (the primary and both replicas)
         self.sentinels = []
@@ -142,6 +147,10 @@ class SentinelSet:
                     self.workdir, primary.port, "sentinel%d" % i, self.tls,
                     failover_timeout_ms=60000 if self.relayed_replicas else 4000).start())
             wait_until(self.sentinels_agree, 15, what="Sentinels seeing 2 replicas and 2 peers")
+            if self.relayed_sentinels:
+                self.sentinel_relays = [
+                    self.track(FaultProxy(s.port, name="sentinel-relay%d" % i).start())
+                    for i, s in enumerate(self.sentinels)]
             if corral_overrides is not None:
                 self.corral = Corral(self.workdir, 0, self.corral_config(corral_overrides)).start()
         except BaseException:
@@ -153,7 +162,8 @@ class SentinelSet:
         scheme = "rediss" if self.tls else "redis"
         base = {"upstream": {"address": None, "sentinel": {
             "master": MASTER,
-            "addresses": ["%s://%s:%d" % (scheme, HOST, s.port) for s in self.sentinels]}}}
+            "addresses": ["%s://%s:%d" % (scheme, HOST, s.port)
+                          for s in self.sentinel_relays or self.sentinels]}}}
         if self.tls:
             base["upstream"]["tls"] = {"ca": self.tls.path("ca.pem"),
                                        "cert": self.tls.path("corral.pem"),
@@ -220,6 +230,10 @@ class IncrLoad:
         self.port, self.key, self.batch, self.auth = port, key, batch, auth
         self.acked = 0
         self.errors = []  # (time.monotonic(), text)
+        # Where the counter went back (the old primary's last value, the new primary's first):
+        # what lies between was acknowledged by the old primary and never reached the new one.
+        self.last_value = 0
+        self.drops = []  # (time.monotonic(), last value before, first value after)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.failure = None
@@ -257,6 +271,10 @@ class IncrLoad:
                         raise ConnectionError("Corral closed the connection")
                     if line.startswith(b":"):
                         self.acked += 1
+                        value = int(line[1:])
+                        if value <= self.last_value:
+                            self.drops.append((time.monotonic(), self.last_value, value))
+                        self.last_value = value
                     else:
                         self.errors.append((time.monotonic(), line.strip().decode()))
             sock.close()

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+import fault_proxy
 import harness
 from fault_proxy import FaultProxy
 from harness import Closed, Raw, encode_command, wait_until
@@ -167,6 +168,36 @@ def test_stall_after_stops_at_exactly_n_bytes_of_a_pipeline(proxy, direct):
         assert direct.get("fp:sa") == b"10"
         proxy.resume(conn)
         assert [r.read() for _ in range(90)] == list(range(11, 101))
+
+
+def test_stall_before_stops_right_before_the_needle(proxy, direct):
+    with Raw(proxy.port) as r:
+        assert r.call("PING") == b"PONG"
+        conn = proxy.wait_for_connection()
+        proxy.stall_before(b"needle-xyz", direction="down", conn=conn)
+        r.send(encode_command("ECHO", "a") * 10 + encode_command("ECHO", "needle-xyz")
+               + encode_command("ECHO", "b"))
+        # After PONG, ten whole replies and the eleventh's length line went through, no more
+        # (the relay counts a reply after handing it on: the total, not a difference).
+        assert [r.read() for _ in range(10)] == [b"a"] * 10
+        wait_until(lambda: conn.links["down"].stalled, 5, what="the relay to stall")
+        assert conn.bytes_down == len(b"+PONG\r\n") + len(b"$1\r\na\r\n") * 10 + len(b"$10\r\n")
+        assert nothing_arrives(r)
+        proxy.resume(conn)
+        assert [r.read(), r.read()] == [b"needle-xyz", b"b"]
+
+
+def test_stall_before_finds_a_needle_split_between_two_reads():
+    link = fault_proxy._Link()
+    link.stall_before = b"needle"
+    link.note_forwarded(b"abc")
+    link.watch_for_needle(b"zzneedle!")
+    assert link.stall_after == 2  # "zz" still goes
+    split = fault_proxy._Link()
+    split.stall_before = b"needle"
+    split.note_forwarded(b"xxnee")
+    split.watch_for_needle(b"dle!")
+    assert split.stall_after == 0  # "nee" is gone already: stall at once
 
 
 def test_retarget_sends_new_connections_elsewhere(proxy, redis_server):

@@ -86,12 +86,70 @@ def test_graceful_failover_loses_no_acknowledged_write(sentinel_set):
     missing = max(0, load.acked - final)
     held = s.corral.metric("corral_sentinel_held_commands_total")
     print("failover %d -> %d: %d acknowledged INCRs, final value %d on the new primary, "
-          "%d missing, %d errors, %d commands held" % (old, new, load.acked, final, missing,
-                                                       len(load.errors), held))
+          "%d missing, %d errors, %d commands held; counter drops (old's last, new's first): %s"
+          % (old, new, load.acked, final, missing, len(load.errors), held,
+             [d[1:] for d in load.drops]))
     assert load.errors == [], load.errors[:5]
     assert missing <= MAX_MISSING
     assert held > 0, "the failover was announced but nothing was held"
     assert s.corral.metric("corral_sentinel_hold_expired_total") == 0
+
+
+def promoted_replica(s):
+    """The replica that answers ROLE as a primary now, or None."""
+    for replica in s.replicas:
+        if replica.client().execute_command("ROLE")[0] == b"master":
+            return replica
+    return None
+
+
+def test_a_late_read_announcement_still_holds_before_the_promotion(request):
+    """The announcement sent one Sentinel timer tick before the promotion
+    (+failover-state-send-slaveof-noone) reaches Corral only after the promotion, as when Corral
+    reads it late under load: the hold must already be on from the failover's earlier steps."""
+    s = SentinelSet(request.node.name[:40], relayed_sentinels=True).start(CONFIG)
+    try:
+        old = s.primary_port()
+        wait_until(lambda: s.corral_uses(old), 10, what="Corral on the first primary")
+        wait_until(lambda: s.corral.metric("corral_sentinel_sentinels_subscribed") == 3, 10,
+                   what="subscribed to the 3 Sentinels")
+        load = IncrLoad(s.corral.port, "n:incr").start()
+        try:
+            wait_acked(load, 20000, "INCRs before the failover")
+            for relay in s.sentinel_relays:
+                relay.stall_before(b"+failover-state-send-slaveof-noone", "down")
+            wait_until(lambda: s.sentinels[0].call("SENTINEL", "FAILOVER", MASTER) == b"OK", 10,
+                       what="SENTINEL FAILOVER accepted")
+            promoted = wait_until(lambda: promoted_replica(s), 10, what="a replica promoted")
+            old_client, promoted_client = s.redis[old].client(), promoted.client()
+
+            def holding_or_writing_on():
+                # Without a hold Corral's INCRs go on to the old primary, which discards them
+                # when it resyncs: wait until it has taken more than the test allows.
+                past = int(old_client.get("n:incr")) - int(promoted_client.get("n:incr"))
+                return (s.corral.metric("corral_sentinel_failover_holding") == 1
+                        or s.corral_uses(promoted.port) or past > 2 * MAX_MISSING)
+            wait_until(holding_or_writing_on, 10, what="Corral holding, or writing past the bound")
+            for relay in s.sentinel_relays:
+                relay.resume()
+            new = s.wait_switched(old)
+            assert new == promoted.port
+            wait_until(lambda: s.corral_uses(new), 10, what="Corral on the new primary")
+            wait_acked(load, 20000, "INCRs after the switch")
+        finally:
+            load.stop()
+        final = int(s.redis[new].client().get("n:incr"))
+        missing = max(0, load.acked - final)
+        held = s.corral.metric("corral_sentinel_held_commands_total")
+        print("late announcement, failover %d -> %d: %d acknowledged INCRs, %d missing, %d errors, "
+              "%d commands held; counter drops (old's last, new's first): %s"
+              % (old, new, load.acked, missing, len(load.errors), held,
+                 [d[1:] for d in load.drops]))
+        assert load.errors == [], load.errors[:5]
+        assert missing <= MAX_MISSING
+        assert s.corral.metric("corral_sentinel_hold_expired_total") == 0
+    finally:
+        s.stop()
 
 
 def test_kill_of_the_primary_gives_errors_only_inside_the_failover_window(sentinel_set):

@@ -16,10 +16,18 @@ namespace {
 constexpr std::string_view kSwitchMaster = "+switch-master";
 constexpr std::string_view kPromotedSlave = "+promoted-slave";
 
-// The leader Sentinel announces these between choosing a replica and its promotion; the
-// promotion (SLAVEOF NO ONE) follows on its next timer tick, so holding from here leaves no
-// write acknowledged by the old primary after the new one took over.
-constexpr std::array<std::string_view, 2> kStarting{"+failover-state-send-slaveof-noone",
+// A failover's steps before the promotion, in sentinel.c's order: +try-failover (when SENTINEL
+// FAILOVER is run, or when a Sentinel starts an election for a primary it sees down), at its
+// next timer tick (every 50-100 ms) +elected-leader and +failover-state-select-slave, the tick
+// after +selected-slave and +failover-state-send-slaveof-noone, and the one after that SLAVEOF
+// NO ONE with +failover-state-wait-promotion. Holding from the first leaves at least two ticks
+// before the promotion for the hold to reach every io thread and for the commands already sent
+// to the old primary to be answered and replicated; holding from send-slaveof-noone left one.
+constexpr std::array<std::string_view, 6> kStarting{"+try-failover",
+                                                    "+elected-leader",
+                                                    "+failover-state-select-slave",
+                                                    "+selected-slave",
+                                                    "+failover-state-send-slaveof-noone",
                                                     "+failover-state-wait-promotion"};
 constexpr std::array<std::string_view, 4> kAborts{
     "-failover-abort-not-elected", "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
@@ -29,8 +37,9 @@ constexpr std::array<std::string_view, 4> kAborts{
 constexpr std::array<std::string_view, 5> kReplicaChanges{
     "+slave", "+sdown", "-sdown", "+slave-reconf-done", "+convert-to-slave"};
 
-constexpr std::array<std::string_view, 13> kChannels{
-    kStarting[0],       kStarting[1],       kPromotedSlave,     kSwitchMaster,
+constexpr std::array<std::string_view, 17> kChannels{
+    kStarting[0],       kStarting[1],       kStarting[2],       kStarting[3],
+    kStarting[4],       kStarting[5],       kPromotedSlave,     kSwitchMaster,
     kAborts[0],         kAborts[1],         kAborts[2],         kAborts[3],
     kReplicaChanges[0], kReplicaChanges[1], kReplicaChanges[2], kReplicaChanges[3],
     kReplicaChanges[4]};
@@ -65,6 +74,15 @@ std::optional<std::string> master_of(const std::vector<std::string_view>& w) {
   return std::nullopt;
 }
 
+// The address of the master an instance payload is about: after its name.
+std::optional<config::Endpoint> master_address_of(const std::vector<std::string_view>& w) {
+  for (std::size_t i = 0; i + 3 < w.size(); ++i) {
+    if (w[i] == "@") return endpoint(w[i + 2], w[i + 3]);
+  }
+  if (w.size() >= 4 && w[0] == "master") return endpoint(w[2], w[3]);
+  return std::nullopt;
+}
+
 bool one_of(std::string_view channel, std::span<const std::string_view> names) {
   for (const auto name : names) {
     if (channel == name) return true;
@@ -83,7 +101,7 @@ std::optional<SentinelEvent> parse_sentinel_event(std::string_view channel,
     if (w.size() != 5) return std::nullopt;
     const auto primary = endpoint(w[3], w[4]);
     if (!primary) return std::nullopt;
-    return SentinelEvent{SentinelEventKind::switched, std::string(w[0]), *primary};
+    return SentinelEvent{SentinelEventKind::switched, std::string(w[0]), *primary, {}};
   }
   auto master = master_of(w);
   if (!master) return std::nullopt;
@@ -92,16 +110,18 @@ std::optional<SentinelEvent> parse_sentinel_event(std::string_view channel,
     if (w.size() < 4 || w[0] != "slave") return std::nullopt;
     const auto primary = endpoint(w[2], w[3]);
     if (!primary) return std::nullopt;
-    return SentinelEvent{SentinelEventKind::promoted, std::move(*master), *primary};
+    return SentinelEvent{SentinelEventKind::promoted, std::move(*master), *primary, {}};
   }
   if (one_of(channel, kStarting)) {
-    return SentinelEvent{SentinelEventKind::failover_starting, std::move(*master), {}};
+    const auto from = master_address_of(w);
+    if (!from) return std::nullopt;
+    return SentinelEvent{SentinelEventKind::failover_starting, std::move(*master), {}, *from};
   }
   if (one_of(channel, kAborts)) {
-    return SentinelEvent{SentinelEventKind::aborted, std::move(*master), {}};
+    return SentinelEvent{SentinelEventKind::aborted, std::move(*master), {}, {}};
   }
   if (one_of(channel, kReplicaChanges) && w[0] == "slave") {
-    return SentinelEvent{SentinelEventKind::replicas_changed, std::move(*master), {}};
+    return SentinelEvent{SentinelEventKind::replicas_changed, std::move(*master), {}, {}};
   }
   return std::nullopt;
 }

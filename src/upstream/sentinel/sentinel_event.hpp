@@ -13,8 +13,9 @@
 namespace corral::upstream {
 
 enum class SentinelEventKind : std::uint8_t {
-  // A replica is about to be promoted (or is being): writes sent to the old primary from now on
-  // may be acknowledged and then discarded when it is turned into a replica.
+  // A failover has begun (a replica is about to be promoted, or is being): writes sent to the
+  // old primary from now on may be acknowledged and then discarded when it is turned into a
+  // replica.
   failover_starting,
   promoted,  // a replica was promoted: `primary` is the new primary
   switched,  // +switch-master: `primary` is the new primary
@@ -28,6 +29,7 @@ struct SentinelEvent {
   SentinelEventKind kind;
   std::string master;        // the monitored name the event is about
   config::Endpoint primary;  // promoted / switched only
+  config::Endpoint from;     // failover_starting only: the primary being replaced
 };
 
 // The channels a Corral subscribes to on each Sentinel: every one of them parses.

@@ -41,10 +41,11 @@ awaitable<void> pause(asio::steady_timer& timer, config::Duration duration) {
 // The subscribed connection's messages, read as they arrive; tells when the connection ended.
 class SentinelWatch::Inbox final : public ReplyTarget {
  public:
-  Inbox(const asio::any_io_executor& executor, std::weak_ptr<SentinelWatch> watch)
-      : ended_event_(executor), watch_(std::move(watch)) {}
+  Inbox(const asio::any_io_executor& executor, std::weak_ptr<SentinelWatch> watch,
+        std::size_t sentinel)
+      : ended_event_(executor), watch_(std::move(watch)), sentinel_(sentinel) {}
   void on_reply(std::uint64_t, std::string_view message) override {
-    if (auto watch = watch_.lock()) watch->on_message(message);
+    if (auto watch = watch_.lock()) watch->on_message(sentinel_, message);
   }
   void on_failure(std::uint64_t, std::string_view) override {
     ended_ = true;
@@ -58,6 +59,7 @@ class SentinelWatch::Inbox final : public ReplyTarget {
  private:
   AsyncEvent ended_event_;
   std::weak_ptr<SentinelWatch> watch_;
+  std::size_t sentinel_;
   bool ended_ = false;
 };
 
@@ -68,6 +70,7 @@ SentinelWatch::SentinelWatch(const asio::any_io_executor& executor,
       settings_(settings),
       status_(std::move(status)),
       handlers_(std::move(handlers)),
+      failovers_(settings.sentinel->failover_hold),
       recheck_timer_(executor),
       subscriptions_(settings.sentinel->addresses.size()) {}
 
@@ -207,6 +210,7 @@ awaitable<bool> SentinelWatch::adopt(config::Endpoint candidate) {
     status_->set_primary(config::format_endpoint(candidate));
     status_->primary_known.store(true, std::memory_order_relaxed);
   }
+  failovers_.ended();
   status_->holding.store(false, std::memory_order_relaxed);
   // Also when unchanged: it ends a hold whose promotion named the primary Corral already had.
   handlers_.primary_changed(candidate);
@@ -223,7 +227,7 @@ awaitable<void> SentinelWatch::subscribe_loop(std::size_t index) {
   while (!stopping_) {
     auto connection = sentinel_connection(address);
     subscriptions_[index] = connection;
-    auto inbox = std::make_shared<Inbox>(executor_, weak_from_this());
+    auto inbox = std::make_shared<Inbox>(executor_, weak_from_this(), index);
     connection->set_unsolicited_target(inbox);
     const auto subscribed = co_await call(*connection, subscribe);
     if (subscribed.ok() && !subscribed.redis_error()) {
@@ -244,29 +248,41 @@ awaitable<void> SentinelWatch::subscribe_loop(std::size_t index) {
   }
 }
 
-void SentinelWatch::on_message(std::string_view message) {
+void SentinelWatch::on_message(std::size_t sentinel, std::string_view message) {
   const auto decoded = resp::decode_reply(message);
   if (!decoded || decoded->type != resp::Reply::Type::array || decoded->elements.size() != 3 ||
       decoded->elements[0].text != "message") {
     return;  // subscription confirmations
   }
   const auto event = parse_sentinel_event(decoded->elements[1].text, decoded->elements[2].text);
-  if (event && event->master == settings_.sentinel->master) on_event(*event);
+  if (event && event->master == settings_.sentinel->master) on_event(sentinel, *event);
 }
 
-void SentinelWatch::on_event(const SentinelEvent& event) {
+void SentinelWatch::on_event(std::size_t sentinel, const SentinelEvent& event) {
+  const auto& master = settings_.sentinel->master;
+  const auto now = AnnouncedFailovers::Clock::now();
   switch (event.kind) {
     case SentinelEventKind::failover_starting:
+      // A step read after the switch it led to (a Sentinel's link slower than another's): the
+      // primary it replaces is no longer the one in use, and holding would only delay commands.
+      if (primary_ && !same(*primary_, event.from)) return;
+      failovers_.announced(sentinel, now);
       if (!status_->holding.exchange(true, std::memory_order_relaxed)) {
-        spdlog::info("failover of {} announced: commands wait for the new primary",
-                     settings_.sentinel->master);
-        handlers_.failover_starting();
+        spdlog::info("failover of {} announced by Sentinel {}: commands wait for the new primary",
+                     master, config::format_endpoint(settings_.sentinel->addresses[sentinel]));
       }
+      // At every step, not only the first: a thread whose hold expired holds again.
+      handlers_.failover_starting();
       return;
     case SentinelEventKind::aborted:
+      if (!failovers_.aborted(sentinel, now)) {
+        spdlog::info("failover of {} aborted by Sentinel {}; another Sentinel's is in progress",
+                     master, config::format_endpoint(settings_.sentinel->addresses[sentinel]));
+        return;
+      }
       if (status_->holding.exchange(false, std::memory_order_relaxed)) {
-        spdlog::info("failover of {} aborted: the held commands go to {}",
-                     settings_.sentinel->master, status_->primary());
+        spdlog::info("failover of {} aborted: the held commands go to {}", master,
+                     status_->primary());
         handlers_.failover_aborted();
       }
       return;

@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "config/settings.hpp"
+#include "upstream/sentinel/announced_failovers.hpp"
 #include "upstream/sentinel/sentinel_event.hpp"
 #include "upstream/sentinel/sentinel_status.hpp"
 
@@ -31,9 +32,10 @@ class SentinelWatch : public std::enable_shared_from_this<SentinelWatch> {
   struct Handlers {
     // The primary to use from now on (the first one found, then each new one).
     std::function<void(const config::Endpoint&)> primary_changed;
-    // A Sentinel announced that a replica is about to be promoted.
+    // A Sentinel announced a step of a failover (called at each one: a hold that expired
+    // starts again).
     std::function<void()> failover_starting;
-    // The announced failover was aborted before any promotion.
+    // Every announced failover was aborted before any promotion.
     std::function<void()> failover_aborted;
     // Whether the primary's connections work; when not, the Sentinels are asked again.
     std::function<bool()> primary_reachable;
@@ -59,8 +61,9 @@ class SentinelWatch : public std::enable_shared_from_this<SentinelWatch> {
   boost::asio::awaitable<bool> is_primary(const config::Endpoint& candidate);
   // Switches to `candidate` once ROLE confirms it; false when it is not (yet) a primary.
   boost::asio::awaitable<bool> adopt(config::Endpoint candidate);
-  void on_message(std::string_view message);
-  void on_event(const SentinelEvent& event);
+  // A message on the subscription to Sentinel `sentinel` (its index in the addresses).
+  void on_message(std::size_t sentinel, std::string_view message);
+  void on_event(std::size_t sentinel, const SentinelEvent& event);
   void ask_again();
   std::shared_ptr<Connection> sentinel_connection(const config::Endpoint& address) const;
   std::shared_ptr<Connection> node_connection(const config::Endpoint& node) const;
@@ -70,6 +73,7 @@ class SentinelWatch : public std::enable_shared_from_this<SentinelWatch> {
   std::shared_ptr<SentinelStatus> status_;
   Handlers handlers_;
   std::optional<config::Endpoint> primary_;
+  AnnouncedFailovers failovers_;
   bool must_ask_ = true;
   bool asks_failing_ = false;
   std::string unconfirmed_;  // the last candidate ROLE did not confirm, logged once

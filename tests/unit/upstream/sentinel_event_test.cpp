@@ -37,6 +37,29 @@ TEST_CASE("failover announcements, promotion, switch and abort", "[upstream][sen
   CHECK(aborted->master == "mymaster");
 }
 
+TEST_CASE("every step of a failover before the promotion announces it", "[upstream][sentinel]") {
+  // As sentinel.c writes them: the master's own steps, then the chosen replica's.
+  for (const char* channel : {"+try-failover", "+elected-leader", "+failover-state-select-slave"}) {
+    INFO(channel);
+    const auto event = parse_sentinel_event(channel, "master mymaster 127.0.0.1 6380");
+    REQUIRE(event);
+    CHECK(event->kind == SentinelEventKind::failover_starting);
+    CHECK(event->master == "mymaster");
+    CHECK(event->from.port == 6380);
+  }
+  for (const char* channel : {"+selected-slave", "+failover-state-send-slaveof-noone",
+                              "+failover-state-wait-promotion"}) {
+    INFO(channel);
+    const auto event = parse_sentinel_event(
+        channel, "slave 127.0.0.1:6381 127.0.0.1 6381 @ mymaster 127.0.0.1 6380");
+    REQUIRE(event);
+    CHECK(event->kind == SentinelEventKind::failover_starting);
+    CHECK(event->master == "mymaster");
+    CHECK(event->from.host == "127.0.0.1");
+    CHECK(event->from.port == 6380);  // the primary being replaced, not the chosen replica
+  }
+}
+
 TEST_CASE("payloads that cannot be read are ignored", "[upstream][sentinel]") {
   CHECK_FALSE(parse_sentinel_event("+switch-master", "mymaster 127.0.0.1 6380 127.0.0.1"));
   CHECK_FALSE(parse_sentinel_event("+switch-master", "m 127.0.0.1 6380 127.0.0.1 70000"));
@@ -44,6 +67,7 @@ TEST_CASE("payloads that cannot be read are ignored", "[upstream][sentinel]") {
   CHECK_FALSE(parse_sentinel_event("+promoted-slave", "master m 127.0.0.1 6380"));
   CHECK_FALSE(parse_sentinel_event("+sdown", "master mymaster 127.0.0.1 6380"));
   CHECK_FALSE(parse_sentinel_event("+failover-state-wait-promotion", ""));
+  CHECK_FALSE(parse_sentinel_event("+try-failover", "master mymaster 127.0.0.1"));
 }
 
 TEST_CASE("events about a replica change the replica list", "[upstream][sentinel]") {
