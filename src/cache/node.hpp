@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "cache/cache_key.hpp"
+#include "cache/chain_link.hpp"
 #include "cache/entry.hpp"
 
 namespace corral::cache::detail {
@@ -34,9 +35,9 @@ struct Node {
   static constexpr std::uint8_t kMeta = 4;      // meta bytes follow the value
   static constexpr std::size_t kMaxVariant = std::numeric_limits<std::uint16_t>::max();
 
-  Node* chain_next;  // next node in the same hash bucket (all variants of a key share a bucket)
-  Node* newer;       // SIEVE queue: toward the head (inserted later)
-  Node* older;       // toward the tail (inserted earlier)
+  ChainLink chain_next;  // next node in the same hash bucket (all variants of a key share one)
+  Node* newer;           // SIEVE queue: toward the head (inserted later)
+  Node* older;           // toward the tail (inserted earlier)
   std::int64_t soft_expiry_ticks;   // steady clock ticks
   std::uint32_t ttl_ms;             // soft_expiry - stored_at
   std::uint32_t grace_ms;           // hard_expiry - soft_expiry
@@ -64,6 +65,11 @@ struct Node {
     const std::size_t payload =
         key.user_key.size() + key.variant.size() + entry.value.size() + meta_bytes;
     void* memory = ::operator new(sizeof(Node) + payload);
+    if (!ChainLink::fits(memory)) {
+      // Never seen on Linux; a link could not carry its fingerprint, so the entry is not made.
+      ::operator delete(memory);
+      throw std::bad_alloc();
+    }
     Node* node = new (memory) Node{};
     node->key_size = static_cast<std::uint32_t>(key.user_key.size());
     node->variant_size = static_cast<std::uint16_t>(key.variant.size());

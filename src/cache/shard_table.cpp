@@ -15,6 +15,9 @@ namespace corral::cache::detail {
 namespace {
 
 constexpr std::size_t kInitialBuckets = 16;
+constexpr std::size_t kCacheLine = 64;
+// A 16-byte key and a 100-byte value, from wherever malloc's 16-byte alignment puts them.
+constexpr std::size_t kPayloadLinesFetched = 3;
 
 bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -23,12 +26,20 @@ bool starts_with(std::string_view text, std::string_view prefix) {
 }  // namespace
 
 ShardTable::ShardTable(std::uint64_t budget, StoreCounters& counters)
-    : buckets_(kInitialBuckets, nullptr), budget_(budget), counters_(counters) {}
+    : buckets_(kInitialBuckets), budget_(budget), counters_(counters) {}
 
 ShardTable::~ShardTable() { remove_all(); }
 
 Node* ShardTable::find(std::size_t hash, CacheKey key) const {
-  for (Node* node = buckets_[hash & (buckets_.size() - 1)]; node; node = node->chain_next) {
+  for (ChainLink link = buckets_[hash & (buckets_.size() - 1)]; link;
+       link = link.node()->chain_next) {
+    if (!link.may_hold(hash)) continue;
+    Node* node = link.node();
+    // The header, the key and the value are several lines: ask for the first few at once rather
+    // than one miss after the other (the header, then the key to compare, then the value to copy).
+    for (std::size_t line = 0; line < kPayloadLinesFetched; ++line) {
+      __builtin_prefetch(node->bytes() + line * kCacheLine);
+    }
     if (node->matches(key)) return node;
   }
   return nullptr;
@@ -47,9 +58,9 @@ bool ShardTable::insert(std::size_t hash, NodePtr& node, TimePoint now) {
   while (bytes_ + needed > budget_) evict_one(now);
 
   Node* linked = node.release();
-  Node*& head = bucket(hash);
+  ChainLink& head = bucket(hash);
   linked->chain_next = head;
-  head = linked;
+  head = ChainLink(linked, hash);
   push_head(linked);
   ++entries_;
   bytes_ += needed;
@@ -78,14 +89,13 @@ bool ShardTable::remove_key(std::size_t hash, CacheKey key) {
 
 std::size_t ShardTable::remove_user_key(std::size_t hash, std::string_view user_key) {
   std::size_t removed = 0;
-  Node* node = bucket(hash);
-  while (node) {
-    Node* next = node->chain_next;
+  for (ChainLink link = bucket(hash); link;) {
+    Node* node = link.node();
+    link = node->chain_next;
     if (node->user_key() == user_key) {
       remove(hash, node);
       ++removed;
     }
-    node = next;
   }
   return removed;
 }
@@ -93,14 +103,13 @@ std::size_t ShardTable::remove_user_key(std::size_t hash, std::string_view user_
 std::size_t ShardTable::remove_user_key_filled_by(std::size_t hash, std::string_view user_key,
                                                   std::uint8_t filler, std::uint8_t no_filler) {
   std::size_t removed = 0;
-  Node* node = bucket(hash);
-  while (node) {
-    Node* next = node->chain_next;
+  for (ChainLink link = bucket(hash); link;) {
+    Node* node = link.node();
+    link = node->chain_next;
     if (node->user_key() == user_key && (node->filler == filler || node->filler == no_filler)) {
       remove(hash, node);
       ++removed;
     }
-    node = next;
   }
   return removed;
 }
@@ -140,7 +149,7 @@ std::size_t ShardTable::remove_all() {
     ++removed;
   }
   // Give back a bucket array grown for a much larger population.
-  buckets_.assign(kInitialBuckets, nullptr);
+  buckets_.assign(kInitialBuckets, ChainLink());
   buckets_.shrink_to_fit();
   sweep_cursor_ = 0;
   return removed;
@@ -151,28 +160,27 @@ std::size_t ShardTable::remove_dead(TimePoint now, std::size_t bucket_count) {
   bucket_count = std::min(bucket_count, buckets_.size());
   for (std::size_t i = 0; i < bucket_count; ++i) {
     const std::size_t index = sweep_cursor_++ & (buckets_.size() - 1);
-    Node* node = buckets_[index];
-    while (node) {
-      Node* next = node->chain_next;
+    for (ChainLink link = buckets_[index]; link;) {
+      Node* node = link.node();
+      link = node->chain_next;
       if (node->dead(now)) {
         remove(hash_user_key(node->user_key()), node);
         counters_.expirations.fetch_add(1, std::memory_order_relaxed);
         ++removed;
       }
-      node = next;
     }
   }
   return removed;
 }
 
 void ShardTable::unlink_chain(std::size_t hash, Node* node) {
-  Node** link = &bucket(hash);
-  while (*link != node) {
+  ChainLink* link = &bucket(hash);
+  while (link->node() != node) {
     assert(*link && "node must be in its bucket");
-    link = &(*link)->chain_next;
+    link = &link->node()->chain_next;
   }
   *link = node->chain_next;
-  node->chain_next = nullptr;
+  node->chain_next = ChainLink();
 }
 
 void ShardTable::unlink_queue(Node* node) {
@@ -217,15 +225,16 @@ void ShardTable::evict_one(TimePoint now) {
 }
 
 void ShardTable::grow() {
-  std::vector<Node*> old(buckets_.size() * 2, nullptr);
+  std::vector<ChainLink> old(buckets_.size() * 2);
   old.swap(buckets_);
-  for (Node* chain : old) {
+  for (ChainLink chain : old) {
     while (chain) {
-      Node* next = chain->chain_next;
-      Node*& head = bucket(hash_user_key(chain->user_key()));
-      chain->chain_next = head;
-      head = chain;
-      chain = next;
+      Node* node = chain.node();
+      chain = node->chain_next;
+      const std::size_t hash = hash_user_key(node->user_key());
+      ChainLink& head = bucket(hash);
+      node->chain_next = head;
+      head = ChainLink(node, hash);
     }
   }
 }

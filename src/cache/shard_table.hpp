@@ -34,6 +34,8 @@ class ShardTable {
   ShardTable(const ShardTable&) = delete;
   ShardTable& operator=(const ShardTable&) = delete;
 
+  // Passes over chained nodes whose fingerprint differs without reading their key, and starts
+  // fetching a candidate's key and value lines before comparing (see chain_link.hpp).
   Node* find(std::size_t hash, CacheKey key) const;
   // Links `node` in, replacing any entry with its key; evicts by SIEVE (a dead entry under the
   // hand goes even if visited) until the shard fits its budget. When the node alone exceeds the
@@ -59,17 +61,17 @@ class ShardTable {
   std::uint64_t budget() const { return budget_; }
 
  private:
-  Node*& bucket(std::size_t hash) { return buckets_[hash & (buckets_.size() - 1)]; }
+  ChainLink& bucket(std::size_t hash) { return buckets_[hash & (buckets_.size() - 1)]; }
   void unlink_chain(std::size_t hash, Node* node);
   void unlink_queue(Node* node);
   void push_head(Node* node);
   void evict_one(TimePoint now);
   void grow();
 
-  std::vector<Node*> buckets_;  // size is a power of two
-  Node* head_ = nullptr;        // newest
-  Node* tail_ = nullptr;        // oldest
-  Node* hand_ = nullptr;        // next eviction candidate; null means start at the tail
+  std::vector<ChainLink> buckets_;  // size is a power of two
+  Node* head_ = nullptr;            // newest
+  Node* tail_ = nullptr;            // oldest
+  Node* hand_ = nullptr;            // next eviction candidate; null means start at the tail
   std::size_t sweep_cursor_ = 0;
   std::size_t entries_ = 0;
   std::uint64_t bytes_ = 0;

@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "cache/clock.hpp"
 #include "resp/encoder.hpp"
 #include "session/worker.hpp"
 #include "slowlog/slow_log.hpp"
@@ -142,8 +143,7 @@ awaitable<void> Session<Stream>::read_loop() {
       input_.commit(n);
       unverified_drain_ = reader_.last_read_drained();
       quiet_sweeps_ = 0;
-      read_at_ = std::chrono::steady_clock::now();
-      if (!process_ready_input()) co_await process_input();
+      if (!process_read()) co_await process_input();
       keep_pending_argv();
       input_.release();
     }
@@ -216,11 +216,20 @@ awaitable<void> Session<Stream>::read_tls() {
                                            asio::redirect_error(use_awaitable, ec));
       if (ec || closed_) break;
       input_.commit(n);
-      read_at_ = std::chrono::steady_clock::now();
-      if (!process_ready_input()) co_await process_input();
+      if (!process_read()) co_await process_input();
     }
   }
   co_return;
+}
+
+// The requests of one read, under one clock reading: the read's time, every cache lookup's "now"
+// and the clients' last-active time (see cache::TurnTime for the staleness bound). The
+// coroutine's part (process_input) awaits, so it reads the clock afresh.
+template <class Stream>
+bool Session<Stream>::process_read() {
+  const cache::TurnTime turn;
+  read_at_ = turn.now();
+  return process_ready_input();
 }
 
 // Dispatches the complete requests in the input without a coroutine frame (a frame is an

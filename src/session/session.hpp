@@ -91,6 +91,8 @@ class Session : public upstream::ReplyTarget,
   upstream::AsyncEvent& output_room();
   // Dispatches every complete request in the input buffer; suspends for back-pressure.
   boost::asio::awaitable<void> process_input();
+  // process_ready_input for the requests a read brought, under one clock reading (a TurnTime).
+  bool process_read();
   // The common case of process_input, with no coroutine frame: true when every complete request
   // was dispatched; false when one needs process_input (back-pressure, a partial or bad one).
   bool process_ready_input();

@@ -3,11 +3,15 @@
 
 #include <algorithm>
 
+#include "cache/clock.hpp"
+
 namespace corral::proxy {
 
+// Within a session's read (cache::TurnTime) the read's own clock reading: activity is recorded
+// per request, and CLIENT LIST shows it in seconds.
 std::int64_t ClientRegistry::now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+             cache::SystemClock::instance().now().time_since_epoch())
       .count();
 }
 

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <thread>
 
 #include "cache/cache_key.hpp"
 #include "cache/clock.hpp"
@@ -65,4 +66,29 @@ TEST_CASE("encode_cache_key is injective across the key/variant split", "[cache_
   CHECK(encoded.size() == 6);
   const std::string long_key(300, 'k');
   CHECK(encode_cache_key({long_key, "GET"}) != encode_cache_key({long_key + "G", "ET"}));
+}
+
+TEST_CASE("SystemClock answers with the open TurnTime's reading on its thread only", "[clock]") {
+  const Clock& clock = SystemClock::instance();
+  CHECK(TurnTime::current() == nullptr);
+  TimePoint reading;
+  TimePoint other_thread;
+  {
+    const TurnTime turn;
+    reading = turn.now();
+    // Time passes inside the turn; the clock keeps answering with the turn's reading.
+    while (SteadyClock::now() == reading) {
+    }
+    CHECK(clock.now() == reading);
+    {
+      const TurnTime inner;  // nested: keeps the outer reading, so time never goes back
+      CHECK(inner.now() == reading);
+      CHECK(clock.now() == reading);
+    }
+    CHECK(clock.now() == reading);
+    std::thread([&] { other_thread = clock.now(); }).join();
+    CHECK(other_thread > reading);
+  }
+  CHECK(TurnTime::current() == nullptr);
+  CHECK(clock.now() > reading);
 }

@@ -1,7 +1,8 @@
 // A trivial session::Handler that answers from memory: what the session layer alone costs (the
 // "I/O only" benchmark row) and what its unit tests drive. Besides PING, GET, SET and QUIT it knows
-// three test verbs: LATER ms text (replies after ms, so replies complete out of order), BIG n (an
-// n-byte reply) and AFTERDRAIN text (asks to drain earlier replies first).
+// four test verbs: LATER ms text (replies after ms, so replies complete out of order), BIG n (an
+// n-byte reply), AFTERDRAIN text (asks to drain earlier replies first) and CLOCK (the time the
+// cache's SystemClock gives, in 20 digits, read after the steady clock has moved on).
 #pragma once
 
 #include <utility>
@@ -17,6 +18,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "cache/clock.hpp"
 #include "resp/ascii.hpp"
 #include "resp/encoder.hpp"
 #include "session/handler.hpp"
@@ -85,6 +87,14 @@ class MemoryHandler final : public session::Handler {
     } else if (iequals(verb, "quit")) {
       resp::append_simple(reply_, "OK");
       action = session::Action::close_after_reply;
+    } else if (iequals(verb, "clock")) {
+      const auto entered = cache::SteadyClock::now();
+      while (cache::SteadyClock::now() == entered) {
+      }
+      const auto ticks = cache::SystemClock::instance().now().time_since_epoch().count();
+      const std::string digits = std::to_string(ticks);
+      resp::append_bulk(reply_,
+                        std::string(20 - std::min<std::size_t>(20, digits.size()), '0') + digits);
     } else if (iequals(verb, "big") && argv.size() == 2) {
       resp::append_bulk(reply_, std::string(number(argv[1]), 'x'));
     } else if (iequals(verb, "afterdrain") && argv.size() == 2) {

@@ -82,6 +82,24 @@ TEST_CASE("a deep pipeline arriving in one write is answered completely") {
   ::close(fd);
 }
 
+TEST_CASE("the requests of one read share one clock reading; the next read takes a new one") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  // Each CLOCK spins until the steady clock moves, so separate readings would differ.
+  constexpr std::size_t kReply = 27;  // "$20\r\n" + 20 digits + "\r\n"
+  send_all(fd, "CLOCK\r\nCLOCK\r\nCLOCK\r\n");
+  const std::string batch = receive(fd, 3 * kReply);
+  REQUIRE(batch.size() == 3 * kReply);
+  CHECK(batch.substr(0, kReply) == batch.substr(kReply, kReply));
+  CHECK(batch.substr(0, kReply) == batch.substr(2 * kReply, kReply));
+  send_all(fd, "CLOCK\r\n");
+  const std::string later = receive(fd, kReply);
+  REQUIRE(later.size() == kReply);
+  CHECK(later > batch.substr(0, kReply));  // same width: text order is numeric order
+  ::close(fd);
+}
+
 TEST_CASE("a request that needs earlier replies first is retried after they arrive") {
   RunningServer server;
   const int fd = connect_loopback(server.port());
