@@ -183,6 +183,8 @@ def test_a_stalled_mirror_never_delays_or_fails_the_client(servers, start_corral
               {"prefix": "session:", "upstream": "sessions"}]
     config = routed_config(servers, routes)
     config["upstreams"]["mirror"]["address"] = address(proxy.port)
+    # No timeout while the test runs: a timed-out copy would free its place in the queue.
+    config["upstreams"]["mirror"]["command_timeout"] = "10m"
     corral = start_corral(default.port, config)
     c = corral_client(corral)
     assert c.set("user:warm", 1)
