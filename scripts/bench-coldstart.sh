@@ -46,13 +46,7 @@ threads=${CORRAL_THREADS:-1}
 http_concurrency=${COLD_CONCURRENCY:-64}
 host=127.0.0.1
 
-if [ -n "${CORRAL_BIN:-}" ]; then
-  corral_bin=$(realpath "$CORRAL_BIN")
-else
-  echo "== release build: corral" >&2
-  (cd "$CORRAL_ROOT" && cmake --preset release >/dev/null && cmake --build --preset release --target corral) >&2
-  corral_bin=$CORRAL_ROOT/build/release/src/corral
-fi
+corral_bin=$(corral_release_bin)
 load=(/usr/bin/python3 "$CORRAL_ROOT/tests/bench/coldstart_load.py")
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 

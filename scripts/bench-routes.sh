@@ -8,13 +8,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-if [ -n "${CORRAL_BIN:-}" ]; then
-  corral_bin=$(realpath "$CORRAL_BIN")
-else
-  echo "== release build: corral" >&2
-  (cd "$CORRAL_ROOT" && cmake --preset release >/dev/null && cmake --build --preset release --target corral) >&2
-  corral_bin=$CORRAL_ROOT/build/release/src/corral
-fi
+corral_bin=$(corral_release_bin)
 
 echo "== $(date -u +%FT%TZ) $(git -C "$CORRAL_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== reproduce: CORRAL_BIN=$corral_bin REQUESTS=${REQUESTS:-200000} ROUNDS=${ROUNDS:-3} scripts/bench-routes.sh"

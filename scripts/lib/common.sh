@@ -32,3 +32,15 @@ build_preset() {
   shift
   (cd "$CORRAL_ROOT" && cmake --preset "$preset" "$@" >/dev/null && cmake --build --preset "$preset")
 }
+
+# corral_release_bin: the path of $CORRAL_BIN when set, else of a release build of corral made
+# now (its progress on stderr).
+corral_release_bin() {
+  if [ -n "${CORRAL_BIN:-}" ]; then
+    realpath "$CORRAL_BIN"
+    return
+  fi
+  echo "== release build: corral" >&2
+  (cd "$CORRAL_ROOT" && cmake --preset release >/dev/null && cmake --build --preset release --target corral) >&2
+  echo "$CORRAL_ROOT/build/release/src/corral"
+}

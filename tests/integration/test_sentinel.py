@@ -82,17 +82,25 @@ def test_graceful_failover_loses_no_acknowledged_write(sentinel_set):
         wait_acked(load, 20000, "INCRs after the switch")
     finally:
         load.stop()
+    held = check_no_write_lost(s, load, old, new, "failover")
+    assert held > 0, "the failover was announced but nothing was held"
+
+
+def check_no_write_lost(s, load, old, new, what):
+    """Prints what the failover from `old` to `new` did to `load`'s INCRs and checks: no error,
+    at most MAX_MISSING acknowledged INCRs missing on the new primary, no hold expired. Returns
+    the commands Corral held."""
     final = int(s.redis[new].client().get("n:incr"))
     missing = max(0, load.acked - final)
     held = s.corral.metric("corral_sentinel_held_commands_total")
-    print("failover %d -> %d: %d acknowledged INCRs, final value %d on the new primary, "
-          "%d missing, %d errors, %d commands held; counter drops (old's last, new's first): %s"
-          % (old, new, load.acked, final, missing, len(load.errors), held,
+    print("%s %d -> %d: %d acknowledged INCRs, final value %d on the new primary, %d missing, "
+          "%d errors, %d commands held; counter drops (old's last, new's first): %s"
+          % (what, old, new, load.acked, final, missing, len(load.errors), held,
              [d[1:] for d in load.drops]))
     assert load.errors == [], load.errors[:5]
     assert missing <= MAX_MISSING
-    assert held > 0, "the failover was announced but nothing was held"
     assert s.corral.metric("corral_sentinel_hold_expired_total") == 0
+    return held
 
 
 def promoted_replica(s):
@@ -138,16 +146,7 @@ def test_a_late_read_announcement_still_holds_before_the_promotion(request):
             wait_acked(load, 20000, "INCRs after the switch")
         finally:
             load.stop()
-        final = int(s.redis[new].client().get("n:incr"))
-        missing = max(0, load.acked - final)
-        held = s.corral.metric("corral_sentinel_held_commands_total")
-        print("late announcement, failover %d -> %d: %d acknowledged INCRs, %d missing, %d errors, "
-              "%d commands held; counter drops (old's last, new's first): %s"
-              % (old, new, load.acked, missing, len(load.errors), held,
-                 [d[1:] for d in load.drops]))
-        assert load.errors == [], load.errors[:5]
-        assert missing <= MAX_MISSING
-        assert s.corral.metric("corral_sentinel_hold_expired_total") == 0
+        check_no_write_lost(s, load, old, new, "late announcement, failover")
     finally:
         s.stop()
 
