@@ -45,7 +45,14 @@ class QueueStack:
         try:
             self.stack = harness.Stack({"threads": 1, "policies": policies(self.origin)},
                                        name="origin-queue").start()
+            # A redis-origin policy's copies filled before the tracking link is live are flushed
+            # when it comes up: a slow start would empty the cache between two passes.
+            corral = self.stack.corral
+            wait_until(lambda: corral.metric("corral_tracking_connected") ==
+                       corral.metric("corral_tracking_wanted"), 10, what="tracking live")
         except BaseException:
+            if hasattr(self, "stack"):
+                self.stack.stop()
             self.origin.stop()
             raise
 
