@@ -222,6 +222,8 @@ def test_cached_policy_on_a_named_upstream_stays_coherent(servers, start_corral)
     policies = [{"prefix": "session:", "origin": "redis", "ttl": "1h", "beta": 0},
                 {"prefix": "other:", "origin": "redis", "ttl": "1h", "beta": 0}]
     corral = start_corral(default.port, routed_config(servers, policies=policies))
+    # Both upstreams' tracking links live (their first session flushes what was filled before).
+    wait_until(lambda: corral.metric("corral_tracking_connected") == 1, what="tracking live")
     sessions.client(db=2).set("session:c", "v1")
     c = corral_client(corral)
     assert c.get("session:c") == b"v1"
