@@ -89,6 +89,9 @@ class Upstream {
   // True when keys live on several servers (a cluster's slots): then a session link serves the
   // one server of the keys it was opened for, and a transaction must keep to one partition.
   virtual bool partitioned() const = 0;
+  // Whether a client's SELECT may choose a database other than 0 (a cluster refuses it; with
+  // routes, the default upstream decides: SELECT changes the default upstream's database only).
+  virtual bool selects_databases() const { return !partitioned(); }
   // The partition every key of the command is in: kAnyPartition or kSpansPartitions; always
   // kAnyPartition when not partitioned.
   virtual int partition_of(const Routed& command) = 0;

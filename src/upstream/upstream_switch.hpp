@@ -32,6 +32,7 @@ class UpstreamSwitch final : public Upstream {
     return current_->send(command, tag, target);
   }
   bool partitioned() const override { return current_->partitioned(); }
+  bool selects_databases() const override { return current_->selects_databases(); }
   int partition_of(const Routed& command) override { return current_->partition_of(command); }
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
   // The dispatcher recycles only links opened on the upstream in use (see generation()).

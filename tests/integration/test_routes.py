@@ -16,6 +16,7 @@ import harness  # noqa: E402
 from cluster_process import ClusterNodes  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
+from resp_client import Map, Raw  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routes")
 
@@ -370,3 +371,36 @@ def test_hot_keys_of_each_upstream_are_cached_and_kept_coherent(servers, start_c
         default.client().set("other:hot", "d2")
         wait_seen(raw, "other:hot", b"d2", "the default upstream's write invalidating its hot key")
     assert corral.metric("corral_hot_cache_hits_total") > 0
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_select_changes_the_default_upstream_s_database_only(servers, start_corral, protocol):
+    """SELECT n works with routes (it was refused as on a cluster), and on a named upstream's own
+    link (WATCH, MULTI) it does not move that upstream's keys to database n."""
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    with Raw(corral.port) as c:
+        if protocol == 3:
+            assert isinstance(c.call("HELLO", "3"), Map)
+        assert c.call("SELECT", "3") == b"OK"
+        assert c.call("SET", "session:s", "named") == b"OK"
+        assert c.call("SET", "other:s", "default") == b"OK"
+        assert c.call("GET", "session:s") == b"named"
+        assert sessions.client(db=2).get("session:s") == b"named"
+        assert default.client(db=3).get("other:s") == b"default"
+        assert default.client(db=0).get("other:s") is None
+        # On the named upstream's link: SELECT changes the default's database, not this link's.
+        sessions.client(db=0).set("session:s", "wrong database")
+        assert c.call("WATCH", "session:s") == b"OK"
+        assert c.call("SELECT", "0") == b"OK"
+        assert c.call("GET", "session:s") == b"named"
+        assert c.call("MULTI") == b"OK"
+        assert c.call("SELECT", "5") == b"QUEUED"
+        assert c.call("SET", "session:t", "in the transaction") == b"QUEUED"
+        assert c.call("EXEC") == [b"OK", b"OK"]
+        assert sessions.client(db=2).get("session:t") == b"in the transaction"
+        assert sessions.client(db=5).get("session:t") is None
+        # The client is in database 5 now: for the default upstream's keys only.
+        assert c.call("SET", "other:u", "5") == b"OK"
+        assert default.client(db=5).get("other:u") == b"5"
+        assert c.call("GET", "session:s") == b"named"

@@ -102,8 +102,10 @@ SessionLinkResult RoutedUpstream::open_session_link(int partition, const Routed&
   }
   auto opened = parts_.upstreams[upstream]->open_session_link(inner, on(upstream, command));
   if (!opened.link) return opened;
-  return {
-      std::make_shared<RouteLink>(std::move(opened.link), upstream, parts_.qualifiers[upstream])};
+  const int own_database = upstream == kDefaultUpstream ? RouteLink::kClientsDatabase
+                                                        : parts_.upstreams[upstream]->database();
+  return {std::make_shared<RouteLink>(std::move(opened.link), upstream, parts_.qualifiers[upstream],
+                                      own_database)};
 }
 
 void RoutedUpstream::recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) {

@@ -42,6 +42,7 @@ class RoutedUpstream final : public Upstream {
   bool send(const Routed& command, std::uint64_t tag,
             const std::shared_ptr<ReplyTarget>& target) override;
   bool partitioned() const override { return true; }
+  bool selects_databases() const override { return default_upstream().selects_databases(); }
   int partition_of(const Routed& command) override;
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
   void recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) override;
