@@ -17,6 +17,7 @@ from cluster_process import ClusterNodes  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
 from resp_client import Map, Raw  # noqa: E402
+from test_reload_upstream import IncrClient  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routes")
 
@@ -404,3 +405,116 @@ def test_select_changes_the_default_upstream_s_database_only(servers, start_corr
         assert c.call("SET", "other:u", "5") == b"OK"
         assert default.client(db=5).get("other:u") == b"5"
         assert c.call("GET", "session:s") == b"named"
+
+
+def incr_clients(corral, keys):
+    clients = [IncrClient(corral.port, key) for key in keys]
+    for client in clients:
+        client.start()
+    return clients
+
+
+def stop_clients(clients):
+    for client in clients:
+        client.stop_flag.set()
+    for client in clients:
+        client.join(10)
+        assert not client.is_alive()
+
+
+def test_reload_moves_a_named_upstream_under_pipelined_load(servers, start_corral):
+    """A reload that points `sessions` at another server while pipelined INCRs run on its keys and
+    the default's: no client error, every acknowledged INCR executed exactly once (on the old or
+    the new server of its route)."""
+    default, sessions, _ = servers
+    moved = harness.RedisServer(harness.make_tmpdir("corral-routes-"), name="moved").start()
+    try:
+        corral = start_corral(default.port, routed_config(servers, threads=2))
+        routed = incr_clients(corral, ["session:incr:%d" % i for i in range(3)])
+        unrouted = incr_clients(corral, ["other:incr:%d" % i for i in range(2)])
+        wait_until(lambda: all(c.acknowledged >= 200 for c in routed + unrouted),
+                   what="every client's INCRs acknowledged")
+        corral.overrides["upstreams"]["sessions"]["address"] = address(moved.port, 2)
+        corral.write_config()
+        corral.signal(signal.SIGHUP)
+        wait_until(lambda: "SIGHUP: upstream switched" in corral.log_text(1 << 22), timeout=15,
+                   what="the switch to the moved sessions upstream")
+        wait_until(lambda: all(int(moved.client(db=2).get(c.key) or 0) >= 200 for c in routed),
+                   timeout=10, what="every routed client's INCRs executed by the moved server")
+        stop_clients(routed + unrouted)
+        old, new, on_default = sessions.client(db=2), moved.client(db=2), default.client()
+        for client in routed:
+            assert client.errors == [], (client.key, client.errors[:5])
+            executed = int(old.get(client.key) or 0) + int(new.get(client.key) or 0)
+            assert executed == client.acknowledged, (client.key, executed, client.acknowledged)
+        for client in unrouted:
+            assert client.errors == [], (client.key, client.errors[:5])
+            assert int(on_default.get(client.key)) == client.acknowledged
+            assert new.get(client.key) is None
+        print("moved under load: %d routed INCRs acknowledged, %d run by the old server, %d by "
+              "the new" % (sum(c.acknowledged for c in routed),
+                           sum(int(old.get(c.key) or 0) for c in routed),
+                           sum(int(new.get(c.key) or 0) for c in routed)))
+    finally:
+        moved.stop()
+
+
+def test_a_reload_with_a_bad_route_keeps_the_running_config(servers, start_corral):
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    corral.overrides["routes"] = corral.overrides["routes"] + [
+        {"prefix": "cart:", "upstream": "nowhere"}]
+    corral.write_config()
+    corral.signal(signal.SIGHUP)
+    wait_until(lambda: "keeping the running config" in corral.log_text(1 << 20), timeout=10,
+               what="the refused reload")
+    c = corral_client(corral)
+    assert c.set("session:kept", "1") and c.set("cart:1", "1")
+    assert sessions.client(db=2).get("session:kept") == b"1"
+    assert default.client().get("cart:1") == b"1"
+
+
+def test_a_named_upstream_down_leaves_the_others_serving(servers, start_corral):
+    """`sessions` down at start, then up, then killed under pipelined load: the default's
+    clients never see an error, the sessions keys get a clear one, and serve again once it is
+    back."""
+    default, sessions, _ = servers
+    port = sessions.port
+    sessions.stop()
+    corral = start_corral(default.port, routed_config(servers))
+    c = corral_client(corral)
+    assert c.set("other:up", "1")
+    with pytest.raises(redis.ResponseError, match="upstream"):
+        c.set("session:down", "1")
+    sessions.start(port=port)
+    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
+               what="the sessions upstream ready")
+    assert c.set("session:up", "1")
+    unrouted = incr_clients(corral, ["other:load:%d" % i for i in range(2)])
+    routed = incr_clients(corral, ["session:load:0"])
+    wait_until(lambda: all(cl.acknowledged >= 200 for cl in unrouted + routed),
+               what="INCRs acknowledged on both upstreams")
+    sessions.kill()
+    before = [cl.acknowledged for cl in unrouted]
+    wait_until(lambda: all(cl.acknowledged >= b + 1000 for cl, b in zip(unrouted, before)),
+               timeout=10, what="the default's clients served with sessions down")
+    with pytest.raises(redis.ResponseError, match="upstream"):
+        c.set("session:down", "1")
+    sessions.start(port=port)
+    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
+               what="the sessions upstream back")
+    wait_until(lambda: _set_works(c, "session:back"), timeout=10,
+               what="a sessions key served again")
+    stop_clients(unrouted + routed)
+    for client in unrouted:
+        assert client.errors == [], (client.key, client.errors[:5])
+        assert int(default.client().get(client.key)) == client.acknowledged
+    assert routed[0].errors, "the killed upstream's client saw its errors"
+    assert corral.alive()
+
+
+def _set_works(client, key):
+    try:
+        return client.set(key, "1")
+    except redis.ResponseError:
+        return False
