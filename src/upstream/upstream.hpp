@@ -92,6 +92,10 @@ class Upstream {
   // Whether a client's SELECT may choose a database other than 0 (a cluster refuses it; with
   // routes, the default upstream decides: SELECT changes the default upstream's database only).
   virtual bool selects_databases() const { return !partitioned(); }
+  // Whether a client's own link, opened for `link_partition`, can run a command of `partition`
+  // (partition_of() numbers). A cluster's links follow their keys' node; with routes, a link is
+  // one upstream's, and another upstream's keys would run on the wrong server.
+  virtual bool link_serves(int /*link_partition*/, int /*partition*/) { return true; }
   // The partition every key of the command is in: kAnyPartition or kSpansPartitions; always
   // kAnyPartition when not partitioned.
   virtual int partition_of(const Routed& command) = 0;

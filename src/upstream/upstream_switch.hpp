@@ -33,6 +33,9 @@ class UpstreamSwitch final : public Upstream {
   }
   bool partitioned() const override { return current_->partitioned(); }
   bool selects_databases() const override { return current_->selects_databases(); }
+  bool link_serves(int link_partition, int partition) override {
+    return current_->link_serves(link_partition, partition);
+  }
   int partition_of(const Routed& command) override { return current_->partition_of(command); }
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
   // The dispatcher recycles only links opened on the upstream in use (see generation()).

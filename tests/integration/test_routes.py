@@ -16,7 +16,7 @@ import harness  # noqa: E402
 from cluster_process import ClusterNodes  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
-from resp_client import Map, Raw  # noqa: E402
+from resp_client import Err, Map, Push, Raw  # noqa: E402
 from test_reload_upstream import IncrClient  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routes")
@@ -518,3 +518,32 @@ def _set_works(client, key):
         return client.set(key, "1")
     except redis.ResponseError:
         return False
+
+
+def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, start_corral):
+    """CLIENT TRACKING and RESP3 pub/sub hold a link on the default upstream: a named upstream's
+    key is refused there (it ran on the default's server: a wrong value, a write in the wrong
+    place), the default's keys are served and tracked."""
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    sessions.client(db=2).set("session:t", "on sessions")
+    default.client().set("other:t", "on default")
+    with Raw(corral.port) as c:
+        assert isinstance(c.call("HELLO", "3"), Map)
+        assert c.call("CLIENT", "TRACKING", "ON") == b"OK"
+        refused = c.call("GET", "session:t")
+        assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
+        assert c.call("GET", "other:t") == b"on default"
+        default.client().set("other:t", "changed")
+        assert c.read() == Push([b"invalidate", [b"other:t"]])
+        assert c.call("CLIENT", "TRACKING", "OFF") == b"OK"
+        assert c.call("GET", "session:t") == b"on sessions"
+    with Raw(corral.port) as c:
+        assert isinstance(c.call("HELLO", "3"), Map)
+        c.call("SUBSCRIBE", "news")
+        refused = c.call("SET", "session:w", "x")
+        assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
+        assert c.call("SET", "other:w", "x") == b"OK"
+    assert default.client().get("session:w") is None
+    assert sessions.client(db=2).get("session:w") is None
+    assert corral.metric("corral_route_cross_upstream_refused_total") == 2

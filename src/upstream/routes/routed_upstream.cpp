@@ -93,6 +93,21 @@ int RoutedUpstream::partition_of(const Routed& command) {
   return static_cast<int>(upstream) * kPartitionsPerUpstream + inner + 1;
 }
 
+bool RoutedUpstream::link_serves(int link_partition, int partition) {
+  const auto upstream_of_partition = [](int p) {
+    return p < 0 ? kDefaultUpstream : static_cast<std::size_t>(p / kPartitionsPerUpstream);
+  };
+  const std::size_t link = upstream_of_partition(link_partition);
+  bool serves = true;
+  if (partition == kSpansPartitions) {
+    serves = last_span_ == link;  // spanning one upstream's slots: that upstream refuses it
+  } else if (partition != kAnyPartition) {
+    serves = upstream_of_partition(partition) == link;
+  }
+  if (!serves) last_span_ = kSpansUpstreams;  // counted as a refusal across upstreams
+  return serves;
+}
+
 SessionLinkResult RoutedUpstream::open_session_link(int partition, const Routed& command) {
   std::size_t upstream = kDefaultUpstream;
   int inner = kAnyPartition;

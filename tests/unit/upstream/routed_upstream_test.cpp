@@ -273,4 +273,21 @@ TEST_CASE("a mirror gets every write and its exact share of reads, never more th
   CHECK(s.client->replies.empty());
 }
 
+TEST_CASE("a client's own link serves its own upstream's keys only", "[upstream][routes]") {
+  Stand s;
+  const int on_default = s.partition({"GET", "other"});
+  const int on_named = s.partition({"GET", "n:x4"});
+  // A link opened for no key (CLIENT TRACKING, SUBSCRIBE) is the default upstream's.
+  CHECK(s.router->link_serves(kAnyPartition, on_default));
+  CHECK(s.router->link_serves(kAnyPartition, kAnyPartition));
+  CHECK_FALSE(s.router->link_serves(kAnyPartition, on_named));
+  CHECK(s.router->link_serves(on_named, s.partition({"GET", "n:x7"})));
+  CHECK_FALSE(s.router->link_serves(on_named, on_default));
+  // Spanning the named cluster's slots is that upstream's refusal; spanning upstreams is ours.
+  CHECK(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "n:x2"})));
+  CHECK_FALSE(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "other"})));
+  s.router->note_cross_partition_refusal();
+  CHECK(s.counters->cross_upstream_refused == 1);
+}
+
 }  // namespace corral::upstream
