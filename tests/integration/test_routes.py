@@ -547,3 +547,28 @@ def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, st
     assert default.client().get("session:w") is None
     assert sessions.client(db=2).get("session:w") is None
     assert corral.metric("corral_route_cross_upstream_refused_total") == 2
+
+
+def test_a_mirror_down_keeps_corral_ready(servers, start_corral):
+    """A route's mirror down at start: Corral is ready and serves (the mirror is never in the
+    client's way), its copies are dropped and counted, and sent once it is up."""
+    default, _, mirror = servers
+    port = mirror.port
+    mirror.stop()
+    corral = start_corral(default.port, routed_config(
+        servers, policies=[{"prefix": "other:c:", "ttl": "60s"}]))
+    c = corral_client(corral)
+    assert c.set("user:1", "while down") and c.get("user:1") == b"while down"
+    assert corral.http("/readyz")[0] == 200
+    # Nothing is read from a mirror: its tracking is not Corral's coherence.
+    wait_until(lambda: corral.metric("corral_tracking_connected") == 1,
+               what="tracking connected with the mirror down")
+    assert corral.metric("corral_upstream_ready") == 1
+    assert corral.metric("corral_route_upstream_ready", upstream="mirror") == 0
+    assert corral.metric("corral_mirror_commands_total", outcome="dropped") >= 1
+    mirror.start(port=port)
+    wait_until(lambda: corral.metric("corral_route_upstream_ready", upstream="mirror") == 1,
+               timeout=10, what="the mirror's connections back")
+    assert c.set("user:2", "after")
+    wait_until(lambda: mirror.client().get("user:2") == b"after", what="the copy on the mirror")
+    assert mirror.client().get("user:1") is None
