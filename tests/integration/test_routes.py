@@ -538,6 +538,8 @@ def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, st
         assert c.read() == Push([b"invalidate", [b"other:t"]])
         assert c.call("CLIENT", "TRACKING", "OFF") == b"OK"
         assert c.call("GET", "session:t") == b"on sessions"
+        refused = c.call("CLIENT", "TRACKING", "ON", "REDIRECT", str(c.call("CLIENT", "ID")))
+        assert isinstance(refused, Err) and b"with routes:" in bytes(refused), refused
     with Raw(corral.port) as c:
         assert isinstance(c.call("HELLO", "3"), Map)
         c.call("SUBSCRIBE", "news")
