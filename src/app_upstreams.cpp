@@ -4,6 +4,8 @@
 #include "app_upstreams.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 
 #include <boost/asio/post.hpp>
 
@@ -56,6 +58,17 @@ void add_value(prometheus::MetricFamily& f, double value,
   }
 }
 
+// A named upstream's ProcessInfo, kept for the life of the process: its connections, user pools
+// and readiness probe count in it until the last of them goes, which can be in the io threads'
+// own teardown after every UpstreamDeployments (a cluster's probe holds thread parts there;
+// found by the ASan build at shutdown). One per named upstream and reload that rebuilds them.
+metrics::ProcessInfo& kept_info() {
+  static std::mutex mutex;
+  static std::deque<metrics::ProcessInfo> kept;
+  const std::lock_guard lock(mutex);
+  return kept.emplace_back();
+}
+
 }  // namespace
 
 UpstreamDeployments::UpstreamDeployments(UpstreamLayout layout,
@@ -66,13 +79,13 @@ UpstreamDeployments::UpstreamDeployments(UpstreamLayout layout,
                           std::make_shared<UpstreamDeployment>(layout_.upstream, context, epoch),
                           false});
   for (const auto& [name, settings] : layout_.upstreams) {
-    auto info = std::make_unique<metrics::ProcessInfo>();
+    auto* info = &kept_info();
     const UpstreamDeployment::Context own{context.server, context.metrics, *info, context.cache,
                                           context.refresh};
     auto deployment = std::make_shared<UpstreamDeployment>(settings, own, epoch, name + "/");
     const bool routed_to = std::any_of(layout_.routes.begin(), layout_.routes.end(),
                                        [&](const auto& route) { return route.upstream == name; });
-    deployments_.push_back({name, std::move(info), std::move(deployment), !routed_to});
+    deployments_.push_back({name, info, std::move(deployment), !routed_to});
   }
   build_routers(context);
 }

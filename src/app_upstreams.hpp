@@ -75,7 +75,7 @@ class UpstreamDeployments {
  private:
   struct Named {
     std::string name;
-    std::unique_ptr<metrics::ProcessInfo> info;  // null for the default (the process's)
+    metrics::ProcessInfo* info;  // null for the default (the process's); see kept_info()
     std::shared_ptr<UpstreamDeployment> deployment;
     // Only a mirror's target (no route sends to it): its readiness is not Corral's, since a
     // mirror never stands in the client's way; the reload still waits for it (no copy dropped).
