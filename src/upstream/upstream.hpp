@@ -94,8 +94,11 @@ class Upstream {
   virtual bool selects_databases() const { return !partitioned(); }
   // Whether a client's own link, opened for `link_partition`, can run a command of `partition`
   // (partition_of() numbers). A cluster's links follow their keys' node; with routes, a link is
-  // one upstream's, and another upstream's keys would run on the wrong server.
-  virtual bool link_serves(int /*link_partition*/, int /*partition*/) { return true; }
+  // one upstream's, and another upstream's keys would run on the wrong server. `subscribes`: a
+  // keyless SUBSCRIBE or PSUBSCRIBE, whose messages come from where PUBLISH goes.
+  virtual bool link_serves(int /*link_partition*/, int /*partition*/, bool /*subscribes*/) {
+    return true;
+  }
   // The partition every key of the command is in: kAnyPartition or kSpansPartitions; always
   // kAnyPartition when not partitioned.
   virtual int partition_of(const Routed& command) = 0;

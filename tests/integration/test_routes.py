@@ -552,9 +552,14 @@ def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, st
         refused = c.call("SET", "session:w", "x")
         assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
         assert c.call("SET", "other:w", "x") == b"OK"
+    with Raw(corral.port) as c:  # held by a named upstream's SSUBSCRIBE: PUBLISH is not there
+        assert isinstance(c.call("HELLO", "3"), Map)
+        assert c.call("SSUBSCRIBE", "session:ch")[0] == b"ssubscribe"
+        refused = c.call("SUBSCRIBE", "news")
+        assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
     assert default.client().get("session:w") is None
     assert sessions.client(db=2).get("session:w") is None
-    assert corral.metric("corral_route_cross_upstream_refused_total") == 2
+    assert corral.metric("corral_route_cross_upstream_refused_total") == 3
 
 
 def test_a_mirror_down_keeps_corral_ready(servers, start_corral):

@@ -114,7 +114,9 @@ TransactionStep partitioned_transaction_step(upstream::Upstream& upstream, Clien
         return TransactionStep::answered;
       }
       // A link held by CLIENT TRACKING or RESP3 pub/sub is on one upstream of the routes.
-      if (!upstream.link_serves(client.cluster_slot, slot)) {
+      const bool subscribes =
+          row.change == StateChange::subscribe && slot == upstream::kAnyPartition;
+      if (!upstream.link_serves(client.cluster_slot, slot, subscribes)) {
         refuse_cross_slot(upstream, client, tag, target);
         return TransactionStep::answered;
       }

@@ -93,7 +93,7 @@ int RoutedUpstream::partition_of(const Routed& command) {
   return static_cast<int>(upstream) * kPartitionsPerUpstream + inner + 1;
 }
 
-bool RoutedUpstream::link_serves(int link_partition, int partition) {
+bool RoutedUpstream::link_serves(int link_partition, int partition, bool subscribes) {
   const auto upstream_of_partition = [](int p) {
     return p < 0 ? kDefaultUpstream : static_cast<std::size_t>(p / kPartitionsPerUpstream);
   };
@@ -103,6 +103,8 @@ bool RoutedUpstream::link_serves(int link_partition, int partition) {
     serves = last_span_ == link;  // spanning one upstream's slots: that upstream refuses it
   } else if (partition != kAnyPartition) {
     serves = upstream_of_partition(partition) == link;
+  } else if (subscribes) {
+    serves = link == kDefaultUpstream;  // PUBLISH is keyless: it goes to the default upstream
   }
   if (!serves) last_span_ = kSpansUpstreams;  // counted as a refusal across upstreams
   return serves;

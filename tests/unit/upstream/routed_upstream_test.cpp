@@ -279,14 +279,18 @@ TEST_CASE("a client's own link serves its own upstream's keys only", "[upstream]
   const int on_default = s.partition({"GET", "other"});
   const int on_named = s.partition({"GET", "n:x4"});
   // A link opened for no key (CLIENT TRACKING, SUBSCRIBE) is the default upstream's.
-  CHECK(s.router->link_serves(kAnyPartition, on_default));
-  CHECK(s.router->link_serves(kAnyPartition, kAnyPartition));
-  CHECK_FALSE(s.router->link_serves(kAnyPartition, on_named));
-  CHECK(s.router->link_serves(on_named, s.partition({"GET", "n:x7"})));
-  CHECK_FALSE(s.router->link_serves(on_named, on_default));
+  CHECK(s.router->link_serves(kAnyPartition, on_default, false));
+  CHECK(s.router->link_serves(kAnyPartition, kAnyPartition, false));
+  CHECK_FALSE(s.router->link_serves(kAnyPartition, on_named, false));
+  CHECK(s.router->link_serves(on_named, s.partition({"GET", "n:x7"}), false));
+  CHECK_FALSE(s.router->link_serves(on_named, on_default, false));
+  // A keyless SUBSCRIBE hears what PUBLISH (keyless) sends to the default upstream.
+  CHECK(s.router->link_serves(on_named, kAnyPartition, false));
+  CHECK_FALSE(s.router->link_serves(on_named, kAnyPartition, true));
+  CHECK(s.router->link_serves(kAnyPartition, kAnyPartition, true));
   // Spanning the named cluster's slots is that upstream's refusal; spanning upstreams is ours.
-  CHECK(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "n:x2"})));
-  CHECK_FALSE(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "other"})));
+  CHECK(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "n:x2"}), false));
+  CHECK_FALSE(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "other"}), false));
   s.router->note_cross_partition_refusal();
   CHECK(s.counters->cross_upstream_refused == 1);
 }
