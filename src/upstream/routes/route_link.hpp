@@ -75,7 +75,8 @@ class RouteLink final : public Link {
     std::string_view digits;
     if (rest.starts_with("\r\n$1\r\n")) digits = rest.substr(6, 1);
     if (rest.starts_with("\r\n$2\r\n")) digits = rest.substr(6, 2);
-    if (digits.empty() || rest.size() != 6 + digits.size() + 2) return false;
+    if (digits.empty() || rest.size() != 6 + digits.size() + 2 || !rest.ends_with("\r\n"))
+      return false;
     int index = 0;
     for (const char c : digits) {
       if (c < '0' || c > '9') return false;
