@@ -4,6 +4,8 @@
 #include "app_upstreams.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 
 #include <boost/asio/post.hpp>
 
@@ -56,6 +58,17 @@ void add_value(prometheus::MetricFamily& f, double value,
   }
 }
 
+// A named upstream's ProcessInfo, kept for the life of the process: its connections, user pools
+// and readiness probe count in it until the last of them goes, which can be in the io threads'
+// own teardown after every UpstreamDeployments (a cluster's probe holds thread parts there;
+// found by the ASan build at shutdown). One per named upstream and reload that rebuilds them.
+metrics::ProcessInfo& kept_info() {
+  static std::mutex mutex;
+  static std::deque<metrics::ProcessInfo> kept;
+  const std::lock_guard lock(mutex);
+  return kept.emplace_back();
+}
+
 }  // namespace
 
 UpstreamDeployments::UpstreamDeployments(UpstreamLayout layout,
@@ -63,13 +76,16 @@ UpstreamDeployments::UpstreamDeployments(UpstreamLayout layout,
                                          std::uint64_t epoch)
     : layout_(std::move(layout)), epoch_(epoch), server_(context.server) {
   deployments_.push_back({std::string(config::kDefaultUpstreamName), nullptr,
-                          std::make_shared<UpstreamDeployment>(layout_.upstream, context, epoch)});
+                          std::make_shared<UpstreamDeployment>(layout_.upstream, context, epoch),
+                          false});
   for (const auto& [name, settings] : layout_.upstreams) {
-    auto info = std::make_unique<metrics::ProcessInfo>();
+    auto* info = &kept_info();
     const UpstreamDeployment::Context own{context.server, context.metrics, *info, context.cache,
                                           context.refresh};
     auto deployment = std::make_shared<UpstreamDeployment>(settings, own, epoch, name + "/");
-    deployments_.push_back({name, std::move(info), std::move(deployment)});
+    const bool routed_to = std::any_of(layout_.routes.begin(), layout_.routes.end(),
+                                       [&](const auto& route) { return route.upstream == name; });
+    deployments_.push_back({name, info, std::move(deployment), !routed_to});
   }
   build_routers(context);
 }
@@ -168,6 +184,7 @@ std::string UpstreamDeployments::reason_of(const Named& named, std::string reaso
 
 std::string UpstreamDeployments::not_ready_reason() const {
   for (const auto& named : deployments_) {
+    if (named.mirror_only) continue;
     if (auto reason = reason_of(named, named.deployment->not_ready_reason()); !reason.empty())
       return reason;
   }
@@ -186,7 +203,9 @@ bool UpstreamDeployments::tracking_live() const {
   // Every deployment tracks the policies' prefixes: each one's tracking must be up.
   return std::all_of(deployments_.begin(), deployments_.end(),
                      [](const Named& named) {
-                       return !named.deployment->tracking_wanted() ||
+                       // A mirror's target serves no reads: what is written there straight
+                       // concerns no cached value.
+                       return named.mirror_only || !named.deployment->tracking_wanted() ||
                               named.deployment->tracking_live();
                      }) &&
          tracking_wanted();

@@ -60,6 +60,7 @@ class UpstreamDeployments {
   void stop();
 
   // Thread-safe: why /readyz answers 503 ("" when ready); a named upstream's reason names it.
+  // An upstream that is only a mirror's target does not count.
   std::string not_ready_reason() const;
   std::string own_not_ready_reason() const;
   bool tracking_live() const;
@@ -74,8 +75,11 @@ class UpstreamDeployments {
  private:
   struct Named {
     std::string name;
-    std::unique_ptr<metrics::ProcessInfo> info;  // null for the default (the process's)
+    metrics::ProcessInfo* info;  // null for the default (the process's); see kept_info()
     std::shared_ptr<UpstreamDeployment> deployment;
+    // Only a mirror's target (no route sends to it): its readiness is not Corral's, since a
+    // mirror never stands in the client's way; the reload still waits for it (no copy dropped).
+    bool mirror_only = false;
   };
   void build_routers(const UpstreamDeployment::Context& context);
   // Why `named` is not ready, prefixed with its name when routes are configured.

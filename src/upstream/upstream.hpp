@@ -89,6 +89,16 @@ class Upstream {
   // True when keys live on several servers (a cluster's slots): then a session link serves the
   // one server of the keys it was opened for, and a transaction must keep to one partition.
   virtual bool partitioned() const = 0;
+  // Whether a client's SELECT may choose a database other than 0 (a cluster refuses it; with
+  // routes, the default upstream decides: SELECT changes the default upstream's database only).
+  virtual bool selects_databases() const { return !partitioned(); }
+  // Whether a client's own link, opened for `link_partition`, can run a command of `partition`
+  // (partition_of() numbers). A cluster's links follow their keys' node; with routes, a link is
+  // one upstream's, and another upstream's keys would run on the wrong server. `subscribes`: a
+  // keyless SUBSCRIBE or PSUBSCRIBE, whose messages come from where PUBLISH goes.
+  virtual bool link_serves(int /*link_partition*/, int /*partition*/, bool /*subscribes*/) {
+    return true;
+  }
   // The partition every key of the command is in: kAnyPartition or kSpansPartitions; always
   // kAnyPartition when not partitioned.
   virtual int partition_of(const Routed& command) = 0;

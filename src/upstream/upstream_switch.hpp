@@ -32,6 +32,10 @@ class UpstreamSwitch final : public Upstream {
     return current_->send(command, tag, target);
   }
   bool partitioned() const override { return current_->partitioned(); }
+  bool selects_databases() const override { return current_->selects_databases(); }
+  bool link_serves(int link_partition, int partition, bool subscribes) override {
+    return current_->link_serves(link_partition, partition, subscribes);
+  }
   int partition_of(const Routed& command) override { return current_->partition_of(command); }
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
   // The dispatcher recycles only links opened on the upstream in use (see generation()).

@@ -16,6 +16,8 @@ import harness  # noqa: E402
 from cluster_process import ClusterNodes  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
+from resp_client import Err, Map, Push, Raw  # noqa: E402
+from test_reload_upstream import IncrClient  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routes")
 
@@ -52,8 +54,13 @@ def start_corral():
     try:
         yield start
     finally:
-        for corral in started:
-            corral.stop()
+        exits = [(corral.name, corral.stop(timeout=15)) for corral in started]
+    # A clean exit (0 after SIGTERM): the ASan build aborts on a use-after-free at shutdown, as
+    # when a named upstream's counters went before the thread parts counting in them.
+    for corral, (_, code) in zip(started, exits):
+        if code != 0:
+            print(corral.describe_failure())
+    assert all(code == 0 for _, code in exits), exits
 
 
 def routed_config(servers, routes=None, **extra):
@@ -374,3 +381,216 @@ def test_hot_keys_of_each_upstream_are_cached_and_kept_coherent(servers, start_c
         default.client().set("other:hot", "d2")
         wait_seen(raw, "other:hot", b"d2", "the default upstream's write invalidating its hot key")
     assert corral.metric("corral_hot_cache_hits_total") > 0
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_select_changes_the_default_upstream_s_database_only(servers, start_corral, protocol):
+    """SELECT n works with routes (it was refused as on a cluster), and on a named upstream's own
+    link (WATCH, MULTI) it does not move that upstream's keys to database n."""
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    with Raw(corral.port) as c:
+        if protocol == 3:
+            assert isinstance(c.call("HELLO", "3"), Map)
+        assert c.call("SELECT", "3") == b"OK"
+        assert c.call("SET", "session:s", "named") == b"OK"
+        assert c.call("SET", "other:s", "default") == b"OK"
+        assert c.call("GET", "session:s") == b"named"
+        assert sessions.client(db=2).get("session:s") == b"named"
+        assert default.client(db=3).get("other:s") == b"default"
+        assert default.client(db=0).get("other:s") is None
+        # On the named upstream's link: SELECT changes the default's database, not this link's.
+        sessions.client(db=0).set("session:s", "wrong database")
+        assert c.call("WATCH", "session:s") == b"OK"
+        assert c.call("SELECT", "0") == b"OK"
+        assert c.call("GET", "session:s") == b"named"
+        assert c.call("MULTI") == b"OK"
+        assert c.call("SELECT", "5") == b"QUEUED"
+        assert c.call("SET", "session:t", "in the transaction") == b"QUEUED"
+        assert c.call("EXEC") == [b"OK", b"OK"]
+        assert sessions.client(db=2).get("session:t") == b"in the transaction"
+        assert sessions.client(db=5).get("session:t") is None
+        # The client is in database 5 now: for the default upstream's keys only.
+        assert c.call("SET", "other:u", "5") == b"OK"
+        assert default.client(db=5).get("other:u") == b"5"
+        assert c.call("GET", "session:s") == b"named"
+
+
+def incr_clients(corral, keys):
+    clients = [IncrClient(corral.port, key) for key in keys]
+    for client in clients:
+        client.start()
+    return clients
+
+
+def stop_clients(clients):
+    for client in clients:
+        client.stop_flag.set()
+    for client in clients:
+        client.join(10)
+        assert not client.is_alive()
+
+
+def test_reload_moves_a_named_upstream_under_pipelined_load(servers, start_corral):
+    """A reload that points `sessions` at another server while pipelined INCRs run on its keys and
+    the default's: no client error, every acknowledged INCR executed exactly once (on the old or
+    the new server of its route)."""
+    default, sessions, _ = servers
+    moved = harness.RedisServer(harness.make_tmpdir("corral-routes-"), name="moved").start()
+    try:
+        corral = start_corral(default.port, routed_config(servers, threads=2))
+        routed = incr_clients(corral, ["session:incr:%d" % i for i in range(3)])
+        unrouted = incr_clients(corral, ["other:incr:%d" % i for i in range(2)])
+        wait_until(lambda: all(c.acknowledged >= 200 for c in routed + unrouted),
+                   what="every client's INCRs acknowledged")
+        corral.overrides["upstreams"]["sessions"]["address"] = address(moved.port, 2)
+        corral.write_config()
+        corral.signal(signal.SIGHUP)
+        wait_until(lambda: "SIGHUP: upstream switched" in corral.log_text(1 << 22), timeout=15,
+                   what="the switch to the moved sessions upstream")
+        wait_until(lambda: all(int(moved.client(db=2).get(c.key) or 0) >= 200 for c in routed),
+                   timeout=10, what="every routed client's INCRs executed by the moved server")
+        stop_clients(routed + unrouted)
+        old, new, on_default = sessions.client(db=2), moved.client(db=2), default.client()
+        for client in routed:
+            assert client.errors == [], (client.key, client.errors[:5])
+            executed = int(old.get(client.key) or 0) + int(new.get(client.key) or 0)
+            assert executed == client.acknowledged, (client.key, executed, client.acknowledged)
+        for client in unrouted:
+            assert client.errors == [], (client.key, client.errors[:5])
+            assert int(on_default.get(client.key)) == client.acknowledged
+            assert new.get(client.key) is None
+        print("moved under load: %d routed INCRs acknowledged, %d run by the old server, %d by "
+              "the new" % (sum(c.acknowledged for c in routed),
+                           sum(int(old.get(c.key) or 0) for c in routed),
+                           sum(int(new.get(c.key) or 0) for c in routed)))
+    finally:
+        moved.stop()
+
+
+def test_a_reload_with_a_bad_route_keeps_the_running_config(servers, start_corral):
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    corral.overrides["routes"] = corral.overrides["routes"] + [
+        {"prefix": "cart:", "upstream": "nowhere"}]
+    corral.write_config()
+    corral.signal(signal.SIGHUP)
+    wait_until(lambda: "keeping the running config" in corral.log_text(1 << 20), timeout=10,
+               what="the refused reload")
+    c = corral_client(corral)
+    assert c.set("session:kept", "1") and c.set("cart:1", "1")
+    assert sessions.client(db=2).get("session:kept") == b"1"
+    assert default.client().get("cart:1") == b"1"
+
+
+def test_a_named_upstream_down_leaves_the_others_serving(servers, start_corral):
+    """`sessions` down at start, then up, then killed under pipelined load: the default's
+    clients never see an error, the sessions keys get a clear one, and serve again once it is
+    back."""
+    default, sessions, _ = servers
+    port = sessions.port
+    sessions.stop()
+    corral = start_corral(default.port, routed_config(servers))
+    c = corral_client(corral)
+    assert c.set("other:up", "1")
+    with pytest.raises(redis.ResponseError, match="upstream"):
+        c.set("session:down", "1")
+    sessions.start(port=port)
+    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
+               what="the sessions upstream ready")
+    # Ready is one connection up; each io thread's reconnects on its own backoff.
+    wait_until(lambda: _set_works(c, "session:up"), timeout=10, what="a sessions key served")
+    unrouted = incr_clients(corral, ["other:load:%d" % i for i in range(2)])
+    routed = incr_clients(corral, ["session:load:0"])
+    wait_until(lambda: all(cl.acknowledged >= 200 for cl in unrouted + routed),
+               what="INCRs acknowledged on both upstreams")
+    sessions.kill()
+    before = [cl.acknowledged for cl in unrouted]
+    wait_until(lambda: all(cl.acknowledged >= b + 1000 for cl, b in zip(unrouted, before)),
+               timeout=10, what="the default's clients served with sessions down")
+    with pytest.raises(redis.ResponseError, match="upstream"):
+        c.set("session:down", "1")
+    sessions.start(port=port)
+    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
+               what="the sessions upstream back")
+    wait_until(lambda: _set_works(c, "session:back"), timeout=10,
+               what="a sessions key served again")
+    stop_clients(unrouted + routed)
+    for client in unrouted:
+        assert client.errors == [], (client.key, client.errors[:5])
+        assert int(default.client().get(client.key)) == client.acknowledged
+    assert routed[0].errors, "the killed upstream's client saw its errors"
+    assert corral.alive()
+
+
+def _set_works(client, key):
+    try:
+        return client.set(key, "1")
+    except redis.ResponseError:
+        return False
+
+
+def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, start_corral):
+    """CLIENT TRACKING and RESP3 pub/sub hold a link on the default upstream: a named upstream's
+    key is refused there (it ran on the default's server: a wrong value, a write in the wrong
+    place), the default's keys are served and tracked."""
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    sessions.client(db=2).set("session:t", "on sessions")
+    default.client().set("other:t", "on default")
+    with Raw(corral.port) as c:
+        assert isinstance(c.call("HELLO", "3"), Map)
+        assert c.call("CLIENT", "TRACKING", "ON") == b"OK"
+        refused = c.call("GET", "session:t")
+        assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
+        assert c.call("GET", "other:t") == b"on default"
+        default.client().set("other:t", "changed")
+        assert c.read() == Push([b"invalidate", [b"other:t"]])
+        assert c.call("CLIENT", "TRACKING", "OFF") == b"OK"
+        assert c.call("GET", "session:t") == b"on sessions"
+        refused = c.call("CLIENT", "TRACKING", "ON", "REDIRECT", str(c.call("CLIENT", "ID")))
+        assert isinstance(refused, Err) and b"with routes:" in bytes(refused), refused
+    with Raw(corral.port) as c:
+        assert isinstance(c.call("HELLO", "3"), Map)
+        c.call("SUBSCRIBE", "news")
+        refused = c.call("SET", "session:w", "x")
+        assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
+        assert c.call("SET", "other:w", "x") == b"OK"
+    with Raw(corral.port) as c:  # held by a named upstream's SSUBSCRIBE: PUBLISH is not there
+        assert isinstance(c.call("HELLO", "3"), Map)
+        assert c.call("SSUBSCRIBE", "session:ch")[0] == b"ssubscribe"
+        refused = c.call("SUBSCRIBE", "news")
+        assert isinstance(refused, Err) and bytes(refused).startswith(b"CROSSSLOT"), refused
+    assert default.client().get("session:w") is None
+    assert sessions.client(db=2).get("session:w") is None
+    assert corral.metric("corral_route_cross_upstream_refused_total") == 3
+
+
+def test_a_mirror_down_keeps_corral_ready(servers, start_corral):
+    """A route's mirror down at start: Corral is ready and serves (the mirror is never in the
+    client's way), its copies are dropped and counted, and sent once it is up."""
+    default, _, mirror = servers
+    port = mirror.port
+    mirror.stop()
+    corral = start_corral(default.port, routed_config(
+        servers, policies=[{"prefix": "other:c:", "ttl": "60s"}]))
+    c = corral_client(corral)
+    assert c.set("user:1", "while down") and c.get("user:1") == b"while down"
+    # Ready once every other upstream's connections are up, the mirror's never.
+    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
+               what="ready with the mirror down")
+    # Nothing is read from a mirror: its tracking is not Corral's coherence.
+    wait_until(lambda: corral.metric("corral_tracking_connected") == 1,
+               what="tracking connected with the mirror down")
+    assert corral.metric("corral_upstream_ready") == 1
+    assert corral.metric("corral_route_upstream_ready", upstream="mirror") == 0
+    # Dropped (the link in backoff) or failed (queued on its first connection attempt).
+    assert corral.metric("corral_mirror_commands_total", outcome="dropped") + corral.metric(
+        "corral_mirror_commands_total", outcome="failed") >= 1
+    mirror.start(port=port)
+    wait_until(lambda: corral.metric("corral_route_upstream_ready", upstream="mirror") == 1,
+               timeout=10, what="the mirror's connections back")
+    # Each io thread's mirror link reconnects on its own backoff: written until a copy lands.
+    wait_until(lambda: c.set("user:2", "after") and mirror.client().get("user:2") == b"after",
+               timeout=10, what="a copy on the mirror")
+    assert mirror.client().get("user:1") is None

@@ -105,9 +105,18 @@ TransactionStep partitioned_transaction_step(upstream::Upstream& upstream, Clien
                                              const std::shared_ptr<upstream::ReplyTarget>& target) {
   if (client.dedicated) {
     // Bound by WATCH or the transaction's first key: other partitions cannot join it.
-    if (client.mode.holds_redis_state() && client.cluster_slot >= 0) {
+    const bool bound = client.mode.holds_redis_state() && client.cluster_slot >= 0;
+    if (bound || client.mode.holds_connection()) {
       const int slot = upstream.partition_of(command);
-      if (slot == upstream::kSpansPartitions || (slot >= 0 && slot != client.cluster_slot)) {
+      if (bound &&
+          (slot == upstream::kSpansPartitions || (slot >= 0 && slot != client.cluster_slot))) {
+        refuse_cross_slot(upstream, client, tag, target);
+        return TransactionStep::answered;
+      }
+      // A link held by CLIENT TRACKING or RESP3 pub/sub is on one upstream of the routes.
+      const bool subscribes =
+          row.change == StateChange::subscribe && slot == upstream::kAnyPartition;
+      if (!upstream.link_serves(client.cluster_slot, slot, subscribes)) {
         refuse_cross_slot(upstream, client, tag, target);
         return TransactionStep::answered;
       }

@@ -36,8 +36,8 @@ constexpr std::string_view kErrOneRedirect =
     "ERR A client can only redirect to a single other client";
 constexpr std::string_view kErrNotInteger = "ERR value is not an integer or out of range";
 constexpr std::string_view kErrClusterRedirect =
-    "ERR Corral does not support CLIENT TRACKING REDIRECT on a Redis Cluster upstream; use "
-    "RESP3 tracking (HELLO 3, CLIENT TRACKING ON) instead";
+    "ERR Corral does not support CLIENT TRACKING REDIRECT on a Redis Cluster upstream or with "
+    "routes: (keys on several servers); use RESP3 tracking (HELLO 3, CLIENT TRACKING ON) instead";
 
 bool parse_id(std::string_view text, long long& value) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -350,7 +350,7 @@ Action select(LocalCall& call) {
     resp::append_error(call.reply, "ERR value is not an integer or out of range");
   } else if (index < 0 || index >= kDatabases) {
     resp::append_error(call.reply, "ERR DB index is out of range");
-  } else if (index != 0 && call.upstream != nullptr && call.upstream->partitioned()) {
+  } else if (index != 0 && call.upstream != nullptr && !call.upstream->selects_databases()) {
     resp::append_error(call.reply, "ERR SELECT is not allowed in cluster mode");  // Redis's words
   } else {
     call.client.database = static_cast<int>(index);

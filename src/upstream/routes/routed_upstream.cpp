@@ -93,6 +93,23 @@ int RoutedUpstream::partition_of(const Routed& command) {
   return static_cast<int>(upstream) * kPartitionsPerUpstream + inner + 1;
 }
 
+bool RoutedUpstream::link_serves(int link_partition, int partition, bool subscribes) {
+  const auto upstream_of_partition = [](int p) {
+    return p < 0 ? kDefaultUpstream : static_cast<std::size_t>(p / kPartitionsPerUpstream);
+  };
+  const std::size_t link = upstream_of_partition(link_partition);
+  bool serves = true;
+  if (partition == kSpansPartitions) {
+    serves = last_span_ == link;  // spanning one upstream's slots: that upstream refuses it
+  } else if (partition != kAnyPartition) {
+    serves = upstream_of_partition(partition) == link;
+  } else if (subscribes) {
+    serves = link == kDefaultUpstream;  // PUBLISH is keyless: it goes to the default upstream
+  }
+  if (!serves) last_span_ = kSpansUpstreams;  // counted as a refusal across upstreams
+  return serves;
+}
+
 SessionLinkResult RoutedUpstream::open_session_link(int partition, const Routed& command) {
   std::size_t upstream = kDefaultUpstream;
   int inner = kAnyPartition;
@@ -102,8 +119,10 @@ SessionLinkResult RoutedUpstream::open_session_link(int partition, const Routed&
   }
   auto opened = parts_.upstreams[upstream]->open_session_link(inner, on(upstream, command));
   if (!opened.link) return opened;
-  return {
-      std::make_shared<RouteLink>(std::move(opened.link), upstream, parts_.qualifiers[upstream])};
+  const int own_database = upstream == kDefaultUpstream ? RouteLink::kClientsDatabase
+                                                        : parts_.upstreams[upstream]->database();
+  return {std::make_shared<RouteLink>(std::move(opened.link), upstream, parts_.qualifiers[upstream],
+                                      own_database)};
 }
 
 void RoutedUpstream::recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) {

@@ -42,7 +42,9 @@ class RoutedUpstream final : public Upstream {
   bool send(const Routed& command, std::uint64_t tag,
             const std::shared_ptr<ReplyTarget>& target) override;
   bool partitioned() const override { return true; }
+  bool selects_databases() const override { return default_upstream().selects_databases(); }
   int partition_of(const Routed& command) override;
+  bool link_serves(int link_partition, int partition, bool subscribes) override;
   SessionLinkResult open_session_link(int partition, const Routed& command) override;
   void recycle_session_link(std::shared_ptr<Link> link, int database, int protocol) override;
   void note_cross_partition_refusal() override;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "resp/encoder.hpp"
+#include "upstream/routes/route_link.hpp"
 #include "upstream/routes/route_table.hpp"
 #include "upstream/routes/routed_upstream.hpp"
 
@@ -271,6 +272,66 @@ TEST_CASE("a mirror gets every write and its exact share of reads, never more th
   CHECK(s.send(kWrite, {"SET", "other"}));
   CHECK(s.mirror_counters->sent == 4);
   CHECK(s.client->replies.empty());
+}
+
+TEST_CASE("a client's own link serves its own upstream's keys only", "[upstream][routes]") {
+  Stand s;
+  const int on_default = s.partition({"GET", "other"});
+  const int on_named = s.partition({"GET", "n:x4"});
+  // A link opened for no key (CLIENT TRACKING, SUBSCRIBE) is the default upstream's.
+  CHECK(s.router->link_serves(kAnyPartition, on_default, false));
+  CHECK(s.router->link_serves(kAnyPartition, kAnyPartition, false));
+  CHECK_FALSE(s.router->link_serves(kAnyPartition, on_named, false));
+  CHECK(s.router->link_serves(on_named, s.partition({"GET", "n:x7"}), false));
+  CHECK_FALSE(s.router->link_serves(on_named, on_default, false));
+  // A keyless SUBSCRIBE hears what PUBLISH (keyless) sends to the default upstream.
+  CHECK(s.router->link_serves(on_named, kAnyPartition, false));
+  CHECK_FALSE(s.router->link_serves(on_named, kAnyPartition, true));
+  CHECK(s.router->link_serves(kAnyPartition, kAnyPartition, true));
+  // Spanning the named cluster's slots is that upstream's refusal; spanning upstreams is ours.
+  CHECK(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "n:x2"}), false));
+  CHECK_FALSE(s.router->link_serves(on_named, s.partition({"DEL", "n:x1", "other"}), false));
+  s.router->note_cross_partition_refusal();
+  CHECK(s.counters->cross_upstream_refused == 1);
+}
+
+// A link that records the bytes sent on it.
+class SentBytes final : public Link {
+ public:
+  bool send(std::string_view command, std::shared_ptr<ReplyTarget>, std::uint64_t, bool) override {
+    sent.emplace_back(command);
+    return true;
+  }
+  bool send_untracked(std::string_view) override { return true; }
+  void set_unsolicited_target(std::shared_ptr<ReplyTarget>) override {}
+  State state() const override { return State::ready; }
+  std::size_t in_flight() const override { return 0; }
+  void close() override {}
+  std::vector<std::string> sent;
+};
+
+TEST_CASE("a client's SELECT on a named upstream's link keeps the upstream's database",
+          "[upstream][routes]") {
+  auto inner = std::make_shared<SentBytes>();
+  RouteLink named(inner, 1, "named/", 5);
+  RouteLink on_default(inner, kDefaultUpstream, "", RouteLink::kClientsDatabase);
+  const std::string select_3 = "*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n";
+  named.send(select_3, nullptr, 1, false);
+  named.send_in_session(SessionCommand::other, "*2\r\n$6\r\nselect\r\n$2\r\n15\r\n", nullptr, 2,
+                        false);
+  // Indexes Corral refuses, and other commands, pass unchanged: Redis answers them.
+  named.send("*2\r\n$6\r\nSELECT\r\n$2\r\n16\r\n", nullptr, 3, false);
+  named.send("*2\r\n$6\r\nSELECT\r\n$1\r\nx\r\n", nullptr, 4, false);
+  named.send("*2\r\n$6\r\nGETDEL\r\n$1\r\n3\r\n", nullptr, 5, false);
+  on_default.send(select_3, nullptr, 6, false);
+  CHECK(inner->sent == std::vector<std::string>{
+                           "*2\r\n$6\r\nSELECT\r\n$1\r\n5\r\n",
+                           "*2\r\n$6\r\nSELECT\r\n$1\r\n5\r\n",
+                           "*2\r\n$6\r\nSELECT\r\n$2\r\n16\r\n",
+                           "*2\r\n$6\r\nSELECT\r\n$1\r\nx\r\n",
+                           "*2\r\n$6\r\nGETDEL\r\n$1\r\n3\r\n",
+                           select_3,
+                       });
 }
 
 }  // namespace corral::upstream
