@@ -161,6 +161,8 @@ class Session : public upstream::ReplyTarget,
   std::chrono::steady_clock::time_point taken_at_;  // the client last took bytes (clock running)
   std::size_t written_ = 0;                         // bytes of writing_ the socket took
   bool slow_reader_clock_running_ = false;
+  // The deadline found no progress once and looks again after what is already queued has run.
+  bool slow_reader_second_look_ = false;
   bool waiting_for_slots_ = false;
   bool authenticated_ = true;  // false until the handler says the client passed AUTH
   bool stop_reading_ = false;

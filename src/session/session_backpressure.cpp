@@ -3,7 +3,9 @@
 // client.slow_reader_timeout is disconnected. Pushes cannot be held back: past the limit they cut.
 #include <chrono>
 #include <memory>
+#include <utility>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <spdlog/spdlog.h>
@@ -62,6 +64,7 @@ template <class Stream>
 void Session<Stream>::on_slow_reader_clock() {
   if (closed_ || !over_output_limit()) {
     slow_reader_clock_running_ = false;
+    slow_reader_second_look_ = false;
     return;
   }
   const auto timeout = worker_.client.slow_reader_timeout;
@@ -69,7 +72,20 @@ void Session<Stream>::on_slow_reader_clock() {
   // Everything held is parked behind an earlier reply still due (a BLPOP first in the pipeline):
   // there is nothing the client could have read, so the clock starts again.
   if (output_.empty() && written_ == writing_.size()) taken_at_ = now;
-  if (now - taken_at_ < timeout) return wait_slow_reader_clock();
+  if (now - taken_at_ < timeout) {
+    slow_reader_second_look_ = false;
+    return wait_slow_reader_clock();
+  }
+  // A thread that ran late (a loaded machine) finds the deadline and the write that made progress
+  // before it ready together, in either order: the verdict waits until the handlers already
+  // queued, that write's completion among them, have run.
+  if (!std::exchange(slow_reader_second_look_, true)) {
+    boost::asio::post(stream_.get_executor(), [weak = this->weak_from_this()] {
+      if (auto self = weak.lock()) self->on_slow_reader_clock();
+    });
+    return;
+  }
+  slow_reader_second_look_ = false;
   worker_.stats.client_slow_reader();
   spdlog::warn(
       "client {}: took none of its {} reply bytes for client.slow_reader_timeout ({} ms); "
