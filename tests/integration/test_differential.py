@@ -76,7 +76,11 @@ class Run:
 
 
 def describe(cid, history, extra=""):
-    lines = ["client %d, last actions (conn: commands -> corral | redis):" % cid]
+    # An effect can differ while its reply does not show it (a reply that CLIENT REPLY hid, a
+    # write whose reply is +OK either way): the earlier actions are listed by their commands.
+    lines = ["client %d, earlier actions (conn: commands):" % cid]
+    lines += ["  %s: %r" % (conn, cmds) for conn, cmds, _, _ in history[:-8]]
+    lines.append("client %d, last actions (conn: commands -> corral | redis):" % cid)
     for conn, cmds, got, want in history[-8:]:
         lines.append("  %s: %r" % (conn, cmds))
         lines.append("     corral %r" % (got if got is None else b"".join(got)[:600]))
@@ -96,7 +100,7 @@ def drive_client(run, cid, seed, corral_port, redis_port):
     gen = ClientGen(cid, random.Random("%d:%d" % (seed, cid)))
     corral = {"a": Conn(corral_port), "b": Conn(corral_port)}
     direct = {"a": Conn(redis_port), "b": Conn(redis_port)}
-    history = collections.deque(maxlen=8)
+    history = collections.deque(maxlen=64)
     marker = 0
     try:
         while run.going():
