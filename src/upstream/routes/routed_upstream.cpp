@@ -62,18 +62,17 @@ bool RoutedUpstream::send(const Routed& command, std::uint64_t tag,
     target->on_reply(tag, error);
     return true;
   }
-  const bool keyed = upstream != kKeyless;
-  if (!keyed) upstream = kDefaultUpstream;
+  // The mirror is found before the send, from this command's keys: keys_ is scratch space.
+  RouteMirror* mirror = nullptr;
+  if (upstream == kKeyless) {
+    upstream = kDefaultUpstream;
+  } else if (const KeyRoute* route = parts_.routes->find(command.argv[keys_.front()])) {
+    mirror = parts_.mirrors[static_cast<std::size_t>(route - parts_.routes->routes().data())].get();
+  }
   const Routed routed = on(upstream, command);
   if (!parts_.upstreams[upstream]->send(routed, tag, target)) return false;
   parts_.counters->commands[upstream].fetch_add(1, std::memory_order_relaxed);
-  if (keyed) {
-    const KeyRoute* route = parts_.routes->find(command.argv[keys_.front()]);
-    if (route != nullptr) {
-      const auto index = static_cast<std::size_t>(route - parts_.routes->routes().data());
-      if (const auto& mirror = parts_.mirrors[index]) mirror->copy(routed);
-    }
-  }
+  if (mirror != nullptr) mirror->copy(routed);
   return true;
 }
 
