@@ -261,7 +261,8 @@ measure() {
   fi
   echo "$line" >>"$workdir/res.$target.$test.$pipeline"
   echo "${cost%% *}" >>"$workdir/cost.$target.$test.$pipeline"
-  echo "   $target $test P$pipeline: rps p50 p99 = $line, CPU us/request ${cost%% *}   (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  echo "$cost_kernel_result" >>"$workdir/kern.$target.$test.$pipeline"
+  echo "   $target $test P$pipeline: rps p50 p99 = $line, CPU us/request ${cost%% *} (kernel $cost_kernel_result)   (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 }
 
 median() {

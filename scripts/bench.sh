@@ -304,7 +304,8 @@ measure() {
   fi
   echo "$line" >>"$workdir/res.$label.$target.$test.$pipeline"
   echo "${cost%% *}" >>"$workdir/cost.$label.$target.$test.$pipeline"
-  echo "   $target $test P$pipeline: rps p50 p99 = $line, CPU us/request ${cost%% *}   (load $load)" >&2
+  echo "$cost_kernel_result" >>"$workdir/kern.$label.$target.$test.$pipeline"
+  echo "   $target $test P$pipeline: rps p50 p99 = $line, CPU us/request ${cost%% *} (kernel $cost_kernel_result)   (load $load)" >&2
 }
 
 # median LABEL TARGET TEST PIPELINE -> "rps p50 p99" of the run with the median rps, or "n/a n/a n/a".
@@ -494,9 +495,10 @@ report() {
   echo
   echo "CPU: utime+stime of the process over the run / requests, the median of $runs runs (perf off)."
   echo "Syscalls: perf stat -e 'syscalls:sys_enter_*' -p PID over $syscall_runs more run(s) (perf on: slower)."
-  echo "redis is redis-server itself (the cost of the request with no proxy)."
+  echo "redis is redis-server itself (the cost of the request with no proxy); io_only is Corral's session"
+  echo "layer answering from memory (one read and one write per client request, no upstream: a proxy's floor)."
   echo
-  cost_table pass. "$peer" "$(echo "$pass_targets" | tr ' ' '\n' | grep -E '^(redis|twemproxy|predixy|corral|baseline)$' | tr '\n' ' ')" "get set"
+  cost_table pass. "$peer" "$(echo "$pass_targets" | tr ' ' '\n' | grep -E '^(redis|twemproxy|predixy|corral|baseline|io_only)$' | tr '\n' ' ')" "get set"
   echo
   echo "## I/O only (the session layer answering from memory, no upstream: tests/bench/io_only_server)"
   table pass io_only io-only "get set"
