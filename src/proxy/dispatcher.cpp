@@ -509,11 +509,19 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
   return true;
 }
 
-// Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.
+// Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL/SWAPDB drop
+// everything.
 // Writes queued in MULTI only run at EXEC, so EXEC's reply drops their keys again.
 std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     ClientState& client, const CommandSpec& row, const Request& request,
     const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (row.change == StateChange::exec && client.queued_flush_all) {
+    // Queued, FLUSHDB/SWAPDB only ran now: what was cached since it was queued goes too.
+    client.queued_write_keys.clear();
+    client.queued_flush_all = false;
+    read_through_->flush_all();
+    return std::make_shared<FlushOnReply>(target, *read_through_);
+  }
   if (row.change == StateChange::exec && !client.queued_write_keys.empty()) {
     std::vector<std::string_view> keys(client.queued_write_keys.begin(),
                                        client.queued_write_keys.end());
@@ -523,9 +531,13 @@ std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     client.queued_write_keys.clear();
     return wrapped;
   }
-  if (row.change == StateChange::discard) client.queued_write_keys.clear();
+  if (row.change == StateChange::discard) {
+    client.queued_write_keys.clear();
+    client.queued_flush_all = false;
+  }
   if (!(row.flags & kWrite)) return target;
   if (row.flags & kFlushesAll) {
+    if (client.mode.in_multi()) client.queued_flush_all = true;
     read_through_->flush_all();
     return std::make_shared<FlushOnReply>(target, *read_through_);
   }

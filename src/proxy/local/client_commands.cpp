@@ -7,6 +7,7 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/local/client_registry.hpp"
+#include "proxy/local/function_flags.hpp"
 #include "resp/encoder.hpp"
 
 namespace corral::proxy {
@@ -155,6 +156,8 @@ Action client_pause(LocalCall& call) {
   constexpr long long kMaxPauseMs = 365LL * 24 * 3600 * 1000;
   ms = std::min(ms, kMaxPauseMs);
   client_registry().pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), all);
+  // FCALL of a function that declares no-writes runs through a WRITE pause: which ones do.
+  if (!all && call.upstream != nullptr) learn_function_flags(*call.upstream);
   resp::append_simple(call.reply, "OK");
   return Action::done;
 }
