@@ -3,6 +3,7 @@
 
 #include "proxy/links/blocking_session.hpp"
 #include "proxy/local/pause_hold.hpp"
+#include "proxy/local/queued_pause.hpp"
 
 namespace corral::proxy {
 
@@ -41,7 +42,20 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   record_->held_by_pause.store(held, std::memory_order_relaxed);
   if (held) return Action::wait_then_retry;
   const bool was_in_multi = state_.mode.in_multi();
-  const Action action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
+  Action action;
+  if (was_in_multi && queued_until_exec(request, resolved)) {
+    queued_pauses_.add(queued_commands_, request.argv);
+    const std::string_view placeholder[] = {"PING"};
+    const Request in_its_place{placeholder, QueuedPauses::kPlaceholder};
+    action = dispatcher_.handle(state_, in_its_place, dispatcher_.resolve(in_its_place), tag,
+                                target, awaiting);
+  } else if (resolved.spec != nullptr && resolved.row().change == StateChange::exec &&
+             !queued_pauses_.empty()) {
+    action = dispatcher_.handle(state_, request, resolved, tag, queued_pauses_.run_at_exec(target),
+                                awaiting);
+  } else {
+    action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
+  }
   follow_scripts_and_queue(request, resolved, was_in_multi);
   publish(resolved);
   return action;
@@ -74,9 +88,21 @@ void ClientSession::follow_scripts_and_queue(const Request& request, const Resol
   }
   if (!state_.mode.in_multi()) {
     queued_pause_flags_ = 0;
+    queued_commands_ = 0;
+    queued_pauses_.clear();
   } else if (was_in_multi) {
     queued_pause_flags_ |= pause_flags(row, request.argv);
+    ++queued_commands_;
   }
+}
+
+// Redis queues CLIENT PAUSE / UNPAUSE in MULTI and runs them in EXEC; Corral too, when it may
+// answer them (allowed, and no upstream ACL user whose rights would have to be checked first).
+bool ClientSession::queued_until_exec(const Request& request, const Resolved& resolved) const {
+  if (resolved.spec == nullptr || resolved.sub == nullptr || state_.user_upstream) return false;
+  const std::string_view name = resolved.sub->name;
+  return (name == "client|pause" || name == "client|unpause") &&
+         arity_ok(*resolved.sub, request.argv.size()) && !dispatcher_.refuses(resolved);
 }
 
 Action ClientSession::handle_tunnel(const Request& request, std::string& reply) {

@@ -149,6 +149,11 @@ bool Dispatcher::command_allowed(const Resolved& resolved) const {
   });
 }
 
+bool Dispatcher::refuses(const Resolved& resolved) const {
+  return ((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & refused_flags_) &&
+         !command_allowed(resolved);
+}
+
 Action Dispatcher::handle_command(ClientState& client, const Request& request,
                                   const Resolved& resolved, std::uint64_t tag,
                                   const std::shared_ptr<upstream::ReplyTarget>& target,
@@ -169,8 +174,7 @@ Action Dispatcher::handle_command(ClientState& client, const Request& request,
     append_wrong_arity(scratch_, resolved.row().name);
   } else if (!client.authenticated && !(resolved.row().flags & kNoAuth)) {
     append_noauth(scratch_);
-  } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & refused_flags_) &&
-             !command_allowed(resolved)) {
+  } else if (refuses(resolved)) {
     append_not_allowed(scratch_, resolved.row().name);
   } else if (resolved.row().route == Route::refused) {
     append_refused(scratch_, resolved.row().name);

@@ -159,3 +159,23 @@ def test_pause_write_lets_scripts_that_declare_no_writes_through(stack):
         eq(held_eval.read(), 1, "EVAL after the pause")
         eq(held_shebang.read(), 2, "EVAL #!lua after the pause")
         eq(held_fcall.read(), b"rw", "FCALL after the pause")
+
+
+def test_pause_queued_in_multi_starts_when_exec_runs(stack):
+    with stack.raw() as tx, stack.raw() as writer:
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("CLIENT", "PAUSE", "60000", "WRITE"), b"QUEUED", "CLIENT PAUSE queued")
+        eq(tx.call("DISCARD"), b"OK", "DISCARD")
+        eq(writer.call("SET", "p:d", "v"), b"OK", "a discarded pause holds nothing")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("SET", "p:a", "1"), b"QUEUED", "SET queued")
+        eq(tx.call("CLIENT", "PAUSE", "60000", "WRITE"), b"QUEUED", "CLIENT PAUSE queued")
+        eq(tx.call("SET", "p:b", "2"), b"QUEUED", "SET after it queued")
+        eq(tx.call("EXEC"), [b"OK", b"OK", b"OK"], "EXEC runs the writes, then pauses")
+        eq(stack.direct().mget("p:a", "p:b"), [b"1", b"2"], "the transaction's writes")
+        writer.send_command("SET", "p:c", "3")
+        wait_blocked(stack, 1, "a write after EXEC held")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("CLIENT", "UNPAUSE"), b"QUEUED", "CLIENT UNPAUSE queued")
+        eq(tx.call("EXEC"), [b"OK"], "EXEC of UNPAUSE")
+        eq(writer.read(), b"OK", "SET after the pause")

@@ -134,37 +134,46 @@ Action client_kill(LocalCall& call) {
 
 // CLIENT PAUSE timeout [WRITE|ALL]: Corral holds its clients' commands (all, or the writes) for
 // `timeout` ms; held requests then run in the order they came.
-Action client_pause(LocalCall& call) {
+void pause_clients(std::span<const std::string_view> argv, upstream::Upstream* upstream,
+                   std::string& reply) {
   long long ms = 0;
-  if (!parse_integer(call.argv[2], ms) || ms < 0) {
-    resp::append_error(call.reply, "ERR timeout is not an integer or out of range");
-    return Action::done;
+  if (!parse_integer(argv[2], ms) || ms < 0) {
+    resp::append_error(reply, "ERR timeout is not an integer or out of range");
+    return;
   }
   bool all = true;
-  if (call.argv.size() == 4) {
-    if (iequals(call.argv[3], "write")) {
+  if (argv.size() == 4) {
+    if (iequals(argv[3], "write")) {
       all = false;
-    } else if (!iequals(call.argv[3], "all")) {
-      resp::append_error(call.reply, kSyntaxError);
-      return Action::done;
+    } else if (!iequals(argv[3], "all")) {
+      resp::append_error(reply, kSyntaxError);
+      return;
     }
-  } else if (call.argv.size() > 4) {
-    resp::append_error(call.reply, kSyntaxError);
-    return Action::done;
+  } else if (argv.size() > 4) {
+    resp::append_error(reply, kSyntaxError);
+    return;
   }
   // A year is "until CLIENT UNPAUSE"; larger values would overflow the clock's nanoseconds.
   constexpr long long kMaxPauseMs = 365LL * 24 * 3600 * 1000;
   ms = std::min(ms, kMaxPauseMs);
   client_registry().pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), all);
   // FCALL of a function that declares no-writes runs through a WRITE pause: which ones do.
-  if (!all && call.upstream != nullptr) learn_function_flags(*call.upstream);
-  resp::append_simple(call.reply, "OK");
+  if (!all && upstream != nullptr) learn_function_flags(*upstream);
+  resp::append_simple(reply, "OK");
+}
+
+void unpause_clients(std::string& reply) {
+  client_registry().unpause();
+  resp::append_simple(reply, "OK");
+}
+
+Action client_pause(LocalCall& call) {
+  pause_clients(call.argv, call.upstream, call.reply);
   return Action::done;
 }
 
 Action client_unpause(LocalCall& call) {
-  client_registry().unpause();
-  resp::append_simple(call.reply, "OK");
+  unpause_clients(call.reply);
   return Action::done;
 }
 
