@@ -1,6 +1,7 @@
 # Admin commands that client.allow_commands lets through behave as Redis's own: SYNC/PSYNC refused
 # even when allowed (never on a shared link), SWAPDB keeps the cache coherent, CLIENT PAUSE holds
-# what Redis holds and counts the held clients in INFO's blocked_clients.
+# what Redis holds and counts the held clients in INFO's blocked_clients, CLIENT KILL USER knows
+# the upstream's users.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_admin_commands.py [-k name]
 import pytest
 
@@ -13,7 +14,8 @@ CONFIG = {
     "threads": 1,
     "policies": [{"prefix": "sw:", "ttl": "60s"}],
     "client": {"allow_commands": ["SWAPDB", "SYNC", "PSYNC", "REPLCONF", "CLIENT PAUSE",
-                                  "CLIENT UNPAUSE", "FUNCTION", "SCRIPT", "FLUSHALL"]},
+                                  "CLIENT UNPAUSE", "CLIENT KILL", "FUNCTION", "SCRIPT",
+                                  "FLUSHALL"]},
 }
 
 FUNCTIONS = """#!lua name=adminlib
@@ -179,3 +181,15 @@ def test_pause_queued_in_multi_starts_when_exec_runs(stack):
         eq(tx.call("CLIENT", "UNPAUSE"), b"QUEUED", "CLIENT UNPAUSE queued")
         eq(tx.call("EXEC"), [b"OK"], "EXEC of UNPAUSE")
         eq(writer.read(), b"OK", "SET after the pause")
+
+
+def test_client_kill_user_knows_the_upstreams_users(stack):
+    stack.direct().execute_command("ACL", "SETUSER", "adm_bob", "on", "nopass")
+    try:
+        with stack.raw() as admin:
+            is_err(admin.call("CLIENT", "KILL", "USER", "adm_nosuch"),
+                   "ERR No such user 'adm_nosuch'", "a user the server does not have")
+            eq(admin.call("CLIENT", "KILL", "USER", "adm_bob"), 0, "a user with no client")
+            eq(admin.call("PING"), b"PONG", "the caller stays")
+    finally:
+        stack.direct().execute_command("ACL", "DELUSER", "adm_bob")

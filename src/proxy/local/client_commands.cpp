@@ -9,6 +9,9 @@
 #include "proxy/local/client_registry.hpp"
 #include "proxy/local/function_flags.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/reply_target.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -68,6 +71,31 @@ std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) 
   if (filter.type == "slave") filter.type = "replica";
   return {};
 }
+// CLIENT KILL USER name, for a user other than "default": Corral's clients all show as "default"
+// (none matches), but whether the user exists is the upstream's to say, and Redis answers an
+// error for one that does not. ACL DRYRUN answers an error only for a missing user (or -NOPERM
+// when Corral's own user may not run it: then 0, as for a user with no client).
+Action kill_upstream_user(LocalCall& call, const std::string& user) {
+  std::string dryrun;
+  const std::string_view argv[] = {"ACL", "DRYRUN", user, "PING"};
+  resp::append_command(dryrun, argv);
+  auto answer = upstream::CallbackTarget::make(
+      [target = *call.target, tag = call.tag, user](std::string_view reply, bool failed) {
+        if (failed) return target->on_failure(tag, reply);
+        std::string out;
+        if (reply.starts_with("-ERR")) {
+          resp::append_error(out, "ERR No such user '" + user + "'");
+        } else {
+          resp::append_integer(out, 0);
+        }
+        target->on_reply(tag, out);
+      });
+  call.deferred = true;
+  if (!call.upstream->ask_server(dryrun, call.tag, answer)) {
+    (*call.target)->on_failure(call.tag, upstream::kErrUnavailable);
+  }
+  return Action::done;
+}
 }  // namespace
 
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
@@ -111,6 +139,10 @@ Action client_kill(LocalCall& call) {
   } else if (const auto error = parse_kill_filter(call, filter); !error.empty()) {
     resp::append_error(call.reply, error);
     return Action::done;
+  }
+  if (!filter.user.empty() && filter.user != "default" && call.upstream != nullptr &&
+      call.target != nullptr) {
+    return kill_upstream_user(call, filter.user);
   }
   ClientFilter self = filter;
   self.ids = {call.client.id};
