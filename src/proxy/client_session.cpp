@@ -44,11 +44,13 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   const bool was_in_multi = state_.mode.in_multi();
   Action action;
   if (was_in_multi && queued_until_exec(request, resolved)) {
-    queued_pauses_.add(queued_commands_, request.argv);
     const std::string_view placeholder[] = {"PING"};
     const Request in_its_place{placeholder, QueuedPauses::kPlaceholder};
     action = dispatcher_.handle(state_, in_its_place, dispatcher_.resolve(in_its_place), tag,
                                 target, awaiting);
+    if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
+      queued_pauses_.add(queued_commands_, request.argv);
+    }
   } else if (resolved.spec != nullptr && resolved.row().change == StateChange::exec &&
              !queued_pauses_.empty()) {
     action = dispatcher_.handle(state_, request, resolved, tag, queued_pauses_.run_at_exec(target),
@@ -56,7 +58,10 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   } else {
     action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
   }
-  follow_scripts_and_queue(request, resolved, was_in_multi);
+  // A request asked to come again (a command name the upstream is asked about) is not queued yet.
+  if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
+    follow_scripts_and_queue(request, resolved, was_in_multi);
+  }
   publish(resolved);
   return action;
 }

@@ -62,8 +62,8 @@ void QueuedPauses::add(std::size_t position, std::span<const std::string_view> a
 }
 
 std::shared_ptr<upstream::ReplyTarget> QueuedPauses::run_at_exec(
-    std::shared_ptr<upstream::ReplyTarget> target) {
-  return std::make_shared<RunAtExec>(std::move(target), std::exchange(queued_, {}));
+    std::shared_ptr<upstream::ReplyTarget> target) const {
+  return std::make_shared<RunAtExec>(std::move(target), queued_);
 }
 
 }  // namespace corral::proxy

@@ -26,8 +26,10 @@ class QueuedPauses {
   // Forgets them (the transaction was discarded or lost).
   void clear() { queued_.clear(); }
   // EXEC's target: when EXEC's reply is the transaction's results, runs the queued commands in
-  // order and puts their answers in their places; takes them out of this queue.
-  std::shared_ptr<upstream::ReplyTarget> run_at_exec(std::shared_ptr<upstream::ReplyTarget> target);
+  // order and puts their answers in their places. The queue keeps them (an EXEC asked to come
+  // again takes them again): clear() once EXEC is sent.
+  std::shared_ptr<upstream::ReplyTarget> run_at_exec(
+      std::shared_ptr<upstream::ReplyTarget> target) const;
 
   struct Queued {
     std::size_t position;
