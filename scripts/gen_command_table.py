@@ -33,6 +33,14 @@ EXTRA_BLOCKING = ["xread", "xreadgroup", "wait", "waitaof"]
 # Corral must invalidate cached entries of their keys, so they count as writes here.
 MAY_WRITE = ["eval", "evalsha", "fcall"]
 
+# Scripts and functions: refused outright with client.refuse_scripts.
+RUNS_SCRIPT = ["eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro", "function|load",
+               "function|restore"]
+
+# Redis's CMD_MAY_REPLICATE, which COMMAND hides on purpose: held by CLIENT PAUSE WRITE like
+# writes (a script that declares no-writes is not: proxy/local/pause_hold.hpp).
+MAY_REPLICATE = ["eval", "evalsha", "fcall", "pfcount", "publish", "spublish"]
+
 # Commands that enter or work in subscribed mode. Redis's own "pubsub" flag is deliberately not
 # mapped: it also marks PUBLISH/SPUBLISH/PUBSUB *, which are ordinary request/reply commands.
 PUBSUB = ["subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"]
@@ -42,7 +50,7 @@ PUBSUB = ["subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe"
 # on other clients' connections.
 DANGEROUS = [
     "flushall", "flushdb",
-    "swapdb",  # swaps whole databases: no key to invalidate, the cache would serve the other db
+    "swapdb",  # swaps whole databases under the cache (allowed, it flushes the cache: FLUSHES_ALL)
     "config", "config|*",
     "debug", "pfdebug",  # pfdebug is DEBUG for HyperLogLogs (it can rewrite a key's encoding)
     "shutdown", "save", "bgsave", "bgrewriteaof",
@@ -95,9 +103,11 @@ LOCAL = [
 # CLIENT or INFO there would answer with the upstream's credentials, clients or state.
 QUEUED_IN_MULTI = ["ping", "echo", "select"]
 
-# Never run anywhere: they change the state of the upstream connection in a way no route can
-# contain (SCRIPT DEBUG turns the connection into a Lua debugger session).
-REFUSED = ["script|debug"]
+# Never run anywhere, allowed or not: they change the state of the upstream connection in a way
+# no route can contain (SCRIPT DEBUG turns the connection into a Lua debugger session; SYNC and
+# PSYNC turn it into a replication stream, whose RDB payload no reply parser can frame, and
+# REPLCONF marks it as a replica's).
+REFUSED = ["script|debug", "sync", "psync", "replconf"]
 
 # Local rows that still need client.allow_commands: the dispatcher checks it before answering.
 LOCAL_DANGEROUS = {"client|kill", "client|pause", "client|unpause", "monitor"}
@@ -105,8 +115,8 @@ LOCAL_DANGEROUS = {"client|kill", "client|pause", "client|unpause", "monitor"}
 # Commands that only remove their keys: allowed on keys whose policy refuses writes.
 DELETES_KEYS = ["del", "unlink"]
 
-# Commands that empty whole databases: the cache is flushed with them.
-FLUSHES_ALL = ["flushdb", "flushall"]
+# Commands that empty or swap whole databases: the cache is flushed with them.
+FLUSHES_ALL = ["flushdb", "flushall", "swapdb"]
 
 # The route column (Route in command_table.hpp). LOCAL rows route `local`; every other blocking
 # row `dedicated`; the rest `shared`.
@@ -199,9 +209,9 @@ REDIS_FLAGS = {
     "fast": "kFast", "loading": "kLoading", "stale": "kStale", "no_auth": "kNoAuth",
     "noauth": "kNoAuth", "movablekeys": "kMovableKeys",
 }
-FLAG_ORDER = ["kWrite", "kReadOnly", "kAdmin", "kBlocking", "kPubSub", "kTransaction",
+FLAG_ORDER = ["kRunsScript", "kWrite", "kReadOnly", "kAdmin", "kBlocking", "kPubSub", "kTransaction",
               "kDangerous", "kNoAuth", "kMovableKeys", "kFast", "kLoading", "kStale",
-              "kDeletesKeys", "kFlushesAll", "kQueuedInMulti"]
+              "kDeletesKeys", "kFlushesAll", "kQueuedInMulti", "kMayReplicate"]
 
 # Movable-key commands whose key specs are not one of the generic shapes derived below.
 SPECIAL_KEYSPECS = {
@@ -415,7 +425,8 @@ def build_rows(reply):
     for table, flag in ((TRANSACTION, "kTransaction"), (EXTRA_BLOCKING, "kBlocking"),
                         (MAY_WRITE, "kWrite"), (PUBSUB, "kPubSub"), (DANGEROUS, "kDangerous"),
                         (DELETES_KEYS, "kDeletesKeys"), (FLUSHES_ALL, "kFlushesAll"),
-                        (QUEUED_IN_MULTI, "kQueuedInMulti")):
+                        (QUEUED_IN_MULTI, "kQueuedInMulti"), (RUNS_SCRIPT, "kRunsScript"),
+                        (MAY_REPLICATE, "kMayReplicate")):
         for name in expand(table, rows):
             extra.setdefault(name, set()).add(flag)
     local = expand(LOCAL, rows)

@@ -2,6 +2,8 @@
 #include "proxy/client_session.hpp"
 
 #include "proxy/links/blocking_session.hpp"
+#include "proxy/local/pause_hold.hpp"
+#include "proxy/local/queued_pause.hpp"
 
 namespace corral::proxy {
 
@@ -36,14 +38,76 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
                     static_cast<const CommandSpec*>(classified.detail), classified.metric_id};
   // A retried request whose name was unknown may have been learned from the upstream since.
   if (resolved.spec == nullptr) resolved = dispatcher_.resolve(request);
-  // CLIENT UNPAUSE is never held: it is how an operator ends a pause early.
-  if (resolved.spec != nullptr && client_registry().holds(resolved.row().flags) &&
-      resolved.row().name != "client|unpause") {
-    return Action::wait_then_retry;
+  const bool held = held_by_pause(request, resolved);
+  record_->held_by_pause.store(held, std::memory_order_relaxed);
+  if (held) return Action::wait_then_retry;
+  const bool was_in_multi = state_.mode.in_multi();
+  Action action;
+  if (was_in_multi && queued_until_exec(request, resolved)) {
+    const std::string_view placeholder[] = {"PING"};
+    const Request in_its_place{placeholder, QueuedPauses::kPlaceholder};
+    action = dispatcher_.handle(state_, in_its_place, dispatcher_.resolve(in_its_place), tag,
+                                target, awaiting);
+    if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
+      queued_pauses_.add(queued_commands_, request.argv);
+    }
+  } else if (resolved.spec != nullptr && resolved.row().change == StateChange::exec &&
+             !queued_pauses_.empty()) {
+    action = dispatcher_.handle(state_, request, resolved, tag, queued_pauses_.run_at_exec(target),
+                                awaiting);
+  } else {
+    action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
   }
-  const Action action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
+  // A request asked to come again (a command name the upstream is asked about) is not queued yet.
+  if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
+    follow_scripts_and_queue(request, resolved, was_in_multi);
+  }
   publish(resolved);
   return action;
+}
+
+// As Redis's processCommand: a command that is wrong anyway (unknown, wrong arity) is answered at
+// once; EXEC is held when its transaction queued what the pause holds; CLIENT UNPAUSE never is
+// (it is how an operator ends a pause early).
+bool ClientSession::held_by_pause(const Request& request, const Resolved& resolved) const {
+  if (resolved.spec == nullptr || !client_registry().paused()) return false;
+  const CommandSpec& row = resolved.row();
+  if (!arity_ok(*resolved.spec, request.argv.size()) ||
+      (resolved.sub && !arity_ok(*resolved.sub, request.argv.size())) ||
+      row.name == "client|unpause") {
+    return false;
+  }
+  std::uint32_t flags = (row.flags & ~(kWrite | kMayReplicate)) | pause_flags(row, request.argv);
+  if (row.change == StateChange::exec) flags |= queued_pause_flags_;
+  return client_registry().holds(flags);
+}
+
+void ClientSession::follow_scripts_and_queue(const Request& request, const Resolved& resolved,
+                                             bool was_in_multi) {
+  if (resolved.spec == nullptr) return;
+  const CommandSpec& row = resolved.row();
+  // Scripts that declare flags, remembered for EVALSHA under a later pause.
+  if ((row.name == "eval" || row.name == "script|load") && request.argv.size() >= 3) {
+    const std::string_view body = request.argv[row.name == "eval" ? 1 : 2];
+    if (body.starts_with("#!")) remember_script(body);
+  }
+  if (!state_.mode.in_multi()) {
+    queued_pause_flags_ = 0;
+    queued_commands_ = 0;
+    queued_pauses_.clear();
+  } else if (was_in_multi) {
+    queued_pause_flags_ |= pause_flags(row, request.argv);
+    ++queued_commands_;
+  }
+}
+
+// Redis queues CLIENT PAUSE / UNPAUSE in MULTI and runs them in EXEC; Corral too, when it may
+// answer them (allowed, and no upstream ACL user whose rights would have to be checked first).
+bool ClientSession::queued_until_exec(const Request& request, const Resolved& resolved) const {
+  if (resolved.spec == nullptr || resolved.sub == nullptr || state_.user_upstream) return false;
+  const std::string_view name = resolved.sub->name;
+  return (name == "client|pause" || name == "client|unpause") &&
+         arity_ok(*resolved.sub, request.argv.size()) && !dispatcher_.refuses(resolved);
 }
 
 Action ClientSession::handle_tunnel(const Request& request, std::string& reply) {

@@ -8,6 +8,7 @@
 #include "proxy/client_state.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/local/client_registry.hpp"
+#include "proxy/local/queued_pause.hpp"
 #include "session/handler.hpp"
 
 namespace corral::proxy {
@@ -39,11 +40,22 @@ class ClientSession final : public session::ClientHandler {
  private:
   // Publishes what CLIENT LIST shows after each command (relaxed stores; the name rarely).
   void publish(const Resolved& resolved);
+  // True when CLIENT PAUSE holds this request now.
+  bool held_by_pause(const Request& request, const Resolved& resolved) const;
+  // CLIENT PAUSE / UNPAUSE inside MULTI that Corral runs at EXEC (queued_pause.hpp).
+  bool queued_until_exec(const Request& request, const Resolved& resolved) const;
+  // Remembers scripts that declare flags (EVALSHA under a pause) and what MULTI queued.
+  void follow_scripts_and_queue(const Request& request, const Resolved& resolved,
+                                bool was_in_multi);
 
   Dispatcher& dispatcher_;
   ClientState state_;
   std::shared_ptr<ClientRecord> record_;
   std::string published_name_;
+  // kWrite / kMayReplicate of the commands queued in the open MULTI, for EXEC under a pause.
+  std::uint32_t queued_pause_flags_ = 0;
+  std::size_t queued_commands_ = 0;  // in the open MULTI, as Redis numbers EXEC's results
+  QueuedPauses queued_pauses_;
 };
 
 }  // namespace corral::proxy

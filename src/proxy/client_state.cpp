@@ -87,6 +87,7 @@ void release_dedicated(ClientState& client) {
   end_tracking_redirect(client);
   client.mode.reset();
   client.queued_write_keys.clear();
+  client.queued_flush_all = false;
   client.queued_database = -1;  // a transaction lost with its connection runs nothing
   client.database_after_exec.reset();
   client.tunnel_barriers_due = 0;

@@ -124,6 +124,7 @@ struct ClientState {
   bool dedicated_blocked = false;  // `dedicated` carried a blocking command: worth keeping
   KeptLink kept;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC
+  bool queued_flush_all = false;  // FLUSHDB/FLUSHALL/SWAPDB queued in MULTI: EXEC flushes the cache
   // RESP2 subscribed mode: tunnel barriers sent and not answered yet
   // (proxy/links/tunnel_barrier.hpp), while which the client's next requests wait; whether one came
   // back since the last request forwarded in the tunnel (Redis's replies to everything sent before

@@ -149,6 +149,11 @@ bool Dispatcher::command_allowed(const Resolved& resolved) const {
   });
 }
 
+bool Dispatcher::refuses(const Resolved& resolved) const {
+  return ((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & refused_flags_) &&
+         !command_allowed(resolved);
+}
+
 Action Dispatcher::handle_command(ClientState& client, const Request& request,
                                   const Resolved& resolved, std::uint64_t tag,
                                   const std::shared_ptr<upstream::ReplyTarget>& target,
@@ -169,8 +174,7 @@ Action Dispatcher::handle_command(ClientState& client, const Request& request,
     append_wrong_arity(scratch_, resolved.row().name);
   } else if (!client.authenticated && !(resolved.row().flags & kNoAuth)) {
     append_noauth(scratch_);
-  } else if (((resolved.spec->flags | (resolved.sub ? resolved.sub->flags : 0)) & refused_flags_) &&
-             !command_allowed(resolved)) {
+  } else if (refuses(resolved)) {
     append_not_allowed(scratch_, resolved.row().name);
   } else if (resolved.row().route == Route::refused) {
     append_refused(scratch_, resolved.row().name);
@@ -509,11 +513,19 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
   return true;
 }
 
-// Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL drop everything.
+// Writes to cached keys drop their entries once Redis answers; FLUSHDB/FLUSHALL/SWAPDB drop
+// everything.
 // Writes queued in MULTI only run at EXEC, so EXEC's reply drops their keys again.
 std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     ClientState& client, const CommandSpec& row, const Request& request,
     const std::shared_ptr<upstream::ReplyTarget>& target) {
+  if (row.change == StateChange::exec && client.queued_flush_all) {
+    // Queued, FLUSHDB/SWAPDB only ran now: what was cached since it was queued goes too.
+    client.queued_write_keys.clear();
+    client.queued_flush_all = false;
+    read_through_->flush_all();
+    return std::make_shared<FlushOnReply>(target, *read_through_);
+  }
   if (row.change == StateChange::exec && !client.queued_write_keys.empty()) {
     std::vector<std::string_view> keys(client.queued_write_keys.begin(),
                                        client.queued_write_keys.end());
@@ -523,9 +535,13 @@ std::shared_ptr<upstream::ReplyTarget> Dispatcher::invalidating_target(
     client.queued_write_keys.clear();
     return wrapped;
   }
-  if (row.change == StateChange::discard) client.queued_write_keys.clear();
+  if (row.change == StateChange::discard) {
+    client.queued_write_keys.clear();
+    client.queued_flush_all = false;
+  }
   if (!(row.flags & kWrite)) return target;
   if (row.flags & kFlushesAll) {
+    if (client.mode.in_multi()) client.queued_flush_all = true;
     read_through_->flush_all();
     return std::make_shared<FlushOnReply>(target, *read_through_);
   }

@@ -73,6 +73,9 @@ class Dispatcher : public session::Handler {
   static std::string metric_name(std::size_t metric_id);
 
   Resolved resolve(const Request& request) const;
+  // True when client.allow_commands leaves this dangerous command refused (or client.
+  // refuse_scripts this script).
+  bool refuses(const Resolved& resolved) const;
 
   // session::Handler: a ClientSession (proxy/client_session.hpp) per client.
   std::unique_ptr<session::ClientHandler> open_session() override;

@@ -276,7 +276,8 @@ def test_client_kill_by_each_filter(stack):
         harness.wait_until(lambda: b"flags=P" in admin.call("CLIENT", "LIST"), 3,
                            what="the subscriber listed as pubsub (flags=P)")
         eq(admin.call("CLIENT", "KILL", "TYPE", "pubsub"), 1, "KILL TYPE pubsub")
-        eq(admin.call("CLIENT", "KILL", "USER", "nosuchuser"), 0, "KILL USER other")
+        is_err(admin.call("CLIENT", "KILL", "USER", "nosuchuser"), "ERR No such user 'nosuchuser'",
+               "KILL USER of a user the server does not have, as Redis answers it")
         harness.wait_until(lambda: len(admin.call("CLIENT", "LIST").splitlines()) == 1,
                            timeout=3, what="only the admin left")
         is_err(admin.call("CLIENT", "KILL", "ID", "x"), "ERR")

@@ -25,9 +25,11 @@ enum CommandFlag : std::uint32_t {
   kLoading = 1u << 11,
   kStale = 1u << 12,
   kDeletesKeys = 1u << 13,  // only removes its keys (DEL UNLINK): allowed where writes are refused
-  kFlushesAll = 1u << 14,   // empties databases (FLUSHDB FLUSHALL): the whole cache goes
+  kFlushesAll = 1u << 14,   // empties or swaps databases (FLUSHDB FLUSHALL SWAPDB): the cache goes
   kQueuedInMulti = 1u << 15,  // a local row Redis answers alike: queued inside MULTI (PING ...)
   kRunsScript = 1u << 16,     // runs or loads server-side code: refused with client.refuse_scripts
+  kMayReplicate =
+      1u << 17,  // Redis's may_replicate (PUBLISH PFCOUNT EVAL ...): CLIENT PAUSE WRITE holds it
 };
 
 // Where a command is sent. A cluster adds "keyed by slot", "split by slot" and "broadcast" here.

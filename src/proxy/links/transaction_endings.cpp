@@ -37,6 +37,7 @@ Action abort_transaction(ClientState& client, std::uint64_t tag,
   client.mode.apply(StateChange::discard, {});
   client.queued_database = -1;
   client.queued_write_keys.clear();
+  client.queued_flush_all = false;
   std::string reply;
   resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
   std::string discard;
@@ -55,6 +56,7 @@ Action answer_lost_transaction(ClientState& client, const CommandSpec& row, std:
   if (row.change == StateChange::exec || row.change == StateChange::discard) {
     client.mode.reset();
     client.queued_write_keys.clear();
+    client.queued_flush_all = false;
     client.queued_database = -1;
     if (row.change == StateChange::exec) {
       resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");

@@ -7,7 +7,11 @@
 
 #include "proxy/ascii.hpp"
 #include "proxy/local/client_registry.hpp"
+#include "proxy/local/function_flags.hpp"
 #include "resp/encoder.hpp"
+#include "upstream/errors.hpp"
+#include "upstream/reply_target.hpp"
+#include "upstream/upstream.hpp"
 
 namespace corral::proxy {
 
@@ -67,6 +71,31 @@ std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) 
   if (filter.type == "slave") filter.type = "replica";
   return {};
 }
+// CLIENT KILL USER name, for a user other than "default": Corral's clients all show as "default"
+// (none matches), but whether the user exists is the upstream's to say, and Redis answers an
+// error for one that does not. ACL DRYRUN answers an error only for a missing user (or -NOPERM
+// when Corral's own user may not run it: then 0, as for a user with no client).
+Action kill_upstream_user(LocalCall& call, const std::string& user) {
+  std::string dryrun;
+  const std::string_view argv[] = {"ACL", "DRYRUN", user, "PING"};
+  resp::append_command(dryrun, argv);
+  auto answer = upstream::CallbackTarget::make(
+      [target = *call.target, tag = call.tag, user](std::string_view reply, bool failed) {
+        if (failed) return target->on_failure(tag, reply);
+        std::string out;
+        if (reply.starts_with("-ERR")) {
+          resp::append_error(out, "ERR No such user '" + user + "'");
+        } else {
+          resp::append_integer(out, 0);
+        }
+        target->on_reply(tag, out);
+      });
+  call.deferred = true;
+  if (!call.upstream->ask_server(dryrun, call.tag, answer)) {
+    (*call.target)->on_failure(call.tag, upstream::kErrUnavailable);
+  }
+  return Action::done;
+}
 }  // namespace
 
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
@@ -111,6 +140,10 @@ Action client_kill(LocalCall& call) {
     resp::append_error(call.reply, error);
     return Action::done;
   }
+  if (!filter.user.empty() && filter.user != "default" && call.upstream != nullptr &&
+      call.target != nullptr) {
+    return kill_upstream_user(call, filter.user);
+  }
   ClientFilter self = filter;
   self.ids = {call.client.id};
   self.skip_id = 0;
@@ -133,35 +166,46 @@ Action client_kill(LocalCall& call) {
 
 // CLIENT PAUSE timeout [WRITE|ALL]: Corral holds its clients' commands (all, or the writes) for
 // `timeout` ms; held requests then run in the order they came.
-Action client_pause(LocalCall& call) {
+void pause_clients(std::span<const std::string_view> argv, upstream::Upstream* upstream,
+                   std::string& reply) {
   long long ms = 0;
-  if (!parse_integer(call.argv[2], ms) || ms < 0) {
-    resp::append_error(call.reply, "ERR timeout is not an integer or out of range");
-    return Action::done;
+  if (!parse_integer(argv[2], ms) || ms < 0) {
+    resp::append_error(reply, "ERR timeout is not an integer or out of range");
+    return;
   }
   bool all = true;
-  if (call.argv.size() == 4) {
-    if (iequals(call.argv[3], "write")) {
+  if (argv.size() == 4) {
+    if (iequals(argv[3], "write")) {
       all = false;
-    } else if (!iequals(call.argv[3], "all")) {
-      resp::append_error(call.reply, kSyntaxError);
-      return Action::done;
+    } else if (!iequals(argv[3], "all")) {
+      resp::append_error(reply, kSyntaxError);
+      return;
     }
-  } else if (call.argv.size() > 4) {
-    resp::append_error(call.reply, kSyntaxError);
-    return Action::done;
+  } else if (argv.size() > 4) {
+    resp::append_error(reply, kSyntaxError);
+    return;
   }
   // A year is "until CLIENT UNPAUSE"; larger values would overflow the clock's nanoseconds.
   constexpr long long kMaxPauseMs = 365LL * 24 * 3600 * 1000;
   ms = std::min(ms, kMaxPauseMs);
   client_registry().pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), all);
-  resp::append_simple(call.reply, "OK");
+  // FCALL of a function that declares no-writes runs through a WRITE pause: which ones do.
+  if (!all && upstream != nullptr) learn_function_flags(*upstream);
+  resp::append_simple(reply, "OK");
+}
+
+void unpause_clients(std::string& reply) {
+  client_registry().unpause();
+  resp::append_simple(reply, "OK");
+}
+
+Action client_pause(LocalCall& call) {
+  pause_clients(call.argv, call.upstream, call.reply);
   return Action::done;
 }
 
 Action client_unpause(LocalCall& call) {
-  client_registry().unpause();
-  resp::append_simple(call.reply, "OK");
+  unpause_clients(call.reply);
   return Action::done;
 }
 

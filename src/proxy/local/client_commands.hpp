@@ -12,4 +12,11 @@ Action client_kill(LocalCall& call);
 Action client_pause(LocalCall& call);
 Action client_unpause(LocalCall& call);
 
+// CLIENT PAUSE's and UNPAUSE's work, with their reply appended to `reply`; also run by EXEC for a
+// pause queued inside MULTI (queued_pause.hpp). `upstream` (may be null) is asked which functions
+// declare no-writes.
+void pause_clients(std::span<const std::string_view> argv, upstream::Upstream* upstream,
+                   std::string& reply);
+void unpause_clients(std::string& reply);
+
 }  // namespace corral::proxy

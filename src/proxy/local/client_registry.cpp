@@ -177,9 +177,22 @@ void ClientRegistry::pause(std::chrono::steady_clock::time_point until, bool all
 void ClientRegistry::unpause() { paused_until_ms_.store(0); }
 
 bool ClientRegistry::holds(std::uint32_t flags) const {
+  if (!paused()) return false;
+  return pause_all_.load(std::memory_order_relaxed) || (flags & (kWrite | kMayReplicate)) != 0;
+}
+
+bool ClientRegistry::paused() const {
   const auto until = paused_until_ms_.load(std::memory_order_relaxed);
-  if (until == 0 || until <= now_ms()) return false;
-  return pause_all_.load(std::memory_order_relaxed) || (flags & kWrite) != 0;
+  return until != 0 && until > now_ms();
+}
+
+std::size_t ClientRegistry::held_by_pause() const {
+  if (!paused()) return 0;  // the held retry within moments
+  std::lock_guard lock(mutex_);
+  return static_cast<std::size_t>(
+      std::count_if(clients_.begin(), clients_.end(), [](const auto& client) {
+        return client.second.record->held_by_pause.load(std::memory_order_relaxed);
+      }));
 }
 
 ClientRegistry& client_registry() {

@@ -35,6 +35,7 @@ struct ClientRecord {
   std::atomic<const CommandSpec*> last_command{nullptr};  // a table row: static storage
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
   std::atomic<bool> in_multi{false};
+  std::atomic<bool> held_by_pause{false};  // a command waits for CLIENT PAUSE to end
 };
 
 // The Redis side of a client's dedicated upstream connection, for CLIENT UNBLOCK: Redis's id for
@@ -85,6 +86,10 @@ class ClientRegistry {
   void unpause();
   // True when a command with these flags must wait now. One relaxed load when not paused.
   bool holds(std::uint32_t flags) const;
+  // True while a pause is in force (of either kind).
+  bool paused() const;
+  // Clients whose command waits for the pause to end: Redis counts them in blocked_clients.
+  std::size_t held_by_pause() const;
 
   // CLIENT UNBLOCK: what Redis calls client `id`'s dedicated connection; set once Redis named it,
   // cleared when the connection is released. Nothing when unknown or none.

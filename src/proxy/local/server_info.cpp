@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "cache/store.hpp"
 #include "proxy/ascii.hpp"
+#include "proxy/local/client_registry.hpp"
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply.hpp"
@@ -43,6 +45,26 @@ void client_fields(std::string& out, const LocalCall& call) {
   field(out, "maxclients", std::to_string(call.client_settings.max_clients));
 }
 
+// Redis counts a client that CLIENT PAUSE holds in blocked_clients, beside those blocked in a
+// command; Corral holds its clients itself, so they are added to the upstream's count.
+constexpr std::string_view kBlockedClients = "blocked_clients:";
+
+void add_held_clients(std::string& text, std::size_t held) {
+  if (held == 0) return;
+  for (std::size_t at = text.find(kBlockedClients); at != std::string::npos;
+       at = text.find(kBlockedClients, at + 1)) {
+    if (at != 0 && text[at - 1] != '\n') continue;
+    const std::size_t begin = at + kBlockedClients.size();
+    const std::size_t end = text.find_first_of("\r\n", begin);
+    const std::size_t length = (end == std::string::npos ? text.size() : end) - begin;
+    std::uint64_t blocked = 0;
+    const auto parsed = std::from_chars(text.data() + begin, text.data() + begin + length, blocked);
+    if (parsed.ec != std::errc() || parsed.ptr != text.data() + begin + length) return;
+    text.replace(begin, length, std::to_string(blocked + held));
+    return;
+  }
+}
+
 // Used when the upstream cannot answer: Redis's server section minus what only Redis knows.
 void server_section(std::string& out, const LocalCall& call) {
   out += "# Server\r\n";
@@ -56,6 +78,7 @@ void server_section(std::string& out, const LocalCall& call) {
 void clients_section(std::string& out, const LocalCall& call) {
   out += "# Clients\r\n";
   client_fields(out, call);
+  field(out, "blocked_clients", std::to_string(client_registry().held_by_pause()));
 }
 
 void proxy_section(std::string& out, const LocalCall& call) {
@@ -120,6 +143,7 @@ struct Rendered {
   std::string overrides;  // "name:value\r\n" lines that replace the upstream's
   std::string own;        // Corral's sections
   std::string fallback;   // the whole answer when the upstream cannot give one
+  std::size_t held_by_pause = 0;
 };
 
 Rendered render(const LocalCall& call) {
@@ -129,6 +153,7 @@ Rendered render(const LocalCall& call) {
   append_sections(r.own, kOwnSections, call);
   append_sections(r.fallback, kFallbackSections, call);
   append_sections(r.fallback, kOwnSections, call);
+  r.held_by_pause = client_registry().held_by_pause();
   return r;
 }
 
@@ -140,6 +165,7 @@ class MergeInfo : public upstream::ReplyTarget {
     const auto decoded = resp::decode_reply(reply);
     if (!decoded || decoded->type != resp::Reply::Type::bulk) return on_failure(tag, {});
     std::string text = merge_info_text(decoded->text, rendered_.overrides);
+    add_held_clients(text, rendered_.held_by_pause);
     if (!rendered_.own.empty()) {
       if (!text.empty() && !text.ends_with("\r\n\r\n")) text += "\r\n";
       text += rendered_.own;

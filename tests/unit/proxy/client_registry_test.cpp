@@ -80,8 +80,19 @@ TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {
   CHECK(admin.reply() == "-ERR No such client\r\n");
   CHECK(admin.send({"CLIENT", "KILL", "ADDR", "10.1.0.1:1"}) == Action::done);
   CHECK(admin.reply() == ":0\r\n");  // SKIPME yes by default
+  // Another user than "default": the upstream says whether it exists (Corral's clients are
+  // all "default", so none matches).
   CHECK(admin.send({"CLIENT", "KILL", "USER", "someone"}) == Action::done);
+  CHECK(admin.reply().empty());
+  auto& shared = proxy.links.shared_of(0);
+  CHECK(shared.pending.back().bytes == wire({"ACL", "DRYRUN", "someone", "PING"}));
+  shared.answer("+OK\r\n");
   CHECK(admin.reply() == ":0\r\n");
+  CHECK(admin.send({"CLIENT", "KILL", "USER", "nobody"}) == Action::done);
+  shared.answer("-ERR User 'nobody' not found\r\n");
+  CHECK(admin.reply() == "-ERR No such user 'nobody'\r\n");
+  CHECK(admin.send({"CLIENT", "KILL", "USER", "default"}) == Action::done);
+  CHECK(admin.reply() == ":2\r\n");  // x and y
   CHECK(admin.send({"CLIENT", "KILL", "ID", "0"}) == Action::done);
   CHECK(admin.reply().starts_with("-ERR client-id should be greater than 0"));
   CHECK(admin.send({"CLIENT", "KILL", "ID", "1", "SKIPME"}) == Action::done);
