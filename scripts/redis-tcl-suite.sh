@@ -23,8 +23,8 @@ TCL_DIR=${TCL_DIR:-/tmp/corral-redis-tcl}
 SKIPS_WITH_REASONS=$CORRAL_ROOT/scripts/lib/redis-tcl-skips.txt
 
 # What the suite's admin tests need through Corral (issue 17: CONFIG, DEBUG, FLUSHALL, FLUSHDB,
-# FUNCTION, SCRIPT, ACL SETUSER/DELUSER).
-ALLOW='[CONFIG, DEBUG, FLUSHALL, FLUSHDB, FUNCTION, SCRIPT, "ACL SETUSER", "ACL DELUSER"]'
+# FUNCTION, SCRIPT, ACL SETUSER/DELUSER; MONITOR, Corral's own feed of its clients).
+ALLOW='[CONFIG, DEBUG, FLUSHALL, FLUSHDB, FUNCTION, SCRIPT, "ACL SETUSER", "ACL DELUSER", MONITOR]'
 
 pids=()
 stop_all() {

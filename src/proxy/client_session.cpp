@@ -11,8 +11,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
   state_.id = id;
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
-  record_ =
-      client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle, peer.post);
+  record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle,
+                                  peer.post, peer.buffers);
   if (peer.post) {
     state_.push = [post = peer.post](std::string bytes) {
       post([bytes = std::move(bytes)](upstream::ReplyTarget& out) { out.on_reply(0, bytes); });
@@ -40,6 +40,10 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   if (resolved.spec != nullptr && client_registry().holds(resolved.row().flags) &&
       resolved.row().name != "client|unpause") {
     return Action::wait_then_retry;
+  }
+  // CLIENT LIST / INFO show the command running, themselves included, as Redis does.
+  if (resolved.spec != nullptr) {
+    record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
   }
   const Action action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
   publish(resolved);
@@ -92,6 +96,7 @@ void ClientSession::publish(const Resolved& resolved) {
   record_->protocol.store(state_.protocol, std::memory_order_relaxed);
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
+  record_->monitoring.store(state_.monitoring, std::memory_order_relaxed);
   record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
   if (state_.name != published_name_) {
     published_name_ = state_.name;

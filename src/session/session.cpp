@@ -83,6 +83,7 @@ void Session<Stream>::start() {
       if (auto session = weak.lock(); session && !session->closed_) deliver(*session);
     });
   };
+  peer.buffers = buffers_;
   handler_ = worker_.handler->open_session(peer);
   authenticated_ = handler_->authenticated();
   worker_.stats.client_connected();
@@ -146,6 +147,7 @@ awaitable<void> Session<Stream>::read_loop() {
       if (!process_read()) co_await process_input();
       keep_pending_argv();
       input_.release();
+      publish_buffers();
     }
   } else {
     co_await read_tls();
@@ -334,10 +336,13 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
     if (request.raw.empty()) {
       slot.argv.capture(request.argv);
     } else {
-      slot.argv.refer(request.argv);
+      slot.argv.refer(request.raw);
       ++unkept_argv_;
     }
   }
+  // Per request only the input's two figures: the rest change on reads and writes.
+  buffers_->store(buffers_->query, input_.pending().size());
+  buffers_->store(buffers_->query_free, input_.space_size());
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
     slots_.pop_back();

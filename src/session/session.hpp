@@ -19,6 +19,7 @@
 
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
+#include "session/client_buffers.hpp"
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
@@ -112,6 +113,9 @@ class Session : public upstream::ReplyTarget,
   // each request still waiting for its reply, the only ones that may yet be recorded.
   void keep_pending_argv();
   void push(std::string_view bytes);
+  // Shows the buffers' sizes to CLIENT LIST once the input is given back or a write ends (the
+  // input's before each request too: its own bytes included, as Redis counts them).
+  void publish_buffers();
   void reject_protocol(std::string_view error);
   // Reply bytes held for the client: queued, being written (what the socket has not taken yet),
   // and parked in slots.
@@ -142,6 +146,9 @@ class Session : public upstream::ReplyTarget,
   upstream::ReadyRead reader_{input_space_};
   std::vector<std::string_view> argv_;
   std::string scratch_;
+
+  std::shared_ptr<ClientBuffers> buffers_ = std::make_shared<ClientBuffers>();
+  std::size_t parked_replies_ = 0;  // how many replies parked_bytes_ holds (CLIENT LIST's oll)
 
   SlotQueue<Slot> slots_;
   std::size_t unkept_argv_ = 0;   // newest slots whose argv still points into input_

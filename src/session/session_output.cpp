@@ -13,6 +13,7 @@
 
 #include "session/session.hpp"
 #include "session/worker.hpp"
+#include "slowlog/slow_log.hpp"
 
 namespace corral::session {
 
@@ -35,7 +36,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
   Slot& slot = slots_[index];
   const auto latency = std::chrono::steady_clock::now() - slot.started;
   worker_.stats.command(slot.metric_id, result, latency);
-  if (worker_.slowlog != nullptr && latency >= worker_.settings.slowlog.threshold) {
+  if (worker_.slowlog != nullptr && worker_.slowlog->records(latency)) {
     record_slow(slot, tag, latency);
   }
   if (!noted_phases_.empty()) {
@@ -45,6 +46,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     slot.reply.assign(reply);
     slot.ready = true;
     parked_bytes_ += reply.size();
+    ++parked_replies_;
     check_output_limit(false);
     return;
   }
@@ -58,6 +60,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     auto& next = slots_.front();
     output_.append(next.reply);
     parked_bytes_ -= next.reply.size();
+    --parked_replies_;
     close_after = next.close_after;
     slots_.pop_front();
     ++first_tag_;
@@ -154,6 +157,23 @@ void Session<Stream>::written() {
   written_ = 0;
   if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
   note_output_taken();
+  publish_buffers();
+}
+
+template <class Stream>
+void Session<Stream>::publish_buffers() {
+  ClientBuffers& b = *buffers_;
+  const std::size_t unwritten = output_.size() + (writing_.size() - written_);
+  b.store(b.query, input_.pending().size());
+  b.store(b.query_free, input_.space_size());
+  b.store(b.argv_memory, argv_.capacity() * sizeof(std::string_view));
+  b.store(b.reply_buffer, output_.capacity());
+  b.store(b.output, unwritten);
+  b.store(b.parked_replies, parked_replies_);
+  b.store(b.parked_bytes, parked_bytes_);
+  b.store(b.total, sizeof(*this) + input_.capacity() + output_.capacity() + writing_.capacity() +
+                       parked_bytes_ + slots_.capacity() * sizeof(Slot) +
+                       argv_.capacity() * sizeof(std::string_view));
 }
 
 // After the last reply (or a failed write): our FIN; when draining, the last reply and our FIN
@@ -195,6 +215,7 @@ void Session<Stream>::finish_writes() {
   template void Session<Stream>::want_write();                             \
   template void Session<Stream>::write_some();                             \
   template void Session<Stream>::written();                                \
+  template void Session<Stream>::publish_buffers();                        \
   template void Session<Stream>::end_writes();                             \
   template void Session<Stream>::finish_writes();
 CORRAL_SESSION_OUTPUT(PlainStream)

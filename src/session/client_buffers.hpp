@@ -1,0 +1,28 @@
+// A client's buffers as CLIENT LIST shows them (Redis's qbuf, rbs, obl ... fields): written by the
+// client's session on its io thread when they change, read by CLIENT LIST on any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace corral::session {
+
+struct ClientBuffers {
+  std::atomic<std::uint64_t> query{0};           // qbuf: request bytes read and not yet handled
+  std::atomic<std::uint64_t> query_free{0};      // qbuf-free: room left in the input buffer
+  std::atomic<std::uint64_t> argv_memory{0};     // argv-mem: the argument vector (views, no copies)
+  std::atomic<std::uint64_t> reply_buffer{0};    // rbs: the output buffer's capacity
+  std::atomic<std::uint64_t> output{0};          // obl: reply bytes not yet taken by the socket
+  std::atomic<std::uint64_t> parked_replies{0};  // oll: replies waiting for an earlier one
+  std::atomic<std::uint64_t> parked_bytes{0};    // omem: their bytes
+  std::atomic<std::uint64_t> total{0};  // tot-mem: every buffer above, with the reply slots
+
+  void store(std::atomic<std::uint64_t>& field, std::uint64_t value) {
+    field.store(value, std::memory_order_relaxed);
+  }
+  std::uint64_t load(const std::atomic<std::uint64_t>& field) const {
+    return field.load(std::memory_order_relaxed);
+  }
+};
+
+}  // namespace corral::session
