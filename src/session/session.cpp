@@ -83,6 +83,7 @@ void Session<Stream>::start() {
       if (auto session = weak.lock(); session && !session->closed_) deliver(*session);
     });
   };
+  publish_buffers();
   peer.buffers = buffers_;
   handler_ = worker_.handler->open_session(peer);
   authenticated_ = handler_->authenticated();
@@ -340,9 +341,7 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
       ++unkept_argv_;
     }
   }
-  // Per request only the input's two figures: the rest change on reads and writes.
-  buffers_->store(buffers_->query, input_.pending().size());
-  buffers_->store(buffers_->query_free, input_.space_size());
+  publish_input();
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
     slots_.pop_back();

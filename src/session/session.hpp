@@ -113,9 +113,11 @@ class Session : public upstream::ReplyTarget,
   // each request still waiting for its reply, the only ones that may yet be recorded.
   void keep_pending_argv();
   void push(std::string_view bytes);
-  // Shows the buffers' sizes to CLIENT LIST once the input is given back or a write ends (the
-  // input's before each request too: its own bytes included, as Redis counts them).
+  // Shows the buffers' sizes to CLIENT LIST: all of them at the start, when the input is given
+  // back and when a write ends; the input's before each request (its own bytes included, as
+  // Redis counts them).
   void publish_buffers();
+  void publish_input();
   void reject_protocol(std::string_view error);
   // Reply bytes held for the client: queued, being written (what the socket has not taken yet),
   // and parked in slots.

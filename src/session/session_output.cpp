@@ -161,19 +161,23 @@ void Session<Stream>::written() {
 }
 
 template <class Stream>
-void Session<Stream>::publish_buffers() {
+void Session<Stream>::publish_input() {
   ClientBuffers& b = *buffers_;
-  const std::size_t unwritten = output_.size() + (writing_.size() - written_);
   b.store(b.query, input_.pending().size());
   b.store(b.query_free, input_.space_size());
+  b.store(b.input_capacity, input_.capacity());
   b.store(b.argv_memory, argv_.capacity() * sizeof(std::string_view));
+}
+
+template <class Stream>
+void Session<Stream>::publish_buffers() {
+  publish_input();
+  ClientBuffers& b = *buffers_;
   b.store(b.reply_buffer, output_.capacity());
-  b.store(b.output, unwritten);
+  b.store(b.output, output_.size() + (writing_.size() - written_));
   b.store(b.parked_replies, parked_replies_);
   b.store(b.parked_bytes, parked_bytes_);
-  b.store(b.total, sizeof(*this) + input_.capacity() + output_.capacity() + writing_.capacity() +
-                       parked_bytes_ + slots_.capacity() * sizeof(Slot) +
-                       argv_.capacity() * sizeof(std::string_view));
+  b.store(b.session_memory, sizeof(*this) + writing_.capacity() + slots_.capacity() * sizeof(Slot));
 }
 
 // After the last reply (or a failed write): our FIN; when draining, the last reply and our FIN
@@ -215,6 +219,7 @@ void Session<Stream>::finish_writes() {
   template void Session<Stream>::want_write();                             \
   template void Session<Stream>::write_some();                             \
   template void Session<Stream>::written();                                \
+  template void Session<Stream>::publish_input();                          \
   template void Session<Stream>::publish_buffers();                        \
   template void Session<Stream>::end_writes();                             \
   template void Session<Stream>::finish_writes();

@@ -133,7 +133,7 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   field("obl", b.load(b.output));
   field("oll", b.load(b.parked_replies));
   field("omem", b.load(b.parked_bytes));
-  field("tot-mem", b.load(b.total));
+  field("tot-mem", b.total());
   out += std::string(" events=") + (b.load(b.output) > 0 ? "rw" : "r") +
          " cmd=" + (last ? std::string(last->name) : std::string("NULL")) +
          " user=default redir=-1 resp=" + std::to_string(protocol) + "\n";
