@@ -61,12 +61,14 @@ void ArgvHead::append_kept(std::string_view arg) {
   const std::size_t needed = kept_size_ + sizeof full + cut;
   const std::size_t capacity = spill_ ? spill_capacity_ : inline_.size();
   if (needed > capacity) {
-    // At most kMaxArgs cut arguments: one spill of the largest size serves every request after.
+    // Doubling, up to what kMaxArgs cut arguments take: a request a little over the inline room
+    // (a key and a 100-byte value) costs a small allocation, not the largest.
     const std::size_t largest = kMaxArgs * (sizeof full + kBytesPerArg);
-    auto larger = std::make_unique_for_overwrite<char[]>(largest);
+    const std::size_t grown = std::min(largest, std::max(needed, 2 * capacity));
+    auto larger = std::make_unique_for_overwrite<char[]>(grown);
     std::memcpy(larger.get(), kept_bytes(), kept_size_);
     spill_ = std::move(larger);
-    spill_capacity_ = static_cast<std::uint32_t>(largest);
+    spill_capacity_ = static_cast<std::uint32_t>(grown);
   }
   std::memcpy(kept_bytes() + kept_size_, &full, sizeof full);
   std::memcpy(kept_bytes() + kept_size_ + sizeof full, arg.data(), cut);
