@@ -12,7 +12,7 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
   record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle,
-                                  peer.post, peer.buffers);
+                                  peer.post, peer.buffers, peer.show_buffers);
   if (peer.post) {
     state_.push = [post = peer.post](std::string bytes) {
       post([bytes = std::move(bytes)](upstream::ReplyTarget& out) { out.on_reply(0, bytes); });

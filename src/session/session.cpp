@@ -85,6 +85,9 @@ void Session<Stream>::start() {
   };
   publish_buffers();
   peer.buffers = buffers_;
+  peer.show_buffers = [weak] {
+    if (auto session = weak.lock()) session->publish_buffers();
+  };
   handler_ = worker_.handler->open_session(peer);
   authenticated_ = handler_->authenticated();
   worker_.stats.client_connected();
@@ -148,7 +151,7 @@ awaitable<void> Session<Stream>::read_loop() {
       if (!process_read()) co_await process_input();
       keep_pending_argv();
       input_.release();
-      publish_buffers();
+      if (input_shape() != published_input_) publish_input();
     }
   } else {
     co_await read_tls();
@@ -341,7 +344,6 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
       ++unkept_argv_;
     }
   }
-  publish_input();
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
     slots_.pop_back();

@@ -157,12 +157,20 @@ void Session<Stream>::written() {
   written_ = 0;
   if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
   note_output_taken();
-  publish_buffers();
+  // A request/response client ends every write alike (nothing held, the same capacities).
+  if (output_shape() != published_output_) publish_output();
+}
+
+template <class Stream>
+void Session<Stream>::publish_buffers() {
+  publish_input();
+  publish_output();
 }
 
 template <class Stream>
 void Session<Stream>::publish_input() {
   ClientBuffers& b = *buffers_;
+  published_input_ = input_shape();
   b.store(b.query, input_.pending().size());
   b.store(b.query_free, input_.space_size());
   b.store(b.input_capacity, input_.capacity());
@@ -170,14 +178,15 @@ void Session<Stream>::publish_input() {
 }
 
 template <class Stream>
-void Session<Stream>::publish_buffers() {
-  publish_input();
+void Session<Stream>::publish_output() {
   ClientBuffers& b = *buffers_;
-  b.store(b.reply_buffer, output_.capacity());
+  published_output_ = output_shape();
+  // Replies are written from one string while the next batch gathers in the other.
+  b.store(b.reply_buffer, output_.capacity() + writing_.capacity());
   b.store(b.output, output_.size() + (writing_.size() - written_));
   b.store(b.parked_replies, parked_replies_);
   b.store(b.parked_bytes, parked_bytes_);
-  b.store(b.session_memory, sizeof(*this) + writing_.capacity() + slots_.capacity() * sizeof(Slot));
+  b.store(b.session_memory, sizeof(*this) + slots_.capacity() * sizeof(Slot));
 }
 
 // After the last reply (or a failed write): our FIN; when draining, the last reply and our FIN
@@ -219,8 +228,9 @@ void Session<Stream>::finish_writes() {
   template void Session<Stream>::want_write();                             \
   template void Session<Stream>::write_some();                             \
   template void Session<Stream>::written();                                \
-  template void Session<Stream>::publish_input();                          \
   template void Session<Stream>::publish_buffers();                        \
+  template void Session<Stream>::publish_input();                          \
+  template void Session<Stream>::publish_output();                         \
   template void Session<Stream>::end_writes();                             \
   template void Session<Stream>::finish_writes();
 CORRAL_SESSION_OUTPUT(PlainStream)

@@ -77,15 +77,24 @@ void ArgvHead::append_kept(std::string_view arg) {
 
 void ArgvHead::keep() {
   if (kept_) return;
+  kept_ = true;
+  // Most requests are short: their bytes as they came, one copy, cut only if ever shown.
+  if (referred_.size() <= inline_.size()) {
+    std::memcpy(inline_.data(), referred_.data(), referred_.size());
+    kept_size_ = static_cast<std::uint32_t>(referred_.size());
+    kept_multibulk_ = true;
+    referred_ = {};
+    return;
+  }
   kept_size_ = 0;
   argc_ = static_cast<std::uint32_t>(
       walk_multibulk(referred_, [this](std::string_view arg) { append_kept(arg); }));
   referred_ = {};
-  kept_ = true;
 }
 
 void ArgvHead::capture(std::span<const std::string_view> argv) {
   referred_ = {};
+  kept_multibulk_ = false;
   kept_size_ = 0;
   argc_ = static_cast<std::uint32_t>(argv.size());
   for (std::size_t i = 0; i < shown_args(argv.size()); ++i) append_kept(argv[i]);
@@ -94,8 +103,10 @@ void ArgvHead::capture(std::span<const std::string_view> argv) {
 
 std::vector<std::string> ArgvHead::redis_argv() const {
   std::vector<std::string> out;
-  if (!kept_) {
-    const std::size_t argc = walk_multibulk(referred_, [&](std::string_view arg) {
+  if (!kept_ || kept_multibulk_) {
+    const std::string_view multibulk =
+        kept_ ? std::string_view(inline_.data(), kept_size_) : referred_;
+    const std::size_t argc = walk_multibulk(multibulk, [&](std::string_view arg) {
       out.push_back(rendered(arg.substr(0, std::min(arg.size(), kBytesPerArg)), arg.size()));
     });
     append_more_arguments(out, argc);

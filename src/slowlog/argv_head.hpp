@@ -33,8 +33,8 @@ class ArgvHead {
     referred_ = multibulk;
     kept_ = false;
   }
-  // Copies the cut arguments of what refer() points at; once is enough. At most 96 bytes are
-  // copied without an allocation (the command and a short key and value).
+  // Copies what refer() points at; once is enough. A request of up to 96 bytes is copied as it
+  // came (the command and a short key and value, the common case); a larger one is cut first.
   void keep();
   // Copies now, for arguments about to be overwritten (an inline request's, unescaped into a
   // scratch string the next request reuses).
@@ -43,7 +43,8 @@ class ArgvHead {
   std::vector<std::string> redis_argv() const;
 
  private:
-  // The kept form: per kept argument, its full size (4 bytes) and then its first bytes.
+  // The kept form of a larger request: per kept argument, its full size (4 bytes) and then its
+  // first bytes.
   void append_kept(std::string_view arg);
   char* kept_bytes() { return spill_ ? spill_.get() : inline_.data(); }
   const char* kept_bytes() const { return spill_ ? spill_.get() : inline_.data(); }
@@ -55,6 +56,7 @@ class ArgvHead {
   std::uint32_t spill_capacity_ = 0;
   std::uint32_t argc_ = 0;  // all the request's arguments, kept or not
   bool kept_ = false;
+  bool kept_multibulk_ = false;  // inline_ holds the request's bytes as they came
 };
 
 }  // namespace corral::slowlog

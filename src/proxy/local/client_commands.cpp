@@ -69,6 +69,16 @@ std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) 
 }
 }  // namespace
 
+namespace {
+// The caller's own buffers as they are now, its request's bytes included, as Redis shows them;
+// the other clients' as of their last read or write.
+void show_own_buffers(const LocalCall& call) {
+  if (const auto self = client_registry().find(call.client.id); self && self->show_buffers) {
+    self->show_buffers();
+  }
+}
+}  // namespace
+
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
 Action client_list(LocalCall& call) {
   ClientFilter filter;
@@ -91,11 +101,13 @@ Action client_list(LocalCall& call) {
       return Action::done;
     }
   }
+  show_own_buffers(call);
   resp::append_bulk(call.reply, client_registry().list(filter));
   return Action::done;
 }
 
 Action client_info(LocalCall& call) {
+  show_own_buffers(call);
   resp::append_bulk(call.reply, client_registry().info(call.client.id));
   return Action::done;
 }

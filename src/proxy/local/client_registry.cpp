@@ -19,7 +19,7 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
     std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
     std::function<void(std::chrono::milliseconds)> close_if_idle,
     std::function<void(std::function<void(upstream::ReplyTarget&)>)> post,
-    std::shared_ptr<const session::ClientBuffers> buffers) {
+    std::shared_ptr<const session::ClientBuffers> buffers, std::function<void()> show_buffers) {
   auto record = std::make_shared<ClientRecord>();
   record->id = id;
   record->addr = std::move(addr);
@@ -28,6 +28,7 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
   record->close_if_idle = std::move(close_if_idle);
   record->post = std::move(post);
   record->buffers = std::move(buffers);
+  record->show_buffers = std::move(show_buffers);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   clients_[id] = Entry{record, {}, {}};

@@ -38,6 +38,7 @@ struct ClientRecord {
   std::atomic<bool> monitoring{false};                    // MONITOR (flags=O)
   std::atomic<bool> in_multi{false};
   std::shared_ptr<const session::ClientBuffers> buffers;  // null for sessions without one
+  std::function<void()> show_buffers;  // see session::Peer: the client's own thread only
 };
 
 // The Redis side of a client's dedicated upstream connection, for CLIENT UNBLOCK: Redis's id for
@@ -67,7 +68,8 @@ class ClientRegistry {
       std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
       std::function<void(std::chrono::milliseconds)> close_if_idle,
       std::function<void(std::function<void(upstream::ReplyTarget&)>)> post = {},
-      std::shared_ptr<const session::ClientBuffers> buffers = {});
+      std::shared_ptr<const session::ClientBuffers> buffers = {},
+      std::function<void()> show_buffers = {});
   void remove(std::uint64_t id);
   // The record of client `id`, or null once it has left (or never was).
   std::shared_ptr<ClientRecord> find(std::uint64_t id) const;

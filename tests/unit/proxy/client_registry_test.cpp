@@ -25,7 +25,8 @@ struct Peered {
         [this] { ++closes; },
         [this](std::chrono::milliseconds) { ++idle_asks; },
         [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); },
-        buffers};
+        buffers,
+        [this] { ++shows; }};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {
@@ -38,6 +39,7 @@ struct Peered {
   std::unique_ptr<session::ClientHandler> handler;
   std::shared_ptr<Replies> slots;
   std::shared_ptr<session::ClientBuffers> buffers;  // what a session would publish
+  int shows = 0;                                    // asked to bring them up to date
   std::uint64_t tag = 0;
   int closes = 0;
   int idle_asks = 0;
@@ -88,6 +90,11 @@ TEST_CASE("CLIENT LIST shows the buffers its session published", "[client]") {
   CHECK(a.send({"CLIENT", "LIST", "ID", std::to_string(b.handler->client_id())}) == Action::done);
   CHECK(a.reply().find(" qbuf=26 qbuf-free=16358 argv-mem=64 multi-mem=0 rbs=1024 rbp=1024 obl=5 "
                        "oll=2 omem=300 tot-mem=19772 events=rw ") != std::string::npos);
+  // Only the caller's own buffers are brought up to date (on its thread), for its own line.
+  CHECK(a.shows == 1);
+  CHECK(b.shows == 0);
+  CHECK(a.send({"CLIENT", "INFO"}) == Action::done);
+  CHECK(a.shows == 2);
 }
 
 TEST_CASE("a MONITOR client is flagged O and counts as a normal client", "[client]") {

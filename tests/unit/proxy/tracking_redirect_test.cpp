@@ -22,7 +22,8 @@ struct Posted {
         [] {},
         [](std::chrono::milliseconds) {},
         [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); },
-        nullptr};
+        nullptr,
+        {}};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {
