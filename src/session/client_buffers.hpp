@@ -12,11 +12,11 @@ struct ClientBuffers {
   std::atomic<std::uint64_t> query_free{0};      // qbuf-free: room left in the input buffer
   std::atomic<std::uint64_t> input_capacity{0};  // the input buffer (0 while idle: given back)
   std::atomic<std::uint64_t> argv_memory{0};     // argv-mem: the argument vector (views into it)
-  std::atomic<std::uint64_t> reply_buffer{0};    // rbs: the output buffer's capacity
+  std::atomic<std::uint64_t> reply_buffer{0};    // rbs: the reply buffers' capacity
   std::atomic<std::uint64_t> output{0};          // obl: reply bytes not yet taken by the socket
   std::atomic<std::uint64_t> parked_replies{0};  // oll: replies waiting for an earlier one
   std::atomic<std::uint64_t> parked_bytes{0};    // omem: their bytes
-  std::atomic<std::uint64_t> session_memory{0};  // the session itself, its slots, its write batch
+  std::atomic<std::uint64_t> session_memory{0};  // the session itself and its reply slots
 
   // tot-mem: everything above that is memory.
   std::uint64_t total() const {
