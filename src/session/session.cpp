@@ -223,6 +223,7 @@ awaitable<void> Session<Stream>::read_tls() {
       if (ec || closed_) break;
       input_.commit(n);
       if (!process_read()) co_await process_input();
+      if (input_shape() != published_input_) publish_input();
     }
   }
   co_return;
