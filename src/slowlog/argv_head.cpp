@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "slowlog/redaction.hpp"
+
 namespace corral::slowlog {
 
 namespace {
@@ -101,7 +103,7 @@ void ArgvHead::capture(std::span<const std::string_view> argv) {
   kept_ = true;
 }
 
-std::vector<std::string> ArgvHead::redis_argv() const {
+std::vector<std::string> ArgvHead::shown_argv() const {
   std::vector<std::string> out;
   if (!kept_ || kept_multibulk_) {
     const std::string_view multibulk =
@@ -122,6 +124,16 @@ std::vector<std::string> ArgvHead::redis_argv() const {
     at += static_cast<std::uint32_t>(cut);
   }
   append_more_arguments(out, argc_);
+  return out;
+}
+
+std::vector<std::string> ArgvHead::redis_argv() const {
+  auto out = shown_argv();
+  const std::vector<std::string_view> views(out.begin(), out.end());
+  const auto hide = redacted_arguments(views);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (hide[i]) out[i] = kRedacted;
+  }
   return out;
 }
 

@@ -39,10 +39,11 @@ class ArgvHead {
   // Copies now, for arguments about to be overwritten (an inline request's, unescaped into a
   // scratch string the next request reuses).
   void capture(std::span<const std::string_view> argv);
-  // The arguments as Redis's SLOWLOG shows them.
+  // The arguments as Redis's SLOWLOG shows them: cut, and secrets "(redacted)" as Redis does.
   std::vector<std::string> redis_argv() const;
 
  private:
+  std::vector<std::string> shown_argv() const;  // redis_argv() before redaction
   // The kept form of a larger request: per kept argument, its full size (4 bytes) and then its
   // first bytes.
   void append_kept(std::string_view arg);

@@ -134,12 +134,37 @@ def slowlog_args(conn):
     return [e[3] for e in conn.call("SLOWLOG", "GET", -1)]
 
 
+CONFIG_ALLOWED = {"threads": 2, "slowlog": {"threshold": "1s", "max_len": 64},
+                  "client": {"allow_commands": ["CONFIG"]}}
+
+
+def test_secrets_are_redacted_as_redis_redacts_them():
+    own = harness.Stack(CONFIG_ALLOWED, name="slowlog-redact").start()
+    try:
+        with own.raw() as raw, harness.Raw(own.redis.port) as direct:
+            assert raw.call("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"OK"
+            assert direct.call("SLOWLOG", "RESET") == b"OK"
+            assert isinstance(raw.call("AUTH", "not-the-password"), Err)
+            assert isinstance(raw.call("HELLO", "2", "AUTH", "someone", "not-it"), Err)
+            assert raw.call("CONFIG", "SET", "masterauth", "s3cret") == b"OK"
+            ours = slowlog_args(raw)
+            assert [b"AUTH", b"(redacted)"] in ours, ours
+            assert [b"HELLO", b"2", b"AUTH", b"(redacted)", b"(redacted)"] in ours, ours
+            assert not any(b"s3cret" in arg or b"not-it" in arg for a in ours for arg in a), ours
+            # The CONFIG SET ran in Redis too: its own entry is the same.
+            mine = [a for a in ours if a[:3] == [b"CONFIG", b"SET", b"masterauth"]]
+            redis = [a for a in slowlog_args(direct) if a[2:3] == [b"masterauth"]]
+            assert mine == [[b"CONFIG", b"SET", b"masterauth", b"(redacted)"]], ours
+            assert [a[3] for a in redis] == [b"(redacted)"], redis
+            assert raw.call("CONFIG", "SET", "masterauth", "") == b"OK"
+    finally:
+        own.stop()
+
+
 def test_config_set_through_corral_sets_its_log_too():
     # SLOWLOG through Corral answers from Corral's log, so the settings a client gives it through
     # Corral (which also reach Redis) govern that log, as they would Redis's.
-    config = {"threads": 2, "slowlog": {"threshold": "1s", "max_len": 64},
-              "client": {"allow_commands": ["CONFIG"]}}
-    own = harness.Stack(config, name="slowlog-config").start()
+    own = harness.Stack(CONFIG_ALLOWED, name="slowlog-config").start()
     try:
         with own.raw() as raw, harness.Raw(own.redis.port) as direct:
             assert raw.call("SLOWLOG", "RESET") == b"OK"

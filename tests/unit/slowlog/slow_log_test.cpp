@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "slowlog/argv_head.hpp"
+#include "slowlog/redaction.hpp"
 #include "slowlog/slow_log.hpp"
 
 using namespace corral::slowlog;
@@ -86,6 +87,29 @@ TEST_CASE("a kept request larger than the inline room is cut as one read in plac
   REQUIRE(in_place.size() == 32);
   CHECK(in_place[1] == std::string(128, 'a') + "... (72 more bytes)");
   CHECK(in_place[31] == "... (10 more arguments)");
+}
+
+TEST_CASE("secrets are redacted as Redis redacts them", "[slowlog]") {
+  using V = std::vector<std::string>;
+  const std::string r(kRedacted);
+  CHECK(rendered({"AUTH", "pw"}) == V{"AUTH", r});
+  CHECK(rendered({"auth", "user", "pw"}) == V{"auth", r, r});
+  CHECK(rendered({"HELLO", "3", "AUTH", "u", "pw", "SETNAME", "n"}) ==
+        V{"HELLO", "3", "AUTH", r, r, "SETNAME", "n"});
+  CHECK(rendered({"MIGRATE", "h", "1", "k", "0", "5000", "AUTH2", "u", "pw", "KEYS", "auth"}) ==
+        V{"MIGRATE", "h", "1", "k", "0", "5000", "AUTH2", r, r, "KEYS", "auth"});
+  CHECK(rendered({"MIGRATE", "h", "1", "k", "0", "5000", "auth", "pw"}) ==
+        V{"MIGRATE", "h", "1", "k", "0", "5000", "auth", r});
+  CHECK(rendered({"ACL", "SETUSER", "bob", "on", ">pw"}) == V{"ACL", "SETUSER", r, r, r});
+  CHECK(rendered({"config", "set", "maxmemory", "1mb", "MasterAuth", "pw"}) ==
+        V{"config", "set", "maxmemory", "1mb", "MasterAuth", r});
+  CHECK(rendered({"CONFIG", "GET", "requirepass"}) == V{"CONFIG", "GET", "requirepass"});
+  // Kept as it came, then shown: redacted all the same.
+  std::string buffer = "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n";
+  ArgvHead head;
+  head.refer(buffer);
+  head.keep();
+  CHECK(head.redis_argv() == V{"AUTH", r});
 }
 
 TEST_CASE("the log shows the newest max_len entries of all threads", "[slowlog]") {
