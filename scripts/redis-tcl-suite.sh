@@ -30,11 +30,12 @@ SKIPS_WITH_REASONS=$CORRAL_ROOT/scripts/lib/redis-tcl-skips.txt
 # - SWAPDB (swaps whole databases under the cache; Corral then drops its cache):
 #   unit/multi's WATCH tests, unit/type/list's blocked-client tests, unit/keyspace;
 # - CLIENT KILL, CLIENT PAUSE/UNPAUSE (act on every client of the proxy; Corral answers them
-#   about its own clients): unit/introspection, unit/pause.
+#   about its own clients): unit/introspection, unit/pause;
+# - MONITOR (Corral's own feed of its clients' commands): unit/introspection, unit/other.
 # SYNC and PSYNC stay refused even when allowed (docs/compatibility.md).
 ALLOW='[CONFIG, DEBUG, FLUSHALL, FLUSHDB, FUNCTION, SCRIPT, "ACL SETUSER", "ACL DELUSER", '
 ALLOW+='SAVE, BGSAVE, BGREWRITEAOF, PFDEBUG, SWAPDB, "CLIENT KILL", "CLIENT PAUSE", '
-ALLOW+='"CLIENT UNPAUSE"]'
+ALLOW+='"CLIENT UNPAUSE", MONITOR]'
 
 pids=()
 stop_all() {

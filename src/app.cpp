@@ -163,8 +163,9 @@ App::App(const config::Settings& settings, metrics::Metrics& metrics)
                                                     metrics.registry());
   metrics.add_collectable(cache_->collectable());
   if (settings_.slowlog.enabled) {
-    slowlog_ = std::make_unique<slowlog::SlowLog>(static_cast<std::size_t>(server_.threads()),
-                                                  settings_.slowlog.max_len);
+    slowlog_ = std::make_unique<slowlog::SlowLog>(
+        static_cast<std::size_t>(server_.threads()), settings_.slowlog.max_len,
+        std::chrono::duration_cast<std::chrono::microseconds>(settings_.slowlog.threshold).count());
     server_.set_slowlog(*slowlog_);
     slowlog_metrics_ = metrics::make_slowlog_metrics(*slowlog_);
     metrics.add_collectable(slowlog_metrics_);

@@ -13,8 +13,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
   state_.id = id;
   state_.authenticated = client.password.empty();
   state_.admin = client.admin_password.empty();
-  record_ =
-      client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle, peer.post);
+  record_ = client_registry().add(id, peer.addr, peer.laddr, peer.close, peer.close_if_idle,
+                                  peer.post, peer.buffers, peer.show_buffers);
   if (peer.post) {
     state_.push = [post = peer.post](std::string bytes) {
       post([bytes = std::move(bytes)](upstream::ReplyTarget& out) { out.on_reply(0, bytes); });
@@ -38,6 +38,10 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
                     static_cast<const CommandSpec*>(classified.detail), classified.metric_id};
   // A retried request whose name was unknown may have been learned from the upstream since.
   if (resolved.spec == nullptr) resolved = dispatcher_.resolve(request);
+  // CLIENT LIST / INFO show the command running (a held one too), themselves included, as Redis.
+  if (resolved.spec != nullptr) {
+    record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
+  }
   const bool held = held_by_pause(request, resolved);
   record_->held_by_pause.store(held, std::memory_order_relaxed);
   if (held) return Action::wait_then_retry;
@@ -156,6 +160,7 @@ void ClientSession::publish(const Resolved& resolved) {
   record_->protocol.store(state_.protocol, std::memory_order_relaxed);
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
+  record_->monitoring.store(state_.monitoring, std::memory_order_relaxed);
   record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
   if (state_.name != published_name_) {
     published_name_ = state_.name;

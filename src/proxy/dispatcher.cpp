@@ -21,6 +21,7 @@
 #include "proxy/links/transaction_endings.hpp"
 #include "proxy/local/local_commands.hpp"
 #include "proxy/local/monitor_feed.hpp"
+#include "proxy/local/slowlog_config.hpp"
 #include "proxy/local/version_commands.hpp"
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
@@ -441,6 +442,10 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
                   : cacheable ? invalidating_target(client, row, request, target)
                               : target;
   if (row.change == StateChange::exec) reply_to = select_at_exec(client, std::move(reply_to));
+  // Queued in MULTI, its +OK would be inside EXEC's reply: Corral's log then keeps its settings.
+  if (slowlog_ != nullptr && row.name == "config|set" && !client.mode.in_multi()) {
+    reply_to = follow_slowlog_config(request.argv, *slowlog_, std::move(reply_to));
+  }
   if (row.change == StateChange::discard) client.queued_database = -1;
   const auto& named =
       client.tracking_redirect ? redirect_naming_target(client, row, reply_to) : reply_to;

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "resp/request.hpp"
+#include "session/client_buffers.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::session {
@@ -38,6 +39,10 @@ struct Peer {
   // such bytes disconnect the client), unless the client has left by then. Callable from any
   // thread: how MONITOR lines and another client's tracking invalidations reach this one.
   std::function<void(std::function<void(upstream::ReplyTarget& out)> deliver)> post;
+  // The session's buffers, for CLIENT LIST / INFO (readable from any thread), and how to bring
+  // them up to date: only from the session's own thread, within a call of its handler.
+  std::shared_ptr<const ClientBuffers> buffers;
+  std::function<void()> show_buffers;
 };
 
 // What the handler learned of a request before handling it. The session keeps the metric id (for

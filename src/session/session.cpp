@@ -83,6 +83,11 @@ void Session<Stream>::start() {
       if (auto session = weak.lock(); session && !session->closed_) deliver(*session);
     });
   };
+  publish_buffers();
+  peer.buffers = buffers_;
+  peer.show_buffers = [weak] {
+    if (auto session = weak.lock()) session->publish_buffers();
+  };
   handler_ = worker_.handler->open_session(peer);
   authenticated_ = handler_->authenticated();
   worker_.stats.client_connected();
@@ -146,6 +151,7 @@ awaitable<void> Session<Stream>::read_loop() {
       if (!process_read()) co_await process_input();
       keep_pending_argv();
       input_.release();
+      if (input_shape() != published_input_) publish_input();
     }
   } else {
     co_await read_tls();
@@ -217,6 +223,7 @@ awaitable<void> Session<Stream>::read_tls() {
       if (ec || closed_) break;
       input_.commit(n);
       if (!process_read()) co_await process_input();
+      if (input_shape() != published_input_) publish_input();
     }
   }
   co_return;
@@ -334,7 +341,7 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
     if (request.raw.empty()) {
       slot.argv.capture(request.argv);
     } else {
-      slot.argv.refer(request.argv);
+      slot.argv.refer(request.raw);
       ++unkept_argv_;
     }
   }

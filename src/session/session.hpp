@@ -19,6 +19,7 @@
 
 #include "metrics/metrics.hpp"
 #include "resp/request_parser.hpp"
+#include "session/client_buffers.hpp"
 #include "session/drainable.hpp"
 #include "session/handler.hpp"
 #include "session/input_buffer.hpp"
@@ -112,6 +113,18 @@ class Session : public upstream::ReplyTarget,
   // each request still waiting for its reply, the only ones that may yet be recorded.
   void keep_pending_argv();
   void push(std::string_view bytes);
+  // Shows the buffers' sizes to CLIENT LIST: at the start, after each read's requests (the
+  // input's) and each write (the output's) when they changed, and all of them when the client
+  // asks CLIENT LIST/INFO itself (Peer), so that its own line counts its own request's bytes, as
+  // Redis's does.
+  void publish_buffers();
+  void publish_input();
+  void publish_output();
+  std::size_t input_shape() const { return input_.capacity() + input_.pending().size(); }
+  std::size_t output_shape() const {
+    return output_.capacity() + writing_.capacity() + output_.size() + writing_.size() +
+           parked_bytes_ + slots_.capacity();
+  }
   void reject_protocol(std::string_view error);
   // Reply bytes held for the client: queued, being written (what the socket has not taken yet),
   // and parked in slots.
@@ -142,6 +155,11 @@ class Session : public upstream::ReplyTarget,
   upstream::ReadyRead reader_{input_space_};
   std::vector<std::string_view> argv_;
   std::string scratch_;
+
+  std::shared_ptr<ClientBuffers> buffers_ = std::make_shared<ClientBuffers>();
+  std::size_t parked_replies_ = 0;    // how many replies parked_bytes_ holds (CLIENT LIST's oll)
+  std::size_t published_input_ = 0;   // input_shape() when last published
+  std::size_t published_output_ = 0;  // output_shape() when last published
 
   SlotQueue<Slot> slots_;
   std::size_t unkept_argv_ = 0;   // newest slots whose argv still points into input_

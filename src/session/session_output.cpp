@@ -13,6 +13,7 @@
 
 #include "session/session.hpp"
 #include "session/worker.hpp"
+#include "slowlog/slow_log.hpp"
 
 namespace corral::session {
 
@@ -35,7 +36,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
   Slot& slot = slots_[index];
   const auto latency = std::chrono::steady_clock::now() - slot.started;
   worker_.stats.command(slot.metric_id, result, latency);
-  if (worker_.slowlog != nullptr && latency >= worker_.settings.slowlog.threshold) {
+  if (worker_.slowlog != nullptr && worker_.slowlog->records(latency)) {
     record_slow(slot, tag, latency);
   }
   if (!noted_phases_.empty()) {
@@ -45,6 +46,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     slot.reply.assign(reply);
     slot.ready = true;
     parked_bytes_ += reply.size();
+    ++parked_replies_;
     check_output_limit(false);
     return;
   }
@@ -58,6 +60,7 @@ void Session<Stream>::complete(std::uint64_t tag, std::string_view reply,
     auto& next = slots_.front();
     output_.append(next.reply);
     parked_bytes_ -= next.reply.size();
+    --parked_replies_;
     close_after = next.close_after;
     slots_.pop_front();
     ++first_tag_;
@@ -154,6 +157,36 @@ void Session<Stream>::written() {
   written_ = 0;
   if (writing_.capacity() > kRetainedBuffer) std::string().swap(writing_);
   note_output_taken();
+  // A request/response client ends every write alike (nothing held, the same capacities).
+  if (output_shape() != published_output_) publish_output();
+}
+
+template <class Stream>
+void Session<Stream>::publish_buffers() {
+  publish_input();
+  publish_output();
+}
+
+template <class Stream>
+void Session<Stream>::publish_input() {
+  ClientBuffers& b = *buffers_;
+  published_input_ = input_shape();
+  b.store(b.query, input_.pending().size());
+  b.store(b.query_free, input_.space_size());
+  b.store(b.input_capacity, input_.capacity());
+  b.store(b.argv_memory, argv_.capacity() * sizeof(std::string_view));
+}
+
+template <class Stream>
+void Session<Stream>::publish_output() {
+  ClientBuffers& b = *buffers_;
+  published_output_ = output_shape();
+  // Replies are written from one string while the next batch gathers in the other.
+  b.store(b.reply_buffer, output_.capacity() + writing_.capacity());
+  b.store(b.output, output_.size() + (writing_.size() - written_));
+  b.store(b.parked_replies, parked_replies_);
+  b.store(b.parked_bytes, parked_bytes_);
+  b.store(b.session_memory, sizeof(*this) + slots_.capacity() * sizeof(Slot));
 }
 
 // After the last reply (or a failed write): our FIN; when draining, the last reply and our FIN
@@ -195,6 +228,9 @@ void Session<Stream>::finish_writes() {
   template void Session<Stream>::want_write();                             \
   template void Session<Stream>::write_some();                             \
   template void Session<Stream>::written();                                \
+  template void Session<Stream>::publish_buffers();                        \
+  template void Session<Stream>::publish_input();                          \
+  template void Session<Stream>::publish_output();                         \
   template void Session<Stream>::end_writes();                             \
   template void Session<Stream>::finish_writes();
 CORRAL_SESSION_OUTPUT(PlainStream)

@@ -1,11 +1,12 @@
-// The first arguments of a request for the slowlog: pointed at where they lie in the client's
-// input buffer as it is dispatched, and copied into a fixed buffer only if the request is still
+// The arguments of a request for the slowlog: pointed at where they lie in the client's input
+// buffer as it is dispatched, and copied (cut as Redis cuts them) only if the request is still
 // pending when the session is about to reuse those bytes (most requests never are).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,30 +16,48 @@ namespace corral::slowlog {
 
 class ArgvHead {
  public:
-  // Small, as it rides in every reply slot: the command and its first two arguments (most often
-  // the key and a value), each cut at 32 bytes.
-  static constexpr std::size_t kArgs = 3;
-  static constexpr std::size_t kBytesPerArg = 32;
+  // Redis's SLOWLOG_ENTRY_MAX_ARGC and SLOWLOG_ENTRY_MAX_STRING: an entry shows at most 32
+  // elements (31 arguments and "... (N more arguments)" when there are more), each cut at 128
+  // bytes.
+  static constexpr std::size_t kMaxArgs = 32;
+  static constexpr std::size_t kBytesPerArg = 128;
 
-  // Points at the arguments, no copy: they must stay where they are until keep() or until the
-  // last redis_argv().
-  void refer(std::span<const std::string_view> argv);
-  // Copies what refer() points at (a few short copies, no allocation); once is enough.
-  void keep();
-  // refer() and keep() at once, for arguments about to be overwritten (an inline request's).
-  void capture(std::span<const std::string_view> argv) {
-    refer(argv);
-    keep();
+  ArgvHead() = default;
+  ArgvHead(ArgvHead&&) = default;
+  ArgvHead& operator=(ArgvHead&&) = default;
+
+  // Points at a request in RESP multibulk form (the bytes the session parsed), no copy: they
+  // must stay where they are until keep() or until the last redis_argv(). A reference is one
+  // pointer and a size, as it rides in every reply slot.
+  void refer(std::string_view multibulk) {
+    referred_ = multibulk;
+    kept_ = false;
   }
-  // The arguments as Redis's SLOWLOG shows them: cut arguments end in "... (N more bytes)", and
-  // a last element "... (N more arguments)" stands for those not kept.
+  // Copies what refer() points at; once is enough. A request of up to 96 bytes is copied as it
+  // came (the command and a short key and value, the common case); a larger one is cut first.
+  void keep();
+  // Copies now, for arguments about to be overwritten (an inline request's, unescaped into a
+  // scratch string the next request reuses).
+  void capture(std::span<const std::string_view> argv);
+  // The arguments as Redis's SLOWLOG shows them: cut, and secrets "(redacted)" as Redis does.
   std::vector<std::string> redis_argv() const;
 
  private:
-  std::array<char, kArgs * kBytesPerArg> bytes_;
-  std::array<const char*, kArgs> where_{};    // the arguments until keep(); null after it
-  std::array<std::uint32_t, kArgs> sizes_{};  // the arguments' full sizes
-  std::uint32_t argc_ = 0;
+  std::vector<std::string> shown_argv() const;  // redis_argv() before redaction
+  // The kept form of a larger request: per kept argument, its full size (4 bytes) and then its
+  // first bytes.
+  void append_kept(std::string_view arg);
+  char* kept_bytes() { return spill_ ? spill_.get() : inline_.data(); }
+  const char* kept_bytes() const { return spill_ ? spill_.get() : inline_.data(); }
+
+  std::string_view referred_;  // until keep()
+  std::array<char, 96> inline_;
+  std::unique_ptr<char[]> spill_;  // when the kept form is larger than inline_
+  std::uint32_t kept_size_ = 0;
+  std::uint32_t spill_capacity_ = 0;
+  std::uint32_t argc_ = 0;  // all the request's arguments, kept or not
+  bool kept_ = false;
+  bool kept_multibulk_ = false;  // inline_ holds the request's bytes as they came
 };
 
 }  // namespace corral::slowlog

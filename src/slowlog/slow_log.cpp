@@ -18,22 +18,33 @@ void PhaseHistograms::observe(const Phases& phases) {
   }
 }
 
-SlowLog::SlowLog(std::size_t threads, std::size_t max_len) : max_len_(max_len) {
+SlowLog::SlowLog(std::size_t threads, std::size_t max_len, std::int64_t threshold_us)
+    : max_len_(std::min(max_len, kMaxLenLimit)), threshold_us_(threshold_us) {
   for (std::size_t i = 0; i < threads; ++i) rings_.push_back(std::make_unique<Ring>());
 }
 
 void SlowLog::record(std::size_t thread, SlowEntry entry) {
   assert(thread < rings_.size());
   histograms_.observe(entry.phases);
-  if (max_len_ == 0) return;
+  const std::size_t max_len = this->max_len();
   entry.id = next_id_.fetch_add(1, std::memory_order_relaxed);
   Ring& ring = *rings_[thread];
   const std::lock_guard lock(ring.mutex);
-  if (ring.entries.size() == max_len_) ring.entries.pop_front();
   ring.entries.push_back(std::move(entry));
+  while (ring.entries.size() > max_len) ring.entries.pop_front();
+}
+
+void SlowLog::set_max_len(std::size_t max_len) {
+  max_len = std::min(max_len, kMaxLenLimit);
+  max_len_.store(max_len, std::memory_order_relaxed);
+  for (const auto& ring : rings_) {
+    const std::lock_guard lock(ring->mutex);
+    while (ring->entries.size() > max_len) ring->entries.pop_front();
+  }
 }
 
 std::vector<SlowEntry> SlowLog::newest(std::size_t count) const {
+  count = std::min(count, max_len());
   std::vector<SlowEntry> all;
   for (const auto& ring : rings_) {
     const std::lock_guard lock(ring->mutex);
@@ -53,7 +64,7 @@ std::size_t SlowLog::size() const {
     const std::lock_guard lock(ring->mutex);
     total += ring->entries.size();
   }
-  return total;
+  return std::min(total, max_len());
 }
 
 void SlowLog::reset() {

@@ -1,10 +1,12 @@
 // The proxy slowlog: requests slower than slowlog.threshold with their phases, in one bounded
 // ring per io thread. A thread writes only its own ring (rarely: only slow requests get there);
-// SLOWLOG GET / LEN / RESET read or clear them all.
+// SLOWLOG GET / LEN / RESET read or clear them all, and see the newest max_len of them, as
+// Redis's one list. Threshold and length follow a CONFIG SET that the upstream accepted.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -43,18 +45,35 @@ struct PhaseHistograms {
   void observe(const Phases& phases);
 };
 
+// What CONFIG SET slowlog-max-len may ask of Corral: slowlog.max_len's own upper bound.
+inline constexpr std::size_t kMaxLenLimit = 100000;
+
 class SlowLog {
  public:
-  // `max_len`: entries kept per io thread (the oldest go first).
-  SlowLog(std::size_t threads, std::size_t max_len);
+  // `max_len`: entries shown (the oldest go first); `threshold_us`: Redis's
+  // slowlog-log-slower-than, microseconds (negative: nothing is recorded).
+  SlowLog(std::size_t threads, std::size_t max_len, std::int64_t threshold_us);
 
+  // Whether a request of this latency is recorded: one relaxed load.
+  bool records(std::chrono::nanoseconds latency) const {
+    const auto threshold = threshold_us_.load(std::memory_order_relaxed);
+    return threshold >= 0 &&
+           std::chrono::duration_cast<std::chrono::microseconds>(latency).count() >= threshold;
+  }
   // Called by io thread `thread` only.
   void record(std::size_t thread, SlowEntry entry);
-  // Up to `count` entries of all threads, newest first.
+  // Up to `count` entries (at most max_len) of all threads, newest first.
   std::vector<SlowEntry> newest(std::size_t count) const;
+  // Entries held, at most max_len.
   std::size_t size() const;
   void reset();
-  std::size_t max_len() const { return max_len_; }
+  std::size_t max_len() const { return max_len_.load(std::memory_order_relaxed); }
+  std::int64_t threshold_us() const { return threshold_us_.load(std::memory_order_relaxed); }
+  // CONFIG SET slowlog-max-len (capped at kMaxLenLimit) / slowlog-log-slower-than.
+  void set_max_len(std::size_t max_len);
+  void set_threshold_us(std::int64_t threshold_us) {
+    threshold_us_.store(threshold_us, std::memory_order_relaxed);
+  }
   const PhaseHistograms& histograms() const { return histograms_; }
 
  private:
@@ -62,7 +81,9 @@ class SlowLog {
     mutable std::mutex mutex;
     std::deque<SlowEntry> entries;  // newest at the back
   };
-  std::size_t max_len_;
+  // Each ring keeps max_len entries, so the newest max_len of all threads are always there.
+  std::atomic<std::size_t> max_len_;
+  std::atomic<std::int64_t> threshold_us_;
   std::vector<std::unique_ptr<Ring>> rings_;
   std::atomic<std::uint64_t> next_id_{0};
   PhaseHistograms histograms_;

@@ -245,7 +245,7 @@ def test_client_list_info_and_id_are_corrals(stack):
         eq(info.get("laddr"), "127.0.0.1:%d" % stack.port, "laddr is Corral's listener")
         eq(info.get("name"), "alpha", "name")
         eq(info.get("db"), "2", "db")
-        eq(info.get("cmd"), "select", "last command before CLIENT INFO")
+        eq(info.get("cmd"), "client|info", "the command running, as in Redis")
         b.call("PING")
         lines = [client_fields(line) for line in a.call("CLIENT", "LIST").decode().splitlines()]
         by_addr = {f["addr"]: f for f in lines}
@@ -255,6 +255,47 @@ def test_client_list_info_and_id_are_corrals(stack):
         only = a.call("CLIENT", "LIST", "ID", str(my_id)).decode().splitlines()
         eq([client_fields(x)["name"] for x in only], ["alpha"], "CLIENT LIST ID")
         eq(a.call("CLIENT", "LIST", "TYPE", "pubsub"), b"", "no pubsub clients")
+
+
+def test_client_info_shows_its_own_request_bytes(stack):
+    # Redis's qbuf: the bytes read and not yet handled, the running command's included (26 for
+    # CLIENT INFO alone, 40 with a PING after it in the same write). The same on both targets.
+    client_info = harness_encode("CLIENT", "INFO")
+    eq(len(client_info), 26, "CLIENT INFO's own bytes")
+    with stack.raw() as a:
+        info = client_fields(a.call("CLIENT", "INFO"))
+        eq((info["cmd"], info["flags"], info["qbuf"]), ("client|info", "N", "26"), "CLIENT INFO")
+        check(int(info["qbuf-free"]) > 0, "room left in the input buffer: %r" % info)
+        eq((info["obl"], info["oll"], info["omem"]), ("0", "0", "0"), "no reply held")
+        check(int(info["tot-mem"]) > int(info["qbuf"]), "tot-mem counts the buffers: %r" % info)
+        a.send(client_info + harness_encode("PING"))
+        eq(client_fields(a.read())["qbuf"], str(len(client_info) + 14), "a pipelined PING too")
+        eq(a.read(), b"PONG", "PING")
+
+
+@pytest.mark.corral_only
+def test_client_list_shows_a_partial_request_then_no_buffer(stack):
+    # Another client's qbuf is the bytes Corral holds for it: half of a large request while the
+    # rest is on its way, then none at all (Corral gives an idle client's input buffer back at
+    # once, where Redis keeps it 2 s and then shrinks it).
+    request = harness_encode("SET", "qbuf:k", "v" * 100000)
+    half = request[:50000]
+    with stack.raw() as a, stack.raw() as writer:
+        eq(writer.call("CLIENT", "SETNAME", "writer"), b"OK", "SETNAME")
+
+        def writer_fields():
+            lines = a.call("CLIENT", "LIST").decode().splitlines()
+            return client_fields([x for x in lines if "name=writer" in x][0])
+
+        writer.send(half)
+        harness.wait_until(lambda: writer_fields()["qbuf"] == str(len(half)), 5,
+                           what="the partial request held for the writer")
+        check(int(writer_fields()["qbuf-free"]) > 0, "room for the rest: %r" % writer_fields())
+        writer.send(request[len(half):])
+        eq(writer.read(), b"OK", "the SET")
+        harness.wait_until(lambda: (writer_fields()["qbuf"], writer_fields()["qbuf-free"]) ==
+                           ("0", "0"), 5, what="the writer's input buffer given back")
+        eq(writer_fields()["cmd"], "set", "its last command")
 
 
 @pytest.mark.corral_only

@@ -158,3 +158,22 @@ def test_monitor_is_never_idle(kept):
            [b'"GET" "mon:after-quiet"'], "the feed after the quiet time")
     finally:
         monitor.close()
+
+
+def addr_of_raw(raw):
+    host, port = raw.sock.getsockname()[:2]
+    return "addr=%s:%d " % (host, port)
+
+
+def test_monitor_client_is_listed_with_flag_o(stack):
+    # As Redis lists a MONITOR client (flags=O, type normal); RESET ends it.
+    with start_monitor(stack.port) as monitor, stack.raw() as admin:
+        line = [x for x in admin.call("CLIENT", "LIST").decode().splitlines()
+                if addr_of_raw(monitor) in x]
+        check(len(line) == 1 and " flags=O " in line[0], "MONITOR client listed: %r" % line)
+        listed = admin.call("CLIENT", "LIST", "TYPE", "normal").decode()
+        check(addr_of_raw(monitor) in listed, "a MONITOR client is of type normal: %r" % listed)
+        monitor.send_command("RESET")
+        harness.wait_until(lambda: " flags=O " not in admin.call("CLIENT", "LIST").decode(), 3,
+                           what="RESET ended MONITOR")
+

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # The proxy slowlog: SLOWLOG GET / LEN / RESET in Redis's reply shape (redis-cli reads it), and
-# CORRAL.SLOWLOG with where each slow request's time went. Lower bounds only: a phase is never
+# CORRAL.SLOWLOG with where each slow request's time went; CONFIG SET of its settings through
+# Corral. Lower bounds only: a phase is never
 # shorter than the delay the test puts there (fetch_delay, BLPOP's timeout), however loaded the
 # machine is.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_slowlog.py
@@ -122,11 +123,88 @@ def test_len_reset_and_redis_shapes(stack):
 
 
 def test_long_arguments_are_cut_as_redis_does(stack):
-    key = "slow:" + "k" * 100
+    key = "slow:" + "k" * 200
     with stack.raw() as raw:
         assert raw.call("GET", key) is None
         (entry,) = [e for e in raw.call("CORRAL.SLOWLOG", -1) if b"more bytes" in e[3][1]]
-    assert entry[3][1] == (key[:32] + "... (73 more bytes)").encode(), entry[3]
+    assert entry[3][1] == (key[:128] + "... (77 more bytes)").encode(), entry[3]
+
+
+def slowlog_args(conn):
+    return [e[3] for e in conn.call("SLOWLOG", "GET", -1)]
+
+
+CONFIG_ALLOWED = {"threads": 2, "slowlog": {"threshold": "1s", "max_len": 64},
+                  "client": {"allow_commands": ["CONFIG"]}}
+
+
+def test_secrets_are_redacted_as_redis_redacts_them():
+    own = harness.Stack(CONFIG_ALLOWED, name="slowlog-redact").start()
+    try:
+        with own.raw() as raw, harness.Raw(own.redis.port) as direct:
+            assert raw.call("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"OK"
+            assert direct.call("SLOWLOG", "RESET") == b"OK"
+            assert isinstance(raw.call("AUTH", "not-the-password"), Err)
+            assert isinstance(raw.call("HELLO", "2", "AUTH", "someone", "not-it"), Err)
+            assert raw.call("CONFIG", "SET", "masterauth", "s3cret") == b"OK"
+            ours = slowlog_args(raw)
+            assert [b"AUTH", b"(redacted)"] in ours, ours
+            assert [b"HELLO", b"2", b"AUTH", b"(redacted)", b"(redacted)"] in ours, ours
+            assert not any(b"s3cret" in arg or b"not-it" in arg for a in ours for arg in a), ours
+            # The CONFIG SET ran in Redis too: its own entry is the same.
+            mine = [a for a in ours if a[:3] == [b"CONFIG", b"SET", b"masterauth"]]
+            redis = [a for a in slowlog_args(direct) if a[2:3] == [b"masterauth"]]
+            assert mine == [[b"CONFIG", b"SET", b"masterauth", b"(redacted)"]], ours
+            assert [a[3] for a in redis] == [b"(redacted)"], redis
+            assert raw.call("CONFIG", "SET", "masterauth", "") == b"OK"
+    finally:
+        own.stop()
+
+
+def test_config_set_through_corral_sets_its_log_too():
+    # SLOWLOG through Corral answers from Corral's log, so the settings a client gives it through
+    # Corral (which also reach Redis) govern that log, as they would Redis's.
+    own = harness.Stack(CONFIG_ALLOWED, name="slowlog-config").start()
+    try:
+        with own.raw() as raw, harness.Raw(own.redis.port) as direct:
+            assert raw.call("SLOWLOG", "RESET") == b"OK"
+            assert raw.call("PING") == b"PONG"
+            assert raw.call("SLOWLOG", "LEN") == 0  # 1 s: nothing this fast is recorded
+            assert raw.call("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"OK"
+            assert direct.call("CONFIG", "GET", "slowlog-log-slower-than")[1] == b"0"
+            assert raw.call("PING", "after") == b"after"
+            assert [b"PING", b"after"] in slowlog_args(raw)
+            # Redis's trimming: 31 arguments and a note past 32, 128 bytes an argument. The
+            # entry must equal Redis's own for the same command (SADD runs in Redis).
+            words = ["SADD", "slowlog:set", "A" * 129] + [str(i) for i in range(4, 35)]
+            assert raw.call("SLOWLOG", "RESET") == b"OK"
+            assert direct.call("SLOWLOG", "RESET") == b"OK"
+            assert raw.call(*words) == 32
+            ours = [a for a in slowlog_args(raw) if a[0] == b"SADD"]
+            redis = [a for a in slowlog_args(direct) if a[0].upper() == b"SADD"]
+            assert len(ours) == 1 and len(redis) == 1, (ours, redis)
+            assert ours[0] == redis[0], (ours[0], redis[0])
+            assert len(ours[0]) == 32 and ours[0][-1] == b"... (3 more arguments)", ours[0]
+            assert ours[0][2] == b"A" * 128 + b"... (1 more bytes)", ours[0]
+            assert raw.call("CONFIG", "SET", "slowlog-max-len", "3") == b"OK"
+            for i in range(5):
+                assert raw.call("PING", "m%d" % i) == b"m%d" % i
+            assert raw.call("SLOWLOG", "LEN") == 3
+            assert len(raw.call("SLOWLOG", "GET", -1)) == 3
+            # A CONFIG SET that Redis refuses changes nothing, in Redis as in Corral.
+            reply = raw.call("CONFIG", "SET", "slowlog-log-slower-than", "-1",
+                             "maxmemory-policy", "nosuch")
+            assert isinstance(reply, Err), reply
+            assert raw.call("SLOWLOG", "RESET") == b"OK"
+            assert raw.call("PING", "still") == b"still"
+            assert [b"PING", b"still"] in slowlog_args(raw)
+            # A negative threshold turns the log off, as in Redis.
+            assert raw.call("CONFIG", "SET", "slowlog-log-slower-than", "-1") == b"OK"
+            assert raw.call("SLOWLOG", "RESET") == b"OK"
+            assert raw.call("PING", "off") == b"off"
+            assert raw.call("SLOWLOG", "LEN") == 0
+    finally:
+        own.stop()
 
 
 def test_bad_arguments(stack):

@@ -98,6 +98,16 @@ Action kill_upstream_user(LocalCall& call, const std::string& user) {
 }
 }  // namespace
 
+namespace {
+// The caller's own buffers as they are now, its request's bytes included, as Redis shows them;
+// the other clients' as of their last read or write.
+void show_own_buffers(const LocalCall& call) {
+  if (const auto self = client_registry().find(call.client.id); self && self->show_buffers) {
+    self->show_buffers();
+  }
+}
+}  // namespace
+
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
 Action client_list(LocalCall& call) {
   ClientFilter filter;
@@ -120,11 +130,13 @@ Action client_list(LocalCall& call) {
       return Action::done;
     }
   }
+  show_own_buffers(call);
   resp::append_bulk(call.reply, client_registry().list(filter));
   return Action::done;
 }
 
 Action client_info(LocalCall& call) {
+  show_own_buffers(call);
   resp::append_bulk(call.reply, client_registry().info(call.client.id));
   return Action::done;
 }

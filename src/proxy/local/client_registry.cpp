@@ -18,7 +18,8 @@ std::int64_t ClientRegistry::now_ms() {
 std::shared_ptr<ClientRecord> ClientRegistry::add(
     std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
     std::function<void(std::chrono::milliseconds)> close_if_idle,
-    std::function<void(std::function<void(upstream::ReplyTarget&)>)> post) {
+    std::function<void(std::function<void(upstream::ReplyTarget&)>)> post,
+    std::shared_ptr<const session::ClientBuffers> buffers, std::function<void()> show_buffers) {
   auto record = std::make_shared<ClientRecord>();
   record->id = id;
   record->addr = std::move(addr);
@@ -26,6 +27,8 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
   record->close = std::move(close);
   record->close_if_idle = std::move(close_if_idle);
   record->post = std::move(post);
+  record->buffers = std::move(buffers);
+  record->show_buffers = std::move(show_buffers);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   clients_[id] = Entry{record, {}, {}};
@@ -77,8 +80,10 @@ bool ClientRegistry::matches(const Entry& entry, const ClientFilter& filter) con
   if (!filter.user.empty() && filter.user != "default") return false;
   if (filter.skip_id != 0 && filter.skip_id == r.id) return false;
   if (!filter.type.empty()) {
-    // Corral's clients are never replicas or masters of it.
-    const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
+    // Corral's clients are never replicas or masters of it; a MONITOR client is "normal", as
+    // in Redis.
+    const bool pubsub =
+        r.pubsub.load(std::memory_order_relaxed) && !r.monitoring.load(std::memory_order_relaxed);
     if (filter.type != (pubsub ? "pubsub" : "normal")) return false;
   }
   if (filter.max_age_seconds > 0) {
@@ -89,8 +94,9 @@ bool ClientRegistry::matches(const Entry& entry, const ClientFilter& filter) con
   return true;
 }
 
-// Redis's CLIENT LIST fields; the ones that describe Redis's own buffers are 0 (Corral's are
-// per thread, not per client), so parsers that expect every field keep working.
+// Redis's CLIENT LIST fields, with Corral's own values: its buffers for this client (fd is -1:
+// Corral does not show its descriptors; multi-mem is 0: queued commands are forwarded at once,
+// never held).
 void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const ClientRecord& r = *entry.record;
   const auto now = std::chrono::steady_clock::now();
@@ -98,19 +104,39 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const auto idle = (now_ms() - r.last_active_ms.load(std::memory_order_relaxed)) / 1000;
   const CommandSpec* last = r.last_command.load(std::memory_order_relaxed);
   const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
+  const bool monitoring = r.monitoring.load(std::memory_order_relaxed);
   const bool multi = r.in_multi.load(std::memory_order_relaxed);
   const int protocol = r.protocol.load(std::memory_order_relaxed);
+  const session::ClientBuffers none;
+  const session::ClientBuffers& b = r.buffers ? *r.buffers : none;
+  const auto field = [&](std::string_view name, std::uint64_t value) {
+    out += ' ';
+    out += name;
+    out += '=';
+    out += std::to_string(value);
+  };
   out += "id=" + std::to_string(r.id) + " addr=" + r.addr + " laddr=" + r.laddr +
          " fd=-1 name=" + entry.name + " age=" + std::to_string(age) +
          " idle=" + std::to_string(std::max<std::int64_t>(0, idle)) + " flags=" +
-         (pubsub  ? "P"
-          : multi ? "x"
-                  : "N") +
+         (monitoring ? "O"
+          : pubsub   ? "P"
+          : multi    ? "x"
+                     : "N") +
          " db=" + std::to_string(r.database.load(std::memory_order_relaxed)) +
-         " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1") +
-         " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0"
-         " events=r cmd=" +
-         (last ? std::string(last->name) : std::string("NULL")) +
+         " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1");
+  field("qbuf", b.load(b.query));
+  field("qbuf-free", b.load(b.query_free));
+  field("argv-mem", b.load(b.argv_memory));
+  out += " multi-mem=0";
+  // rbp, Redis's peak of the reply buffer: Corral's only grows until it is given back.
+  field("rbs", b.load(b.reply_buffer));
+  field("rbp", b.load(b.reply_buffer));
+  field("obl", b.load(b.output));
+  field("oll", b.load(b.parked_replies));
+  field("omem", b.load(b.parked_bytes));
+  field("tot-mem", b.total());
+  out += std::string(" events=") + (b.load(b.output) > 0 ? "rw" : "r") +
+         " cmd=" + (last ? std::string(last->name) : std::string("NULL")) +
          " user=default redir=-1 resp=" + std::to_string(protocol) + "\n";
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "proxy/commands/command_table.hpp"
+#include "session/client_buffers.hpp"
 #include "upstream/reply_target.hpp"
 
 namespace corral::proxy {
@@ -34,8 +35,11 @@ struct ClientRecord {
   std::atomic<int> protocol{2};                           // HELLO 2|3
   std::atomic<const CommandSpec*> last_command{nullptr};  // a table row: static storage
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
+  std::atomic<bool> monitoring{false};                    // MONITOR (flags=O)
   std::atomic<bool> in_multi{false};
   std::atomic<bool> held_by_pause{false};  // a command waits for CLIENT PAUSE to end
+  std::shared_ptr<const session::ClientBuffers> buffers;  // null for sessions without one
+  std::function<void()> show_buffers;  // see session::Peer: the client's own thread only
 };
 
 // The Redis side of a client's dedicated upstream connection, for CLIENT UNBLOCK: Redis's id for
@@ -64,7 +68,9 @@ class ClientRegistry {
   std::shared_ptr<ClientRecord> add(
       std::uint64_t id, std::string addr, std::string laddr, std::function<void()> close,
       std::function<void(std::chrono::milliseconds)> close_if_idle,
-      std::function<void(std::function<void(upstream::ReplyTarget&)>)> post = {});
+      std::function<void(std::function<void(upstream::ReplyTarget&)>)> post = {},
+      std::shared_ptr<const session::ClientBuffers> buffers = {},
+      std::function<void()> show_buffers = {});
   void remove(std::uint64_t id);
   // The record of client `id`, or null once it has left (or never was).
   std::shared_ptr<ClientRecord> find(std::uint64_t id) const;

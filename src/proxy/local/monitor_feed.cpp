@@ -6,41 +6,11 @@
 #include <cstdio>
 
 #include "proxy/ascii.hpp"
+#include "slowlog/redaction.hpp"
 
 namespace corral::proxy {
 
 namespace {
-constexpr std::string_view kRedacted = "(redacted)";
-
-// Which arguments Redis 7.0 redacts (redactClientCommandArgument callers): AUTH's all, HELLO's
-// after AUTH, MIGRATE's after AUTH (one) and AUTH2 (two).
-std::vector<bool> redacted(std::span<const std::string_view> argv) {
-  std::vector<bool> hide(argv.size(), false);
-  if (argv.empty()) return hide;
-  if (iequals(argv[0], "auth")) {
-    std::fill(hide.begin() + 1, hide.end(), true);
-  } else if (iequals(argv[0], "hello")) {
-    for (std::size_t i = 2; i < argv.size(); ++i) {
-      if (iequals(argv[i], "auth") && i + 2 < argv.size()) {
-        hide[i + 1] = hide[i + 2] = true;
-        i += 2;
-      }
-    }
-  } else if (iequals(argv[0], "migrate")) {
-    for (std::size_t i = 6; i < argv.size(); ++i) {
-      if (iequals(argv[i], "auth") && i + 1 < argv.size()) {
-        hide[++i] = true;
-      } else if (iequals(argv[i], "auth2") && i + 2 < argv.size()) {
-        hide[i + 1] = hide[i + 2] = true;
-        i += 2;
-      } else if (iequals(argv[i], "keys")) {
-        break;
-      }
-    }
-  }
-  return hide;
-}
-
 // sdscatrepr: quoted, with \" \\ \n \r \t \a \b and \xNN for what is not printable.
 void append_repr(std::string& out, std::string_view arg) {
   out += '"';
@@ -90,10 +60,10 @@ std::string monitor_line(std::chrono::system_clock::time_point when, int databas
   std::string line = stamp;
   line.append(addr);
   line += ']';
-  const auto hide = redacted(argv);
+  const auto hide = slowlog::redacted_arguments(argv);
   for (std::size_t i = 0; i < argv.size(); ++i) {
     line += ' ';
-    append_repr(line, hide[i] ? kRedacted : argv[i]);
+    append_repr(line, hide[i] ? slowlog::kRedacted : argv[i]);
   }
   line += "\r\n";
   return line;

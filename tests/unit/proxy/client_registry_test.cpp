@@ -17,11 +17,16 @@ using session::Action;
 namespace {
 // A client opened with an address and a close that only counts, as a session would give them.
 struct Peered {
-  Peered(Proxy& proxy, std::string addr) : slots(std::make_shared<Replies>()) {
+  Peered(Proxy& proxy, std::string addr)
+      : slots(std::make_shared<Replies>()), buffers(std::make_shared<session::ClientBuffers>()) {
     session::Peer peer{
-        std::move(addr), "127.0.0.1:6380", [this] { ++closes; },
+        std::move(addr),
+        "127.0.0.1:6380",
+        [this] { ++closes; },
         [this](std::chrono::milliseconds) { ++idle_asks; },
-        [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); }};
+        [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); },
+        buffers,
+        [this] { ++shows; }};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {
@@ -33,6 +38,8 @@ struct Peered {
 
   std::unique_ptr<session::ClientHandler> handler;
   std::shared_ptr<Replies> slots;
+  std::shared_ptr<session::ClientBuffers> buffers;  // what a session would publish
+  int shows = 0;                                    // asked to bring them up to date
   std::uint64_t tag = 0;
   int closes = 0;
   int idle_asks = 0;
@@ -54,7 +61,9 @@ TEST_CASE("CLIENT LIST and INFO show Corral's clients", "[client]") {
   const std::string info = a.reply();
   CHECK(info.find("id=" + std::to_string(a.handler->client_id()) + " addr=10.0.0.1:1000 " +
                   "laddr=127.0.0.1:6380 fd=-1 name=alpha ") != std::string::npos);
-  CHECK(info.find(" cmd=client|setname ") != std::string::npos);
+  // The command running, as in Redis: CLIENT INFO itself.
+  CHECK(info.find(" cmd=client|info ") != std::string::npos);
+  CHECK(info.find(" qbuf=0 qbuf-free=0 ") != std::string::npos);
   CHECK(b.send({"GET", "k"}) == Action::done);
   CHECK(a.send({"CLIENT", "LIST", "ID", std::to_string(b.handler->client_id())}) == Action::done);
   CHECK(a.reply().find("addr=10.0.0.2:2000") != std::string::npos);
@@ -62,6 +71,46 @@ TEST_CASE("CLIENT LIST and INFO show Corral's clients", "[client]") {
   CHECK(a.reply().find("10.0.0.1") == std::string::npos);
   CHECK(a.send({"CLIENT", "LIST", "TYPE", "nosuch"}) == Action::done);
   CHECK(a.reply() == "-ERR syntax error\r\n");
+}
+
+TEST_CASE("CLIENT LIST shows the buffers its session published", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered a(proxy, "10.0.0.1:1000");
+  Peered b(proxy, "10.0.0.2:2000");
+  auto& buffers = *b.buffers;
+  buffers.store(buffers.query, 26);
+  buffers.store(buffers.query_free, 16358);
+  buffers.store(buffers.argv_memory, 64);
+  buffers.store(buffers.reply_buffer, 1024);
+  buffers.store(buffers.output, 5);
+  buffers.store(buffers.parked_replies, 2);
+  buffers.store(buffers.parked_bytes, 300);
+  buffers.store(buffers.input_capacity, 16384);
+  buffers.store(buffers.session_memory, 2000);
+  CHECK(a.send({"CLIENT", "LIST", "ID", std::to_string(b.handler->client_id())}) == Action::done);
+  CHECK(a.reply().find(" qbuf=26 qbuf-free=16358 argv-mem=64 multi-mem=0 rbs=1024 rbp=1024 obl=5 "
+                       "oll=2 omem=300 tot-mem=19772 events=rw ") != std::string::npos);
+  // Only the caller's own buffers are brought up to date (on its thread), for its own line.
+  CHECK(a.shows == 1);
+  CHECK(b.shows == 0);
+  CHECK(a.send({"CLIENT", "INFO"}) == Action::done);
+  CHECK(a.shows == 2);
+}
+
+TEST_CASE("a MONITOR client is flagged O and counts as a normal client", "[client]") {
+  config::Settings settings = allowing_client();
+  settings.client.allow_commands.push_back("MONITOR");
+  Proxy proxy(settings);
+  Peered admin(proxy, "10.0.0.1:1000");
+  Peered watcher(proxy, "10.0.0.2:2000");
+  CHECK(watcher.send({"MONITOR"}) == Action::done);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
+  CHECK(admin.reply().find("addr=10.0.0.2:2000 laddr=127.0.0.1:6380 fd=-1 name= ") !=
+        std::string::npos);
+  CHECK(admin.reply().find(" flags=O ") != std::string::npos);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "pubsub"}) == Action::done);
+  CHECK(admin.reply() == "$0\r\n\r\n");
+  watcher.handler->end_session();  // as its session would: the feed must not outlive the client
 }
 
 TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {

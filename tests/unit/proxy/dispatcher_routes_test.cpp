@@ -165,8 +165,13 @@ TEST_CASE("MONITOR is answered by Corral: +OK, then its clients' accepted comman
   } sink(lines);
   Client watcher(proxy);
   watcher.handler = proxy.dispatcher.open_session(
-      session::Peer{"10.0.0.1:4000", "127.0.0.1:6380", [] {}, [](std::chrono::milliseconds) {},
-                    [&](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(sink); }});
+      session::Peer{"10.0.0.1:4000",
+                    "127.0.0.1:6380",
+                    [] {},
+                    [](std::chrono::milliseconds) {},
+                    [&](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(sink); },
+                    nullptr,
+                    {}});
   CHECK(watcher.send({"MONITOR"}, 1) == Action::drain_then_retry);  // +OK before any line
   CHECK(watcher.send({"MONITOR"}) == Action::done);
   CHECK(watcher.reply() == "+OK\r\n");

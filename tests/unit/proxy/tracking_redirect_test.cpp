@@ -17,8 +17,13 @@ namespace {
 struct Posted {
   explicit Posted(Proxy& proxy) : slots(std::make_shared<Replies>()) {
     session::Peer peer{
-        "127.0.0.1:5000", "127.0.0.1:6380", [] {}, [](std::chrono::milliseconds) {},
-        [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); }};
+        "127.0.0.1:5000",
+        "127.0.0.1:6380",
+        [] {},
+        [](std::chrono::milliseconds) {},
+        [this](std::function<void(upstream::ReplyTarget&)> deliver) { deliver(*slots); },
+        nullptr,
+        {}};
     handler = proxy.dispatcher.open_session(peer);
   }
   Action send(std::initializer_list<std::string_view> words) {
