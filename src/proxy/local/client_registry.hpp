@@ -37,7 +37,7 @@ struct ClientRecord {
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
   std::atomic<bool> monitoring{false};                    // MONITOR (flags=O)
   std::atomic<bool> in_multi{false};
-  std::atomic<bool> held_by_pause{false};  // a command waits for CLIENT PAUSE to end
+  std::atomic<bool> held_by_pause{false};                 // a command waits for CLIENT PAUSE to end
   std::shared_ptr<const session::ClientBuffers> buffers;  // null for sessions without one
   std::function<void()> show_buffers;  // see session::Peer: the client's own thread only
 };
