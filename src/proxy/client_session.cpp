@@ -166,6 +166,10 @@ void ClientSession::publish(const Resolved& resolved) {
     published_name_ = state_.name;
     client_registry().set_name(state_.id, published_name_);
   }
+  if (state_.upstream_user != published_user_) {
+    published_user_ = state_.upstream_user;
+    client_registry().set_user(state_.id, published_user_);
+  }
 }
 
 }  // namespace corral::proxy

@@ -184,12 +184,23 @@ def test_pause_queued_in_multi_starts_when_exec_runs(stack):
 
 
 def test_client_kill_user_knows_the_upstreams_users(stack):
-    stack.direct().execute_command("ACL", "SETUSER", "adm_bob", "on", "nopass")
+    stack.direct().execute_command("ACL", "SETUSER", "adm_bob", "on", "nopass", "+@all", "~*")
     try:
         with stack.raw() as admin:
             is_err(admin.call("CLIENT", "KILL", "USER", "adm_nosuch"),
                    "ERR No such user 'adm_nosuch'", "a user the server does not have")
             eq(admin.call("CLIENT", "KILL", "USER", "adm_bob"), 0, "a user with no client")
             eq(admin.call("PING"), b"PONG", "the caller stays")
+            with stack.raw() as bob:
+                eq(bob.call("AUTH", "adm_bob", "any"), b"OK", "AUTH as the upstream's user")
+                eq(bob.call("CLIENT", "SETNAME", "bob"), b"OK", "named")
+                listed = admin.call("CLIENT", "LIST").decode()
+                line = next(l for l in listed.splitlines() if " name=bob " in l)
+                assert " user=adm_bob " in line, line
+                assert " user=default " in admin.call("CLIENT", "INFO").decode()
+                eq(admin.call("CLIENT", "KILL", "USER", "adm_bob"), 1, "bob's client killed")
+                harness.wait_until(lambda: " name=bob " not in admin.call("CLIENT", "LIST").decode(),
+                                   5, what="bob's client gone")
+                eq(admin.call("PING"), b"PONG", "the caller stays")
     finally:
         stack.direct().execute_command("ACL", "DELUSER", "adm_bob")

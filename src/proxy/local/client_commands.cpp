@@ -71,22 +71,24 @@ std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) 
   if (filter.type == "slave") filter.type = "replica";
   return {};
 }
-// CLIENT KILL USER name, for a user other than "default": Corral's clients all show as "default"
-// (none matches), but whether the user exists is the upstream's to say, and Redis answers an
+// CLIENT KILL USER name, for a user other than "default": the clients that authenticated as that
+// upstream ACL user, but whether the user exists is the upstream's to say, and Redis answers an
 // error for one that does not. ACL DRYRUN answers an error only for a missing user (or -NOPERM
-// when Corral's own user may not run it: then 0, as for a user with no client).
-Action kill_upstream_user(LocalCall& call, const std::string& user) {
+// when Corral's own user may not run it: then the matching clients, as for an existing user).
+// The caller is never among them here (SKIPME no included): its answer comes after the ask.
+Action kill_upstream_user(LocalCall& call, const ClientFilter& filter) {
+  const std::string& user = filter.user;
   std::string dryrun;
   const std::string_view argv[] = {"ACL", "DRYRUN", user, "PING"};
   resp::append_command(dryrun, argv);
   auto answer = upstream::CallbackTarget::make(
-      [target = *call.target, tag = call.tag, user](std::string_view reply, bool failed) {
+      [target = *call.target, tag = call.tag, filter](std::string_view reply, bool failed) {
         if (failed) return target->on_failure(tag, reply);
         std::string out;
         if (reply.starts_with("-ERR")) {
-          resp::append_error(out, "ERR No such user '" + user + "'");
+          resp::append_error(out, "ERR No such user '" + filter.user + "'");
         } else {
-          resp::append_integer(out, 0);
+          resp::append_integer(out, static_cast<std::int64_t>(client_registry().kill(filter)));
         }
         target->on_reply(tag, out);
       });
@@ -154,7 +156,9 @@ Action client_kill(LocalCall& call) {
   }
   if (!filter.user.empty() && filter.user != "default" && call.upstream != nullptr &&
       call.target != nullptr) {
-    return kill_upstream_user(call, filter.user);
+    ClientFilter others = filter;
+    others.skip_id = call.client.id;
+    return kill_upstream_user(call, others);
   }
   ClientFilter self = filter;
   self.ids = {call.client.id};

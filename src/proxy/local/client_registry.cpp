@@ -31,7 +31,7 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
   record->show_buffers = std::move(show_buffers);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
-  clients_[id] = Entry{record, {}, {}};
+  clients_[id] = Entry{record, {}, {}, {}};
   return record;
 }
 
@@ -49,6 +49,13 @@ std::shared_ptr<ClientRecord> ClientRegistry::find(std::uint64_t id) const {
 void ClientRegistry::set_name(std::uint64_t id, std::string_view name) {
   std::lock_guard lock(mutex_);
   if (auto it = clients_.find(id); it != clients_.end()) it->second.name = name;
+}
+
+void ClientRegistry::set_user(std::uint64_t id, std::string_view user) {
+  std::lock_guard lock(mutex_);
+  if (auto it = clients_.find(id); it != clients_.end()) {
+    it->second.user = user == "default" ? std::string_view() : user;
+  }
 }
 
 void ClientRegistry::set_upstream_client(std::uint64_t id, UpstreamClient upstream) {
@@ -77,7 +84,10 @@ bool ClientRegistry::matches(const Entry& entry, const ClientFilter& filter) con
   }
   if (!filter.addr.empty() && filter.addr != r.addr) return false;
   if (!filter.laddr.empty() && filter.laddr != r.laddr) return false;
-  if (!filter.user.empty() && filter.user != "default") return false;
+  if (!filter.user.empty() &&
+      filter.user != (entry.user.empty() ? std::string_view("default") : entry.user)) {
+    return false;
+  }
   if (filter.skip_id != 0 && filter.skip_id == r.id) return false;
   if (!filter.type.empty()) {
     // Corral's clients are never replicas or masters of it; a MONITOR client is "normal", as
@@ -137,7 +147,8 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   field("tot-mem", b.total());
   out += std::string(" events=") + (b.load(b.output) > 0 ? "rw" : "r") +
          " cmd=" + (last ? std::string(last->name) : std::string("NULL")) +
-         " user=default redir=-1 resp=" + std::to_string(protocol) + "\n";
+         " user=" + (entry.user.empty() ? std::string("default") : entry.user) +
+         " redir=-1 resp=" + std::to_string(protocol) + "\n";
 }
 
 std::string ClientRegistry::list(const ClientFilter& filter) const {

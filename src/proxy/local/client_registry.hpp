@@ -57,7 +57,7 @@ struct ClientFilter {
   std::vector<std::uint64_t> ids;
   std::string addr;
   std::string laddr;
-  std::string user;           // Corral has one user, "default"
+  std::string user;           // "default": Corral's own; else an upstream ACL user
   std::string type;           // normal | pubsub | master | replica (lower case)
   std::uint64_t skip_id = 0;  // SKIPME yes: the caller
   long long max_age_seconds = 0;
@@ -75,6 +75,8 @@ class ClientRegistry {
   // The record of client `id`, or null once it has left (or never was).
   std::shared_ptr<ClientRecord> find(std::uint64_t id) const;
   void set_name(std::uint64_t id, std::string_view name);
+  // The upstream ACL user the client authenticated as ("" or "default": Corral's own user).
+  void set_user(std::uint64_t id, std::string_view user);
 
   // CLIENT LIST lines ("id=... resp=2\n") of the matching clients, in id order.
   std::string list(const ClientFilter& filter) const;
@@ -109,6 +111,7 @@ class ClientRegistry {
   struct Entry {
     std::shared_ptr<ClientRecord> record;
     std::string name;
+    std::string user;         // empty: "default"
     UpstreamClient upstream;  // redis_id 0: no dedicated connection Redis has named
   };
   bool matches(const Entry& entry, const ClientFilter& filter) const;
