@@ -33,8 +33,10 @@ class ArgvHead {
     referred_ = multibulk;
     kept_ = false;
   }
-  // Copies what refer() points at; once is enough. A request of up to 96 bytes is copied as it
-  // came (the command and a short key and value, the common case); a larger one is cut first.
+  // Copies what refer() points at; once is enough. A request of up to 192 bytes is copied as it
+  // came (a SET of a short key and a value of ~140 bytes); a larger one is cut first, and its cut
+  // form of three arguments still fits (4 + 128 bytes for any value): a pipelined client's
+  // pending writes are kept at every read, so this copy must not allocate.
   void keep();
   // Copies now, for arguments about to be overwritten (an inline request's, unescaped into a
   // scratch string the next request reuses).
@@ -51,7 +53,7 @@ class ArgvHead {
   const char* kept_bytes() const { return spill_ ? spill_.get() : inline_.data(); }
 
   std::string_view referred_;  // until keep()
-  std::array<char, 96> inline_;
+  std::array<char, 192> inline_;
   std::unique_ptr<char[]> spill_;  // when the kept form is larger than inline_
   std::uint32_t kept_size_ = 0;
   std::uint32_t spill_capacity_ = 0;
