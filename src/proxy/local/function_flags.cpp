@@ -18,7 +18,7 @@ constexpr std::string_view kFunctionList = "*2\r\n$8\r\nFUNCTION\r\n$4\r\nLIST\r
 
 struct KnownFunctions {
   std::mutex mutex;
-  std::unordered_map<std::string, FunctionWrites> by_name;
+  std::unordered_map<std::string, DeclaredWrites> by_name;
 };
 
 KnownFunctions& known() {
@@ -46,7 +46,7 @@ bool declares_no_writes(const resp::Reply& flags) {
 bool store_function_list(std::string_view reply) {
   const auto decoded = resp::decode_reply(reply);
   if (!decoded || decoded->type != resp::Reply::Type::array) return false;
-  std::unordered_map<std::string, FunctionWrites> by_name;
+  std::unordered_map<std::string, DeclaredWrites> by_name;
   for (const auto& library : decoded->elements) {
     const resp::Reply* functions = field(library, "functions");
     if (functions == nullptr || functions->type != resp::Reply::Type::array) return false;
@@ -55,7 +55,7 @@ bool store_function_list(std::string_view reply) {
       const resp::Reply* flags = field(function, "flags");
       if (name == nullptr || flags == nullptr) return false;
       by_name[name->text] =
-          declares_no_writes(*flags) ? FunctionWrites::no_writes : FunctionWrites::writes;
+          declares_no_writes(*flags) ? DeclaredWrites::no_writes : DeclaredWrites::writes;
     }
   }
   auto& functions = known();
@@ -76,11 +76,11 @@ void learn_function_flags(upstream::Upstream& upstream) {
   upstream.ask_server(kFunctionList, 0, answer);
 }
 
-FunctionWrites function_writes(std::string_view name) {
+DeclaredWrites function_writes(std::string_view name) {
   auto& functions = known();
   std::lock_guard lock(functions.mutex);
   const auto it = functions.by_name.find(std::string(name));
-  return it == functions.by_name.end() ? FunctionWrites::unknown : it->second;
+  return it == functions.by_name.end() ? DeclaredWrites::undeclared : it->second;
 }
 
 }  // namespace corral::proxy

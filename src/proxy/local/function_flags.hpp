@@ -12,14 +12,16 @@ class Upstream;
 
 namespace corral::proxy {
 
-enum class FunctionWrites : std::uint8_t { unknown, no_writes, writes };
+// What a script's shebang or a function's flags declare about writing (Redis's `no-writes`);
+// `undeclared`: judged by the command's own flags.
+enum class DeclaredWrites : std::uint8_t { undeclared, no_writes, writes };
 
 // Asks `upstream` for its functions (FUNCTION LIST); until the answer comes, every function is
-// unknown. A failed or odd answer leaves them unknown (held, as Redis holds an unknown one).
+// undeclared. A failed or odd answer leaves them so (held, as Redis holds an unknown one).
 void learn_function_flags(upstream::Upstream& upstream);
 
 // What the last answer said of function `name` (case-sensitive, as Redis's FCALL).
-FunctionWrites function_writes(std::string_view name);
+DeclaredWrites function_writes(std::string_view name);
 
 // FUNCTION LIST's RESP2 reply to the table above; false when it is not one.
 bool store_function_list(std::string_view reply);

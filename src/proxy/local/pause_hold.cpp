@@ -18,12 +18,10 @@ namespace {
 constexpr std::uint32_t kPausedByWrite = kWrite | kMayReplicate;
 constexpr std::size_t kShaHexLength = 40;
 
-enum class ScriptWrites : std::uint8_t { undeclared, declared_no_writes, declared_writes };
-
 // Redis's shebang grammar: "#!lua" then space-separated "flags=a,b" options on the first line.
 // Anything it would refuse reads as undeclared: Redis then judges by the command's own flags.
-ScriptWrites declared_writes(std::string_view body) {
-  if (!body.starts_with("#!")) return ScriptWrites::undeclared;
+DeclaredWrites declared_writes(std::string_view body) {
+  if (!body.starts_with("#!")) return DeclaredWrites::undeclared;
   std::string_view line = body.substr(0, body.find('\n'));
   bool no_writes = false;
   bool engine_seen = false;
@@ -33,7 +31,7 @@ ScriptWrites declared_writes(std::string_view body) {
     line = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
     if (part.empty()) continue;
     if (!engine_seen) {
-      if (part != "#!lua") return ScriptWrites::undeclared;
+      if (part != "#!lua") return DeclaredWrites::undeclared;
       engine_seen = true;
     } else if (part.starts_with("flags=")) {
       std::string_view flags = part.substr(6);
@@ -43,10 +41,10 @@ ScriptWrites declared_writes(std::string_view body) {
         flags = comma == std::string_view::npos ? std::string_view() : flags.substr(comma + 1);
       }
     } else {
-      return ScriptWrites::undeclared;
+      return DeclaredWrites::undeclared;
     }
   }
-  return no_writes ? ScriptWrites::declared_no_writes : ScriptWrites::declared_writes;
+  return no_writes ? DeclaredWrites::no_writes : DeclaredWrites::writes;
 }
 
 std::optional<std::string> sha1_hex(std::string_view body) {
@@ -66,7 +64,7 @@ std::optional<std::string> sha1_hex(std::string_view body) {
 
 struct RememberedScripts {
   std::mutex mutex;
-  std::unordered_map<std::string, ScriptWrites> by_sha;
+  std::unordered_map<std::string, DeclaredWrites> by_sha;
 };
 
 RememberedScripts& remembered() {
@@ -74,26 +72,26 @@ RememberedScripts& remembered() {
   return *scripts;                                                    // static teardown
 }
 
-std::uint32_t judged(ScriptWrites writes, std::uint32_t own) {
+std::uint32_t judged(DeclaredWrites writes, std::uint32_t own) {
   switch (writes) {
-    case ScriptWrites::declared_no_writes:
+    case DeclaredWrites::no_writes:
       return 0;
-    case ScriptWrites::declared_writes:
+    case DeclaredWrites::writes:
       return kWrite;
-    case ScriptWrites::undeclared:
+    case DeclaredWrites::undeclared:
       break;
   }
   return own;
 }
 
-ScriptWrites remembered_writes(std::string_view sha) {
-  if (sha.size() != kShaHexLength) return ScriptWrites::undeclared;
+DeclaredWrites remembered_writes(std::string_view sha) {
+  if (sha.size() != kShaHexLength) return DeclaredWrites::undeclared;
   std::string key(sha);
   for (char& c : key) c = resp::to_lower_ascii(c);
   auto& scripts = remembered();
   std::lock_guard lock(scripts.mutex);
   const auto it = scripts.by_sha.find(key);
-  return it == scripts.by_sha.end() ? ScriptWrites::undeclared : it->second;
+  return it == scripts.by_sha.end() ? DeclaredWrites::undeclared : it->second;
 }
 }  // namespace
 
@@ -102,21 +100,12 @@ std::uint32_t pause_flags(const CommandSpec& row, std::span<const std::string_vi
   if (!(row.flags & kRunsScript) || argv.size() < 2) return own;
   if (row.name == "eval") return judged(declared_writes(argv[1]), own);
   if (row.name == "evalsha") return judged(remembered_writes(argv[1]), own);
-  if (row.name == "fcall") {
-    switch (function_writes(argv[1])) {
-      case FunctionWrites::no_writes:
-        return 0;
-      case FunctionWrites::writes:
-        return kWrite;
-      case FunctionWrites::unknown:
-        break;
-    }
-  }
+  if (row.name == "fcall") return judged(function_writes(argv[1]), own);
   return own;
 }
 
 void remember_script(std::string_view body) {
-  const ScriptWrites writes = declared_writes(body);
+  const DeclaredWrites writes = declared_writes(body);
   const auto sha = sha1_hex(body);
   if (!sha) return;
   auto& scripts = remembered();

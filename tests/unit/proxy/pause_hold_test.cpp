@@ -62,10 +62,10 @@ TEST_CASE("pause_flags: FCALL by the function's flags from FUNCTION LIST") {
       "*6\r\n$4\r\nname\r\n$5\r\nrw_fn\r\n$11\r\ndescription\r\n$-1\r\n$5\r\nflags\r\n*0\r\n"
       "$4\r\ncode\r\n$-1\r\n";
   REQUIRE(store_function_list(list));
-  CHECK(function_writes("ro_fn") == FunctionWrites::no_writes);
+  CHECK(function_writes("ro_fn") == DeclaredWrites::no_writes);
   CHECK(judge({"FCALL", "ro_fn", "0"}) == 0);
   CHECK(judge({"FCALL", "rw_fn", "0"}) == kWrite);
   CHECK(judge({"FCALL", "other", "0"}) == (kWrite | kMayReplicate));
   CHECK_FALSE(store_function_list("-ERR unknown command\r\n"));
-  CHECK(function_writes("ro_fn") == FunctionWrites::no_writes);  // an error keeps what was known
+  CHECK(function_writes("ro_fn") == DeclaredWrites::no_writes);  // an error keeps what was known
 }
