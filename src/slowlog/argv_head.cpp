@@ -82,7 +82,9 @@ void ArgvHead::keep() {
   kept_ = true;
   // Most requests are short: their bytes as they came, one copy, cut only if ever shown.
   if (referred_.size() <= inline_.size()) {
-    std::memcpy(inline_.data(), referred_.data(), referred_.size());
+    // std::copy, not memcpy: a slot that referred to nothing (a protocol error's) has a null
+    // data(), which memcpy may not be given even for 0 bytes.
+    std::copy(referred_.begin(), referred_.end(), inline_.begin());
     kept_size_ = static_cast<std::uint32_t>(referred_.size());
     kept_multibulk_ = true;
     referred_ = {};
