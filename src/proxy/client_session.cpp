@@ -42,7 +42,11 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   if (resolved.spec != nullptr) {
     record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
   }
-  const bool held = held_by_pause(request, resolved);
+  bool held = held_by_pause(request, resolved);
+  if (held || waits_behind_held_) {
+    held = client_registry().waits_for_pause(state_.id, held);
+    waits_behind_held_ = held;
+  }
   record_->held_by_pause.store(held, std::memory_order_relaxed);
   if (held) return Action::wait_then_retry;
   const bool was_in_multi = state_.mode.in_multi();

@@ -53,6 +53,8 @@ class ClientSession final : public session::ClientHandler {
   std::shared_ptr<ClientRecord> record_;
   std::string published_name_;
   std::string published_user_;
+  // Held by a pause, and not yet let go in turn (ClientRegistry::waits_for_pause).
+  bool waits_behind_held_ = false;
   // kWrite / kMayReplicate of the commands queued in the open MULTI, for EXEC under a pause.
   std::uint32_t queued_pause_flags_ = 0;
   std::size_t queued_commands_ = 0;  // in the open MULTI, as Redis numbers EXEC's results

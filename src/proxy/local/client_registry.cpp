@@ -31,13 +31,17 @@ std::shared_ptr<ClientRecord> ClientRegistry::add(
   record->show_buffers = std::move(show_buffers);
   record->last_active_ms.store(now_ms(), std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
-  clients_[id] = Entry{record, {}, {}, {}};
+  clients_[id] = Entry{record, {}, {}, {}, 0};
   return record;
 }
 
 void ClientRegistry::remove(std::uint64_t id) {
   std::lock_guard lock(mutex_);
-  clients_.erase(id);
+  const auto it = clients_.find(id);
+  if (it == clients_.end()) return;
+  // A held client that leaves must not keep the clients held after it waiting.
+  if (it->second.hold_ticket != 0) held_order_.erase(it->second.hold_ticket);
+  clients_.erase(it);
 }
 
 std::shared_ptr<ClientRecord> ClientRegistry::find(std::uint64_t id) const {
@@ -230,6 +234,25 @@ std::size_t ClientRegistry::held_by_pause() const {
       std::count_if(clients_.begin(), clients_.end(), [](const auto& client) {
         return client.second.record->held_by_pause.load(std::memory_order_relaxed);
       }));
+}
+
+bool ClientRegistry::waits_for_pause(std::uint64_t id, bool held_now) {
+  std::lock_guard lock(mutex_);
+  const auto it = clients_.find(id);
+  if (it == clients_.end()) return held_now;
+  std::uint64_t& ticket = it->second.hold_ticket;
+  if (held_now) {
+    if (ticket == 0) {
+      ticket = ++last_hold_ticket_;
+      held_order_.emplace(ticket, id);
+    }
+    return true;
+  }
+  if (ticket == 0) return false;
+  if (held_order_.begin()->first != ticket) return true;
+  held_order_.erase(held_order_.begin());
+  ticket = 0;
+  return false;
 }
 
 ClientRegistry& client_registry() {

@@ -98,6 +98,11 @@ class ClientRegistry {
   bool paused() const;
   // Clients whose command waits for the pause to end: Redis counts them in blocked_clients.
   std::size_t held_by_pause() const;
+  // Whether client `id`'s command waits, given whether the pause holds it now (`held_now`).
+  // Clients once held go on in the order they were first held, as Redis unblocks its paused
+  // clients: one whose pause ended still waits while a client held before it waits. Call it
+  // only when held_now or while it last answered true (the caller keeps that): it locks.
+  bool waits_for_pause(std::uint64_t id, bool held_now);
 
   // CLIENT UNBLOCK: what Redis calls client `id`'s dedicated connection; set once Redis named it,
   // cleared when the connection is released. Nothing when unknown or none.
@@ -111,14 +116,17 @@ class ClientRegistry {
   struct Entry {
     std::shared_ptr<ClientRecord> record;
     std::string name;
-    std::string user;         // empty: "default"
-    UpstreamClient upstream;  // redis_id 0: no dedicated connection Redis has named
+    std::string user;               // empty: "default"
+    UpstreamClient upstream;        // redis_id 0: no dedicated connection Redis has named
+    std::uint64_t hold_ticket = 0;  // its place in held_order_ (0: not held)
   };
   bool matches(const Entry& entry, const ClientFilter& filter) const;
   void append_line(std::string& out, const Entry& entry) const;
 
   mutable std::mutex mutex_;
   std::map<std::uint64_t, Entry> clients_;
+  std::map<std::uint64_t, std::uint64_t> held_order_;  // hold ticket -> client id, oldest first
+  std::uint64_t last_hold_ticket_ = 0;
   std::atomic<std::int64_t> paused_until_ms_{0};
   std::atomic<bool> pause_all_{false};
 };

@@ -177,6 +177,26 @@ TEST_CASE("CLIENT PAUSE holds writes or everything until it ends", "[client]") {
   CHECK(admin.reply() == "-ERR syntax error\r\n");
 }
 
+TEST_CASE("clients held by a pause go on in the order they were held", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered admin(proxy, "10.2.1.1:1");
+  Peered first(proxy, "10.2.1.2:2");
+  auto second = std::make_unique<Peered>(proxy, "10.2.1.3:3");
+  Peered third(proxy, "10.2.1.4:4");
+  CHECK(admin.send({"CLIENT", "PAUSE", "60000", "WRITE"}) == Action::done);
+  CHECK(first.send({"SET", "k", "1"}) == Action::wait_then_retry);
+  CHECK(second->send({"SET", "k", "2"}) == Action::wait_then_retry);
+  CHECK(third.send({"SET", "k", "3"}) == Action::wait_then_retry);
+  CHECK(admin.send({"CLIENT", "UNPAUSE"}) == Action::done);
+  // As Redis unblocks its paused clients: the first held goes first, whoever retries first.
+  CHECK(third.send({"SET", "k", "3"}) == Action::wait_then_retry);
+  second.reset();  // a held client that leaves keeps no one waiting
+  CHECK(third.send({"SET", "k", "3"}) == Action::wait_then_retry);
+  CHECK(first.send({"SET", "k", "1"}) == Action::done);
+  CHECK(third.send({"SET", "k", "3"}) == Action::done);
+  CHECK(third.send({"SET", "k", "4"}) == Action::done);
+}
+
 TEST_CASE("idle_timeout asks the clients quiet that long, never subscribed ones", "[client]") {
   Proxy proxy(allowing_client());
   Peered quiet(proxy, "10.3.0.1:1");
