@@ -38,10 +38,7 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
                     static_cast<const CommandSpec*>(classified.detail), classified.metric_id};
   // A retried request whose name was unknown may have been learned from the upstream since.
   if (resolved.spec == nullptr) resolved = dispatcher_.resolve(request);
-  // CLIENT LIST / INFO show the command running (a held one too), themselves included, as Redis.
-  if (resolved.spec != nullptr) {
-    record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
-  }
+  show_command(resolved);
   bool held = held_by_pause(request, resolved);
   if (held || waits_behind_held_) {
     held = client_registry().waits_for_pause(state_.id, held);
@@ -70,7 +67,7 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
     follow_scripts_and_queue(request, resolved, was_in_multi);
   }
-  publish(resolved);
+  publish();
   return action;
 }
 
@@ -120,7 +117,8 @@ bool ClientSession::queued_until_exec(const Request& request, const Resolved& re
 
 Action ClientSession::handle_tunnel(const Request& request, std::string& reply) {
   const Action action = dispatcher_.handle_tunnel(state_, request, reply);
-  publish(dispatcher_.resolve(request));
+  show_command(dispatcher_.resolve(request));
+  publish();
   return action;
 }
 
@@ -155,11 +153,14 @@ void ClientSession::drain() {
 
 bool ClientSession::blocked() const { return blocked_in_redis(state_); }
 
-void ClientSession::publish(const Resolved& resolved) {
-  record_->last_active_ms.store(ClientRegistry::now_ms(), std::memory_order_relaxed);
+void ClientSession::show_command(const Resolved& resolved) {
   if (resolved.spec != nullptr) {
     record_->last_command.store(&resolved.row(), std::memory_order_relaxed);
   }
+}
+
+void ClientSession::publish() {
+  record_->last_active_ms.store(ClientRegistry::now_ms(), std::memory_order_relaxed);
   record_->database.store(state_.database, std::memory_order_relaxed);
   record_->protocol.store(state_.protocol, std::memory_order_relaxed);
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,

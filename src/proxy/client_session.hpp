@@ -38,8 +38,10 @@ class ClientSession final : public session::ClientHandler {
   const ClientState& state() const { return state_; }
 
  private:
+  // CLIENT LIST / INFO show the command running (a held one too, and themselves), as Redis.
+  void show_command(const Resolved& resolved);
   // Publishes what CLIENT LIST shows after each command (relaxed stores; the name rarely).
-  void publish(const Resolved& resolved);
+  void publish();
   // True when CLIENT PAUSE holds this request now.
   bool held_by_pause(const Request& request, const Resolved& resolved) const;
   // CLIENT PAUSE / UNPAUSE inside MULTI that Corral runs at EXEC (queued_pause.hpp).
