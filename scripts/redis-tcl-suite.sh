@@ -5,7 +5,9 @@
 # Env: CORRAL_BIN (default build/release/src/corral, built when missing), REDIS_GIT (a local bare
 #      git dir or a repository URL; default /work/.mirror/redis+redis/repo if present, else
 #      GitHub), TCL_DIR (where the suite is extracted and the results written;
-#      /tmp/corral-redis-tcl), TCL_ONLY (direct or corral: that run only, the other's output kept).
+#      /tmp/corral-redis-tcl), TCL_ONLY (direct or corral: that run only, the other's output kept),
+#      TCL_THREADS (Corral's io threads, default 1: see redis-tcl-skips-threads.txt for what more
+#      than one changes).
 #
 # Third-party code goes to TCL_DIR at run time, never into this tree. Both runs use the same
 # options and the same skip list (scripts/lib/redis-tcl-skips.txt: tests that cannot pass through
@@ -21,6 +23,7 @@ if [ -z "${REDIS_GIT:-}" ]; then
 fi
 TCL_DIR=${TCL_DIR:-/tmp/corral-redis-tcl}
 SKIPS_WITH_REASONS=$CORRAL_ROOT/scripts/lib/redis-tcl-skips.txt
+TCL_THREADS=${TCL_THREADS:-1}
 
 # What the suite's admin tests need through Corral (issue 17: CONFIG, DEBUG, FLUSHALL, FLUSHDB,
 # FUNCTION, SCRIPT, ACL SETUSER/DELUSER). Beyond the issue's list, each refused by default:
@@ -73,7 +76,7 @@ start_corral() {  # start_corral PORT UPSTREAM_PORT DIR
   cat >"$3/corral.yaml" <<EOF
 listen: 127.0.0.1:$1
 metrics: 127.0.0.1:$(free_port)
-threads: 2
+threads: $TCL_THREADS
 log_level: warn
 upstream:
   address: redis://127.0.0.1:$2
@@ -127,7 +130,9 @@ ln -sf "$(command -v redis-cli)" "$TCL_DIR/redis/src/redis-cli"
 
 mkdir -p "$TCL_DIR"
 SKIPS=$TCL_DIR/skips.txt  # runtest's skip file has no comments: the reasons are left out
-grep -v '^#' "$SKIPS_WITH_REASONS" | grep -v '^$' >"$SKIPS" || true
+skip_lists=("$SKIPS_WITH_REASONS")
+[ "$TCL_THREADS" -le 1 ] || skip_lists+=("$CORRAL_ROOT/scripts/lib/redis-tcl-skips-threads.txt")
+cat "${skip_lists[@]}" | grep -v '^#' | grep -v '^$' >"$SKIPS" || true
 targets=(direct corral)
 [ -z "${TCL_ONLY:-}" ] || targets=("$TCL_ONLY")
 for target in "${targets[@]}"; do run_target "$target" "$@"; done
