@@ -32,8 +32,9 @@ TCL_THREADS=${TCL_THREADS:-1}
 # - PFDEBUG (rewrites a HyperLogLog's encoding): unit/hyperloglog;
 # - SWAPDB (swaps whole databases under the cache; Corral then drops its cache):
 #   unit/multi's WATCH tests, unit/type/list's blocked-client tests, unit/keyspace;
-# - CLIENT KILL, CLIENT PAUSE/UNPAUSE (act on every client of the proxy; Corral answers them
-#   about its own clients): unit/introspection, unit/pause;
+# - CLIENT KILL, CLIENT PAUSE/UNPAUSE (act on every client of the proxy; Corral answers KILL
+#   about its own clients, and holds its own clients for a pause that it also sends upstream):
+#   unit/introspection, unit/pause;
 # - MONITOR (Corral's own feed of its clients' commands): unit/introspection, unit/other.
 # SYNC and PSYNC stay refused even when allowed (docs/compatibility.md).
 ALLOW='[CONFIG, DEBUG, FLUSHALL, FLUSHDB, FUNCTION, SCRIPT, "ACL SETUSER", "ACL DELUSER", '

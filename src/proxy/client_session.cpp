@@ -2,13 +2,30 @@
 #include "proxy/client_session.hpp"
 
 #include "proxy/links/blocking_session.hpp"
+#include "proxy/local/forwarded_pause.hpp"
 #include "proxy/local/pause_hold.hpp"
-#include "proxy/local/queued_pause.hpp"
+#include "proxy/local/queued_local.hpp"
 
 namespace corral::proxy {
 
+class ClientSession::ExecRunner final : public QueuedLocalRunner {
+ public:
+  explicit ExecRunner(ClientSession& session) : session_(session) {}
+  void run_queued(std::span<const std::string_view> argv, std::string& answer) override {
+    session_.dispatcher_.run_queued_local(session_.state_, argv, answer);
+    session_.publish();  // a CLIENT SETNAME's name
+  }
+  void ran_in_exec(std::span<const std::string_view> argv, bool taken) override {
+    pause_ran_in_exec(argv, taken, &session_.dispatcher_.upstream_for(session_.state_));
+  }
+  void exec_answered() override { --session_.execs_running_locals_; }
+
+ private:
+  ClientSession& session_;
+};
+
 ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const session::Peer& peer)
-    : dispatcher_(dispatcher) {
+    : dispatcher_(dispatcher), exec_runner_(std::make_shared<ExecRunner>(*this)) {
   const auto& client = dispatcher_.client_settings();
   state_.id = id;
   state_.authenticated = client.password.empty();
@@ -46,22 +63,31 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   }
   record_->held_by_pause.store(held, std::memory_order_relaxed);
   if (held) return Action::wait_then_retry;
+  if (execs_running_locals_ > 0 && awaiting > 0 && resolved.spec != nullptr &&
+      resolved.row().route == Route::local) {
+    return Action::drain_then_retry;
+  }
   const bool was_in_multi = state_.mode.in_multi();
   Action action;
-  if (was_in_multi && queued_until_exec(request, resolved)) {
+  const Queueing queueing = was_in_multi ? queueing_in_multi(request, resolved) : Queueing::none;
+  if (queueing == Queueing::placeholder) {
     const std::string_view placeholder[] = {"PING"};
-    const Request in_its_place{placeholder, QueuedPauses::kPlaceholder};
+    const Request in_its_place{placeholder, QueuedLocalCommands::kPlaceholder};
     action = dispatcher_.handle(state_, in_its_place, dispatcher_.resolve(in_its_place), tag,
                                 target, awaiting);
-    if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
-      queued_pauses_.add(queued_commands_, request.argv);
-    }
   } else if (resolved.spec != nullptr && resolved.row().change == StateChange::exec &&
-             !queued_pauses_.empty()) {
-    action = dispatcher_.handle(state_, request, resolved, tag, queued_pauses_.run_at_exec(target),
-                                awaiting);
+             !queued_locals_.empty()) {
+    action = dispatcher_.handle(state_, request, resolved, tag,
+                                queued_locals_.run_at_exec(target, exec_runner_), awaiting);
+    if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
+      ++execs_running_locals_;
+    }
   } else {
     action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
+  }
+  if (queueing != Queueing::none && action != Action::wait_then_retry &&
+      action != Action::drain_then_retry) {
+    queued_locals_.add(queued_commands_, request.argv, queueing == Queueing::forwarded);
   }
   // A request asked to come again (a command name the upstream is asked about) is not queued yet.
   if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
@@ -99,20 +125,28 @@ void ClientSession::follow_scripts_and_queue(const Request& request, const Resol
   if (!state_.mode.in_multi()) {
     queued_pause_flags_ = 0;
     queued_commands_ = 0;
-    queued_pauses_.clear();
+    queued_locals_.clear();
   } else if (was_in_multi) {
     queued_pause_flags_ |= pause_flags(row, request.argv);
     ++queued_commands_;
   }
 }
 
-// Redis queues CLIENT PAUSE / UNPAUSE in MULTI and runs them in EXEC; Corral too, when it may
-// answer them (allowed, and no upstream ACL user whose rights would have to be checked first).
-bool ClientSession::queued_until_exec(const Request& request, const Resolved& resolved) const {
-  if (resolved.spec == nullptr || resolved.sub == nullptr || state_.user_upstream) return false;
-  const std::string_view name = resolved.sub->name;
-  return (name == "client|pause" || name == "client|unpause") &&
-         arity_ok(*resolved.sub, request.argv.size()) && !dispatcher_.refuses(resolved);
+// Redis queues every command it answers itself inside MULTI and runs it in EXEC; Corral too for
+// the local rows marked kRunsAtExec, when it may answer them. A placeholder's command runs in
+// Corral only, so not for a client of an upstream ACL user, whose rights Redis would check first;
+// one forwarded as itself (CLIENT PAUSE) Redis checks.
+ClientSession::Queueing ClientSession::queueing_in_multi(const Request& request,
+                                                         const Resolved& resolved) const {
+  if (resolved.spec == nullptr) return Queueing::none;
+  const CommandSpec& row = resolved.row();
+  if (!(row.flags & kRunsAtExec) || !arity_ok(*resolved.spec, request.argv.size()) ||
+      (resolved.sub && !arity_ok(*resolved.sub, request.argv.size())) ||
+      dispatcher_.refuses(resolved)) {
+    return Queueing::none;
+  }
+  if (row.flags & kQueuedInMulti) return Queueing::forwarded;
+  return state_.user_upstream ? Queueing::none : Queueing::placeholder;
 }
 
 Action ClientSession::handle_tunnel(const Request& request, std::string& reply) {

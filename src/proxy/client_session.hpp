@@ -8,7 +8,7 @@
 #include "proxy/client_state.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/local/client_registry.hpp"
-#include "proxy/local/queued_pause.hpp"
+#include "proxy/local/queued_local.hpp"
 #include "session/handler.hpp"
 
 namespace corral::proxy {
@@ -44,8 +44,12 @@ class ClientSession final : public session::ClientHandler {
   void publish();
   // True when CLIENT PAUSE holds this request now.
   bool held_by_pause(const Request& request, const Resolved& resolved) const;
-  // CLIENT PAUSE / UNPAUSE inside MULTI that Corral runs at EXEC (queued_pause.hpp).
-  bool queued_until_exec(const Request& request, const Resolved& resolved) const;
+  // How a local command inside MULTI is queued (queued_local.hpp): not at all (Corral answers
+  // or refuses it now), in a placeholder's place, or forwarded as itself.
+  enum class Queueing : std::uint8_t { none, placeholder, forwarded };
+  Queueing queueing_in_multi(const Request& request, const Resolved& resolved) const;
+  // Runs the transaction's queued local commands for EXEC while this session lives.
+  class ExecRunner;
   // Remembers scripts that declare flags (EVALSHA under a pause) and what MULTI queued.
   void follow_scripts_and_queue(const Request& request, const Resolved& resolved,
                                 bool was_in_multi);
@@ -60,7 +64,11 @@ class ClientSession final : public session::ClientHandler {
   // kWrite / kMayReplicate of the commands queued in the open MULTI, for EXEC under a pause.
   std::uint32_t queued_pause_flags_ = 0;
   std::size_t queued_commands_ = 0;  // in the open MULTI, as Redis numbers EXEC's results
-  QueuedPauses queued_pauses_;
+  QueuedLocalCommands queued_locals_;
+  std::shared_ptr<ExecRunner> exec_runner_;
+  // EXECs sent whose queued local commands have not run yet: a local command after them waits
+  // for their replies (a CLIENT GETNAME after an EXEC that sets the name must see it).
+  std::size_t execs_running_locals_ = 0;
 };
 
 }  // namespace corral::proxy

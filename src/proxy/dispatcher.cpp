@@ -258,6 +258,23 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   return action;
 }
 
+void Dispatcher::run_queued_local(ClientState& client, std::span<const std::string_view> argv,
+                                  std::string& answer) {
+  const Resolved resolved = resolve(Request{argv, {}});
+  const LocalHandler local =
+      resolved.spec != nullptr ? find_local_handler(resolved.row()) : nullptr;
+  assert(local != nullptr && (resolved.row().flags & kRunsAtExec));
+  if (local == nullptr) return resp::append_error(answer, "ERR unknown command queued");
+  // No reply target: what the handler answers, it answers now (kRunsAtExec rows do).
+  LocalCall call{client, argv, settings_, client_, info_, 0, answer, cache_};
+  call.upstream = &upstream_for(client);
+  call.user_auth = &user_auth_;
+  call.keyed = keyed_caller_.get();
+  call.slowlog = slowlog_;
+  call.hot_keys = hot_keys_;
+  local(call);
+}
+
 Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
                                       std::span<const std::string_view> argv, bool pushes_confirm) {
   if (pushes_confirm && replies_with_pushes(row)) return Path::pushed;

@@ -104,6 +104,15 @@ class Dispatcher : public session::Handler {
 
   void end_session(ClientState& client);
 
+  // A local command queued inside MULTI, run once EXEC has run the transaction (queued_local.hpp):
+  // its one reply appended to `answer`. For rows marked kRunsAtExec, whose handlers answer at once.
+  void run_queued_local(ClientState& client, std::span<const std::string_view> argv,
+                        std::string& answer);
+  // The upstream that runs the client's commands: its ACL user's, or Corral's own.
+  upstream::Upstream& upstream_for(const ClientState& client) const {
+    return client.user_upstream ? *client.user_upstream : upstream_;
+  }
+
   const config::Settings& settings() const { return settings_; }
   // client.*: the settings at start, then a SIGHUP reload's (applied on this io thread); the
   // clients already connected keep their authentication.
@@ -155,10 +164,6 @@ class Dispatcher : public session::Handler {
   // user may run (a value cached from another user's read must not widen its rights).
   bool may_serve_cached(const ClientState& client, const CommandSpec& row,
                         std::span<const std::string_view> argv);
-  // The upstream that runs the client's commands: its ACL user's, or Corral's own.
-  upstream::Upstream& upstream_for(const ClientState& client) const {
-    return client.user_upstream ? *client.user_upstream : upstream_;
-  }
   void sample_hot_key(const CommandSpec& row, std::span<const std::string_view> argv);
 
   const config::Settings& settings_;

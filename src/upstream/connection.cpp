@@ -23,6 +23,7 @@
 #include "resp/reply_framer.hpp"
 #include "tls/context.hpp"
 #include "upstream/errors.hpp"
+#include "upstream/server_pause.hpp"
 #include "upstream/server_version.hpp"
 
 namespace corral::upstream {
@@ -542,6 +543,7 @@ awaitable<void> Connection::watch_timeouts(std::uint64_t generation) {
     error_code ec;
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
     ++tick_;
+    if (server_pause().in_force()) paused_tick_ = tick_;
     if (generation != generation_) continue;
     // A reply and the server's hang-up that came in one wake-up raise no further edge for
     // ReadyRead: found here, once per read that took the socket as drained.
@@ -552,7 +554,9 @@ awaitable<void> Connection::watch_timeouts(std::uint64_t generation) {
     }
     if (!timeouts || in_flight_.empty()) continue;
     const auto& oldest = in_flight_.front();
-    if (oldest.exempt_from_timeout || tick_ - oldest.sent_tick <= kTicks) continue;
+    if (oldest.exempt_from_timeout || tick_ - std::max(oldest.sent_tick, paused_tick_) <= kTicks) {
+      continue;
+    }
     spdlog::warn("upstream {}:{} did not answer within {} ms; resetting the connection",
                  options_.server.host, options_.server.port, options_.command_timeout.count());
     if (stats_) stats_->upstream_timeout();

@@ -167,6 +167,9 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool timed_out_ = false;
   bool sent_untracked_ = false;  // a command whose outcome only the unsolicited target will see
   std::uint64_t tick_ = 0;
+  // The last tick that saw a forwarded CLIENT PAUSE in force (server_pause.hpp): what waits in
+  // Redis for the pause's end gets its command_timeout from there.
+  std::uint64_t paused_tick_ = 0;
   FifoQueue<InFlight> in_flight_;
   std::shared_ptr<ReplyTarget> unsolicited_;
   std::string write_buffer_;  // commands not yet handed to the socket

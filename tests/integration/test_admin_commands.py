@@ -1,8 +1,11 @@
 # Admin commands that client.allow_commands lets through behave as Redis's own: SYNC/PSYNC refused
 # even when allowed (never on a shared link), SWAPDB keeps the cache coherent, CLIENT PAUSE holds
-# what Redis holds and counts the held clients in INFO's blocked_clients, CLIENT KILL USER knows
-# the upstream's users.
+# what Redis holds and counts the held clients in INFO's blocked_clients, and reaches Redis too
+# (its expiry stops, its other clients are held) without Corral taking the paused server for a
+# stalled one, CLIENT KILL USER knows the upstream's users.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_admin_commands.py [-k name]
+import time
+
 import pytest
 
 import harness
@@ -181,6 +184,116 @@ def test_pause_queued_in_multi_starts_when_exec_runs(stack):
         eq(tx.call("CLIENT", "UNPAUSE"), b"QUEUED", "CLIENT UNPAUSE queued")
         eq(tx.call("EXEC"), [b"OK"], "EXEC of UNPAUSE")
         eq(writer.read(), b"OK", "SET after the pause")
+
+
+def expired_keys(stack):
+    return stack.direct().info("stats")["expired_keys"]
+
+
+def test_pause_queued_in_multi_stops_redis_expiry(stack):
+    # The Tcl suite's `Test both active and passive expires are skipped during client pause`.
+    before = expired_keys(stack)
+    with stack.raw() as tx:
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("SET", "px:a", "1", "PX", "10"), b"QUEUED", "SET PX queued")
+        eq(tx.call("SET", "px:b", "2", "PX", "10"), b"QUEUED", "SET PX queued")
+        eq(tx.call("CLIENT", "PAUSE", "50000", "WRITE"), b"QUEUED", "CLIENT PAUSE queued")
+        eq(tx.call("EXEC"), [b"OK", b"OK", b"OK"], "EXEC")
+        harness.wait_until(lambda: tx.call("GET", "px:a") is None and tx.call("GET", "px:b") is None,
+                           5, what="the keys logically expired")
+        eq(expired_keys(stack), before, "Redis expired nothing while paused")
+        eq(tx.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE")
+        eq(tx.call("GET", "px:a"), None, "px:a after the pause")
+        eq(tx.call("GET", "px:b"), None, "px:b after the pause")
+        eq(expired_keys(stack), before + 2, "Redis expires them once unpaused")
+
+
+def test_pause_through_corral_holds_writes_of_redis_own_clients(stack):
+    with stack.raw() as admin, harness.Raw(stack.redis.port) as outsider:
+        eq(admin.call("CLIENT", "PAUSE", "60000", "WRITE"), b"OK", "CLIENT PAUSE WRITE")
+        outsider.send_command("SET", "px:outside", "v")
+        harness.wait_until(lambda: stack.direct().info("clients")["blocked_clients"] == 1, 5,
+                           what="Redis holds the SET of a client connected to it directly")
+        eq(stack.direct().get("px:outside"), None, "not written during the pause")
+        eq(admin.call("GET", "px:outside"), None, "reads through Corral go on")
+        eq(admin.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE")
+        eq(outsider.read(), b"OK", "the SET runs after the pause")
+        eq(stack.direct().get("px:outside"), b"v", "written after the pause")
+
+
+@pytest.mark.corral_only
+def test_pause_all_keeps_corral_ready_and_its_links(kept):
+    # The readiness PING and the shared links' commands wait in Redis for the pause's end, far
+    # past command_timeout: a pause Corral forwarded is no stalled server.
+    paused = kept(lambda: harness.Stack({"threads": 1, "upstream": {"command_timeout": "500ms"},
+                                         "client": {"allow_commands": ["CLIENT PAUSE",
+                                                                       "CLIENT UNPAUSE"]}},
+                                        name="pauseall").start())
+    corral = paused.corral
+    paused.direct().set("px:r", "before")
+    timeouts = corral.metric("corral_upstream_timeouts_total")
+    pause_ms = 2000
+    with paused.raw() as admin, paused.raw() as reader, harness.Raw(paused.redis.port) as outsider:
+        started = time.monotonic()
+        eq(admin.call("CLIENT", "PAUSE", str(pause_ms), "ALL"), b"OK", "CLIENT PAUSE ALL")
+        outsider.send_command("PING")
+        reader.send_command("GET", "px:r")
+        deadline = started + pause_ms / 1000.0 - 0.2
+        checks = 0
+        while time.monotonic() < deadline:
+            status, body = corral.http("/readyz")
+            eq(status, 200, "/readyz during the pause (%s)" % body.strip())
+            checks += 1
+        assert checks > 0, "/readyz was never asked during the pause"
+        eq(outsider.read(), b"PONG", "Redis answers its own client after the pause")
+        assert time.monotonic() - started >= pause_ms / 1000.0 - 0.1, \
+            "Redis held its own client's PING for the pause"
+        eq(reader.read(), b"before", "a read held by the pause, answered after it")
+        eq(reader.call("SET", "px:r", "after"), b"OK", "a write after the pause")
+    eq(corral.metric("corral_upstream_timeouts_total"), timeouts, "no upstream command timed out")
+    eq(corral.http("/readyz")[0], 200, "/readyz after the pause")
+
+
+def test_local_commands_queued_in_multi_answer_in_exec(stack):
+    with stack.raw() as tx:
+        own_id = tx.call("CLIENT", "ID")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("CLIENT", "ID"), b"QUEUED", "CLIENT ID queued")
+        eq(tx.call("SLOWLOG", "RESET"), b"QUEUED", "SLOWLOG RESET queued")
+        eq(tx.call("CLIENT", "SETNAME", "txname"), b"QUEUED", "CLIENT SETNAME queued")
+        eq(tx.call("SET", "q:k", "v"), b"QUEUED", "SET queued")
+        eq(tx.call("CLIENT", "GETNAME"), b"QUEUED", "CLIENT GETNAME queued")
+        eq(tx.call("EXEC"), [own_id, b"OK", b"OK", b"OK", b"txname"], "EXEC's answers in order")
+        eq(tx.call("CLIENT", "GETNAME"), b"txname", "the name EXEC set")
+        eq(stack.direct().get("q:k"), b"v", "the transaction's write")
+        # Pipelined: the GETNAME after EXEC waits for EXEC's reply, which sets the name.
+        for command in (("MULTI",), ("CLIENT", "SETNAME", "piped"), ("EXEC",),
+                        ("CLIENT", "GETNAME")):
+            tx.send_command(*command)
+        eq([tx.read() for _ in range(4)], [b"OK", b"QUEUED", [b"OK"], b"piped"],
+           "a pipelined transaction, then GETNAME")
+
+
+def test_local_commands_queued_in_multi_do_not_run_when_exec_fails(stack):
+    with stack.raw() as tx, stack.raw() as other:
+        eq(tx.call("WATCH", "q:w"), b"OK", "WATCH")
+        eq(other.call("SET", "q:w", "changed"), b"OK", "the watched key changes")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("CLIENT", "SETNAME", "never"), b"QUEUED", "CLIENT SETNAME queued")
+        eq(tx.call("SLOWLOG", "LEN"), b"QUEUED", "SLOWLOG LEN queued")
+        eq(tx.call("EXEC"), None, "EXEC fails: the watched key changed")
+        eq(tx.call("CLIENT", "GETNAME"), None, "the queued SETNAME did not run")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("CLIENT", "SETNAME", "discarded"), b"QUEUED", "CLIENT SETNAME queued")
+        eq(tx.call("DISCARD"), b"OK", "DISCARD")
+        eq(tx.call("CLIENT", "GETNAME"), None, "the discarded SETNAME did not run")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("CLIENT", "SETNAME", "aborted"), b"QUEUED", "CLIENT SETNAME queued")
+        is_err(tx.call("SET", "q:w"), "ERR wrong number of arguments for 'set' command",
+               "a bad command aborts the transaction")
+        is_err(tx.call("EXEC"),
+               "EXECABORT Transaction discarded because of previous errors.", "EXEC aborted")
+        eq(tx.call("CLIENT", "GETNAME"), None, "the aborted transaction's SETNAME did not run")
 
 
 def test_client_kill_user_knows_the_upstreams_users(stack):

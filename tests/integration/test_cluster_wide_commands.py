@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Commands about the server as a whole go to the cluster, not to the first seed: SCRIPT KILL
-# reaches the primary whose script is busy, and with seed 0's process killed a command Corral
+# reaches the primary whose script is busy, CLIENT PAUSE every primary, and with seed 0's process killed a command Corral
 # learns from the servers (one renamed with rename-command) and SCRIPT KILL still work.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q -rA test_cluster_wide_commands.py
 import os
@@ -17,7 +17,8 @@ from resp_client import Err, Raw  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routing")
 
-CONFIG = {"threads": 2, "client": {"allow_commands": ["SCRIPT KILL", "FUNCTION KILL"]},
+CONFIG = {"threads": 2, "client": {"allow_commands": ["SCRIPT KILL", "FUNCTION KILL",
+                                                      "CLIENT PAUSE", "CLIENT UNPAUSE"]},
           "upstream": {"command_timeout": "2s"}}
 # Corral's table knows STRLEN, not STRLENX: it learns STRLENX from the servers (COMMAND INFO).
 RENAMED = "rename-command STRLEN STRLENX"
@@ -43,6 +44,28 @@ def node_busy(stack, port):
     with Raw(port, timeout=5) as r:
         reply = r.call("PING")
     return isinstance(reply, Err) and reply.startswith(b"BUSY")
+
+
+def test_client_pause_reaches_every_primary(stack):
+    primaries = stack.cluster.primaries()
+    outsiders = [Raw(port, timeout=10) for port in primaries]
+    try:
+        with stack.raw(timeout=10) as admin:
+            assert admin.call("CLIENT", "PAUSE", "60000", "WRITE") == b"OK"
+            # PUBLISH is keyless and may replicate: each primary holds it from its own client.
+            for outsider in outsiders:
+                outsider.send_command("PUBLISH", "pause-probe", "m")
+            for port in primaries:
+                wait_until(lambda: stack.cluster.node(port).info("clients")["blocked_clients"] == 1,
+                           5, what="primary %d holds a direct client's PUBLISH" % port)
+            assert admin.call("CLIENT", "UNPAUSE") == b"OK"
+        for outsider in outsiders:
+            assert outsider.read() == 0, "PUBLISH after the pause"
+    finally:
+        for outsider in outsiders:
+            outsider.close()
+        with stack.raw(timeout=10) as admin:  # a failed test must not leave the cluster paused
+            admin.call("CLIENT", "UNPAUSE")
 
 
 # Runs first: the kill test below leaves seed 0 dead.

@@ -51,8 +51,7 @@ def test_script_debug_is_refused_and_other_clients_are_unaffected(stack):
 
 
 @pytest.mark.parametrize("command", [("AUTH", "guess"), ("AUTH", "default", "guess"),
-                                     ("CLIENT", "LIST"), ("INFO",), ("CLIENT", "SETNAME", "x"),
-                                     ("HELLO", "2")])
+                                     ("INFO",), ("HELLO", "2"), ("CLIENT", "UNBLOCK", "999")])
 def test_corral_commands_inside_multi_never_reach_the_upstream(stack, command):
     with client(stack) as c:
         assert c.call("MULTI") == b"OK"
@@ -62,6 +61,20 @@ def test_corral_commands_inside_multi_never_reach_the_upstream(stack, command):
         assert isinstance(exec_reply, Err) and exec_reply.startswith(b"EXECABORT"), exec_reply
         # The connection is usable and still authenticated as Corral's client.
         assert c.call("PING") == b"PONG"
+
+
+def test_corral_commands_queued_inside_multi_never_reach_the_upstream(stack):
+    # A PING holds their place upstream; Corral answers them in EXEC's reply.
+    with client(stack) as c:
+        assert c.call("MULTI") == b"OK"
+        assert c.call("CLIENT", "SETNAME", "iso-queued") == b"QUEUED"
+        assert c.call("CLIENT", "LIST") == b"QUEUED"
+        replies = c.call("EXEC")
+        assert replies[0] == b"OK", replies
+        assert b" name=iso-queued " in replies[1], replies
+        assert b"upstream-pw" not in replies[1], replies
+    upstream_clients = stack.direct().execute_command("CLIENT", "LIST")
+    assert "iso-queued" not in str(upstream_clients), upstream_clients
 
 
 def test_ping_and_echo_inside_multi_are_queued(stack):

@@ -30,6 +30,9 @@ enum CommandFlag : std::uint32_t {
   kRunsScript = 1u << 16,     // runs or loads server-side code: refused with client.refuse_scripts
   kMayReplicate =
       1u << 17,  // Redis's may_replicate (PUBLISH PFCOUNT EVAL ...): CLIENT PAUSE WRITE holds it
+  // A local row Corral runs when EXEC runs it, queued inside MULTI (queued_local.hpp): with
+  // kQueuedInMulti too it goes upstream as itself, else a placeholder holds its place.
+  kRunsAtExec = 1u << 18,
 };
 
 // Where a command is sent. A cluster adds "keyed by slot", "split by slot" and "broadcast" here.

@@ -180,49 +180,39 @@ Action client_kill(LocalCall& call) {
   return kills_self ? Action::close_after_reply : Action::done;
 }
 
-// CLIENT PAUSE timeout [WRITE|ALL]: Corral holds its clients' commands (all, or the writes) for
-// `timeout` ms; held requests then run in the order they came.
-void pause_clients(std::span<const std::string_view> argv, upstream::Upstream* upstream,
-                   std::string& reply) {
+// CLIENT PAUSE timeout [WRITE|ALL], checked as Redis checks it.
+std::optional<PauseRequest> parse_pause(std::span<const std::string_view> argv,
+                                        std::string& error) {
   long long ms = 0;
   if (!parse_integer(argv[2], ms) || ms < 0) {
-    resp::append_error(reply, "ERR timeout is not an integer or out of range");
-    return;
+    resp::append_error(error, "ERR timeout is not an integer or out of range");
+    return std::nullopt;
   }
   bool all = true;
   if (argv.size() == 4) {
     if (iequals(argv[3], "write")) {
       all = false;
     } else if (!iequals(argv[3], "all")) {
-      resp::append_error(reply, kSyntaxError);
-      return;
+      resp::append_error(error, kSyntaxError);
+      return std::nullopt;
     }
   } else if (argv.size() > 4) {
-    resp::append_error(reply, kSyntaxError);
-    return;
+    resp::append_error(error, kSyntaxError);
+    return std::nullopt;
   }
   // A year is "until CLIENT UNPAUSE"; larger values would overflow the clock's nanoseconds.
   constexpr long long kMaxPauseMs = 365LL * 24 * 3600 * 1000;
-  ms = std::min(ms, kMaxPauseMs);
-  client_registry().pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(ms), all);
+  return PauseRequest{std::chrono::milliseconds(std::min(ms, kMaxPauseMs)), all};
+}
+
+// Corral holds its clients' commands (all, or the writes) until the end; held requests then run
+// in the order they came.
+void pause_clients(const PauseRequest& pause, upstream::Upstream* upstream) {
+  client_registry().pause(std::chrono::steady_clock::now() + pause.timeout, pause.all);
   // FCALL of a function that declares no-writes runs through a WRITE pause: which ones do.
-  if (!all && upstream != nullptr) learn_function_flags(*upstream);
-  resp::append_simple(reply, "OK");
+  if (!pause.all && upstream != nullptr) learn_function_flags(*upstream);
 }
 
-void unpause_clients(std::string& reply) {
-  client_registry().unpause();
-  resp::append_simple(reply, "OK");
-}
-
-Action client_pause(LocalCall& call) {
-  pause_clients(call.argv, call.upstream, call.reply);
-  return Action::done;
-}
-
-Action client_unpause(LocalCall& call) {
-  unpause_clients(call.reply);
-  return Action::done;
-}
+void unpause_clients() { client_registry().unpause(); }
 
 }  // namespace corral::proxy

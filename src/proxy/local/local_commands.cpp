@@ -15,6 +15,7 @@
 #include "proxy/links/client_unblock.hpp"
 #include "proxy/local/admin_commands.hpp"
 #include "proxy/local/client_commands.hpp"
+#include "proxy/local/forwarded_pause.hpp"
 #include "proxy/local/hot_keys_command.hpp"
 #include "proxy/local/monitor_feed.hpp"
 #include "proxy/local/server_info.hpp"

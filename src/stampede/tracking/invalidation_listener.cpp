@@ -21,6 +21,7 @@
 #include "upstream/call.hpp"
 #include "upstream/connection.hpp"
 #include "upstream/link.hpp"
+#include "upstream/server_pause.hpp"
 
 namespace corral::stampede {
 
@@ -289,6 +290,10 @@ awaitable<void> InvalidationListener::watch_liveness() {
     if (current_->inbox != watched || current_->inbox->heard() != heard) {
       watched = current_->inbox;
       heard = watched->heard();
+      quiet_intervals = 0;
+    } else if (upstream::server_pause().in_force()) {
+      // A forwarded CLIENT PAUSE ALL holds the PING in Redis until its end, and a reconnect's
+      // handshake with it: silence is the pause's, and no write it could hide runs meanwhile.
       quiet_intervals = 0;
     } else if (++quiet_intervals >= 2) {
       spdlog::warn("tracking connection to {}:{} answered nothing for {} ms; reopening it",

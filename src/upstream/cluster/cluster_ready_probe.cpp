@@ -14,6 +14,7 @@
 #include "upstream/cluster/slot_map.hpp"
 #include "upstream/link.hpp"
 #include "upstream/reply_target.hpp"
+#include "upstream/server_pause.hpp"
 
 namespace corral::upstream {
 
@@ -97,8 +98,13 @@ void ClusterReadyProbe::probe_primaries(std::chrono::steady_clock::time_point no
     auto& probe = kept[node];
     if (const auto found = nodes_.find(node); found != nodes_.end()) probe = found->second;
     if (probe.outstanding) {
-      // Still no answer: not answering now, and again only once this PING is answered.
-      if (now - probe.sent_at > deadline_) probe.answering = false;
+      // A forwarded CLIENT PAUSE ALL holds the PING until its end: the deadline counts from
+      // there. Otherwise still no answer: not answering now, and again once it is answered.
+      if (server_pause().in_force(now)) {
+        probe.sent_at = now;
+      } else if (now - probe.sent_at > deadline_) {
+        probe.answering = false;
+      }
       continue;
     }
     // Affinity 0: the PING queues behind what clients wait for on that node, which is exactly

@@ -24,6 +24,9 @@ constexpr ClusterRouteRow kClusterRoutes[] = {
     {"script|exists", all_primaries, agree},
     {"function|load", all_primaries, agree},
     {"function|flush", all_primaries, all_ok},
+    // A pause for a failover is the whole cluster's: writes stop on every primary.
+    {"client|pause", all_primaries, all_ok},
+    {"client|unpause", all_primaries, all_ok},
     // Out of band: the busy script runs on one primary, which only the replies tell.
     {"script|kill", all_primaries, killed_anywhere},
     {"function|kill", all_primaries, killed_anywhere},

@@ -32,6 +32,17 @@ class PartTarget final : public ReplyTarget {
   std::size_t part_;
 };
 
+// Keyless commands that every upstream runs (the others go to the default one): a pause for a
+// failover stops the writes of every upstream, as CLIENT PAUSE stops every primary of a cluster.
+constexpr std::string_view kEveryUpstream[] = {"client|pause", "client|unpause"};
+
+bool runs_on_every_upstream(std::string_view name) {
+  for (const auto every : kEveryUpstream) {
+    if (every == name) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 RoutedUpstream::RoutedUpstream(Parts parts) : parts_(std::move(parts)) {}
@@ -64,6 +75,10 @@ bool RoutedUpstream::send(const Routed& command, std::uint64_t tag,
   }
   // The mirror is found before the send, from this command's keys: keys_ is scratch space.
   RouteMirror* mirror = nullptr;
+  if (upstream == kKeyless && runs_on_every_upstream(command.shape.name())) {
+    send_to_every_upstream(command, tag, target);
+    return true;
+  }
   if (upstream == kKeyless) {
     upstream = kDefaultUpstream;
   } else if (const KeyRoute* route = parts_.routes->find(command.argv[keys_.front()])) {
@@ -74,6 +89,22 @@ bool RoutedUpstream::send(const Routed& command, std::uint64_t tag,
   parts_.counters->commands[upstream].fetch_add(1, std::memory_order_relaxed);
   if (mirror != nullptr) mirror->copy(routed);
   return true;
+}
+
+void RoutedUpstream::send_to_every_upstream(const Routed& command, std::uint64_t tag,
+                                            const std::shared_ptr<ReplyTarget>& target) {
+  const std::size_t count = parts_.upstreams.size();
+  auto merged = std::make_shared<ClusterMergeTarget>(
+      ClusterMerge::all_ok, count, std::vector<std::vector<std::size_t>>{}, target, tag);
+  for (std::size_t upstream = 0; upstream < count; ++upstream) {
+    // Each part answers the merge under its own number as tag.
+    if (parts_.upstreams[upstream]->send(on(upstream, command), upstream,
+                                         std::make_shared<PartTarget>(merged, upstream))) {
+      parts_.counters->commands[upstream].fetch_add(1, std::memory_order_relaxed);
+    } else {
+      merged->on_failure(upstream, kErrUnavailable);
+    }
+  }
 }
 
 int RoutedUpstream::partition_of(const Routed& command) {

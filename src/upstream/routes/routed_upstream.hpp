@@ -99,6 +99,9 @@ class RoutedUpstream final : public Upstream {
   int database_on(std::size_t upstream, int database) const {
     return upstream == kDefaultUpstream ? database : parts_.upstreams[upstream]->database();
   }
+  // A keyless command every upstream runs (CLIENT PAUSE): +OK when each answered OK.
+  void send_to_every_upstream(const Routed& command, std::uint64_t tag,
+                              const std::shared_ptr<ReplyTarget>& target);
   // MGET fills whose keys span routes: one per upstream, merged in key order.
   void fetch_split(std::span<const std::string_view> argv, int database,
                    const std::shared_ptr<ReplyTarget>& target);

@@ -9,6 +9,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "upstream/server_pause.hpp"
+
 namespace corral::upstream {
 
 namespace asio = boost::asio;
@@ -84,8 +86,13 @@ asio::awaitable<void> ReadyProbe::loop() {
     if (ec || stopped_) co_return;
     const auto now = std::chrono::steady_clock::now();
     if (outstanding_) {
-      // Still no answer: stalled now, and ready again only once this PING is answered.
-      if (now - sent_at_ > deadline_) set_stalled(true);
+      // A forwarded CLIENT PAUSE ALL holds the PING in Redis until its end: the deadline counts
+      // from there. Otherwise still no answer: stalled now, and ready again once it is answered.
+      if (server_pause().in_force(now)) {
+        sent_at_ = now;
+      } else if (now - sent_at_ > deadline_) {
+        set_stalled(true);
+      }
       continue;
     }
     auto reply = std::make_shared<ProbeReply>(weak_from_this());

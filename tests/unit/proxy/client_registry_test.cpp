@@ -8,6 +8,7 @@
 #include "proxy/links/client_unblock.hpp"
 #include "proxy/local/client_registry.hpp"
 #include "recording_upstream.hpp"
+#include "upstream/server_pause.hpp"
 
 using namespace corral;
 using namespace corral::proxy;
@@ -44,6 +45,16 @@ struct Peered {
   int closes = 0;
   int idle_asks = 0;
 };
+
+// Redis answers what a CLIENT PAUSE / UNPAUSE sent: the FUNCTION LIST a WRITE pause asks first
+// (no functions), then the command itself with `reply`.
+void redis_answers(RecordingLink& link, std::string_view reply = "+OK\r\n") {
+  while (!link.pending.empty() &&
+         link.pending.front().bytes.find("FUNCTION") != std::string::npos) {
+    link.answer("*0\r\n");
+  }
+  link.answer(reply);
+}
 
 config::Settings allowing_client() {
   config::Settings settings;
@@ -156,25 +167,53 @@ TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {
   CHECK(admin.closes == 0);
 }
 
-TEST_CASE("CLIENT PAUSE holds writes or everything until it ends", "[client]") {
+TEST_CASE("CLIENT PAUSE holds writes or everything until it ends, in Corral and in Redis",
+          "[client]") {
   Proxy proxy(allowing_client());
   Peered admin(proxy, "10.2.0.1:1");
   Peered c(proxy, "10.2.0.2:2");
   CHECK(admin.send({"CLIENT", "PAUSE", "60000", "WRITE"}) == Action::done);
+  auto& shared = proxy.links.shared_of(0);
+  CHECK(shared.bytes().back() == wire({"CLIENT", "PAUSE", "60000", "WRITE"}));
+  CHECK(admin.reply().empty());                                 // Redis's answer is the client's
+  CHECK(c.send({"SET", "k", "v"}) == Action::wait_then_retry);  // held at once
+  redis_answers(shared);
   CHECK(admin.reply() == "+OK\r\n");
+  CHECK(upstream::server_pause().in_force());
   CHECK(c.send({"GET", "k"}) == Action::done);
-  CHECK(c.send({"SET", "k", "v"}) == Action::wait_then_retry);
+  shared.answer("$-1\r\n");
   CHECK(admin.send({"CLIENT", "PAUSE", "60000"}) == Action::done);  // ALL by default
+  redis_answers(shared);
   CHECK(c.send({"GET", "k"}) == Action::wait_then_retry);
   CHECK(admin.send({"CLIENT", "UNPAUSE"}) == Action::done);
+  CHECK(shared.bytes().back() == wire({"CLIENT", "UNPAUSE"}));
+  // Corral's clients go once Redis has answered the UNPAUSE (under ALL, at the pause's end).
+  CHECK(c.send({"GET", "k"}) == Action::wait_then_retry);
+  shared.answer("+OK\r\n");
+  CHECK(admin.reply() == "+OK\r\n");
+  CHECK_FALSE(upstream::server_pause().in_force());
   CHECK(c.send({"SET", "k", "v"}) == Action::done);
+  shared.answer("+OK\r\n");
   CHECK(admin.send({"CLIENT", "PAUSE", "20", "WRITE"}) == Action::done);
+  redis_answers(shared);
   std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  CHECK_FALSE(upstream::server_pause().in_force());
   CHECK(c.send({"SET", "k", "v"}) == Action::done);
+  shared.answer("+OK\r\n");
+  // A pause Redis refuses holds nobody in Corral either.
+  CHECK(admin.send({"CLIENT", "PAUSE", "60000", "WRITE"}) == Action::done);
+  redis_answers(shared,
+                "-NOPERM this user has no permissions to run the 'client|pause' command\r\n");
+  CHECK(admin.reply().starts_with("-NOPERM"));
+  CHECK_FALSE(upstream::server_pause().in_force());
+  CHECK(c.send({"SET", "k", "v"}) == Action::done);
+  shared.answer("+OK\r\n");
+  const std::size_t sent = shared.bytes().size();
   CHECK(admin.send({"CLIENT", "PAUSE", "x"}) == Action::done);
   CHECK(admin.reply() == "-ERR timeout is not an integer or out of range\r\n");
   CHECK(admin.send({"CLIENT", "PAUSE", "10", "READ"}) == Action::done);
   CHECK(admin.reply() == "-ERR syntax error\r\n");
+  CHECK(shared.bytes().size() == sent);  // wrong arguments never reach Redis
 }
 
 TEST_CASE("clients held by a pause go on in the order they were held", "[client]") {
@@ -184,10 +223,13 @@ TEST_CASE("clients held by a pause go on in the order they were held", "[client]
   auto second = std::make_unique<Peered>(proxy, "10.2.1.3:3");
   Peered third(proxy, "10.2.1.4:4");
   CHECK(admin.send({"CLIENT", "PAUSE", "60000", "WRITE"}) == Action::done);
+  auto& shared = proxy.links.shared_of(0);
+  redis_answers(shared);
   CHECK(first.send({"SET", "k", "1"}) == Action::wait_then_retry);
   CHECK(second->send({"SET", "k", "2"}) == Action::wait_then_retry);
   CHECK(third.send({"SET", "k", "3"}) == Action::wait_then_retry);
   CHECK(admin.send({"CLIENT", "UNPAUSE"}) == Action::done);
+  shared.answer("+OK\r\n");
   // As Redis unblocks its paused clients: the first held goes first, whoever retries first.
   CHECK(third.send({"SET", "k", "3"}) == Action::wait_then_retry);
   second.reset();  // a held client that leaves keeps no one waiting

@@ -251,13 +251,43 @@ void check_refused_in_multi(std::initializer_list<std::string_view> command) {
 }
 }  // namespace
 
-TEST_CASE("Corral's own commands inside MULTI are refused, never forwarded", "[dispatcher]") {
+TEST_CASE("Corral's own commands that cannot run in EXEC are refused in MULTI, never forwarded",
+          "[dispatcher]") {
   check_refused_in_multi({"AUTH", "guess"});
-  check_refused_in_multi({"CLIENT", "LIST"});
   check_refused_in_multi({"INFO"});
   check_refused_in_multi({"HELLO", "3"});
-  check_refused_in_multi({"CLIENT", "SETNAME", "x"});
-  check_refused_in_multi({"CORRAL.STATS"});
+  check_refused_in_multi({"CLIENT", "UNBLOCK", "1"});
+}
+
+TEST_CASE("Corral's own commands inside MULTI are queued behind a PING and answered in EXEC",
+          "[dispatcher]") {
+  for (const bool watch_fails : {false, true}) {
+    INFO("WATCH fails: " << watch_fails);
+    Proxy proxy;
+    Client client(proxy);
+    CHECK(client.send({"MULTI"}) == Action::done);
+    auto& dedicated = proxy.links.last_dedicated();
+    dedicated.answer("+OK\r\n");
+    CHECK(client.send({"CLIENT", "SETNAME", "queued"}) == Action::done);
+    CHECK(client.send({"SET", "k", "v"}) == Action::done);
+    CHECK(client.send({"CLIENT", "GETNAME"}) == Action::done);
+    REQUIRE(dedicated.sent.size() == 4);
+    CHECK(dedicated.sent[1].bytes == wire({"PING"}));
+    CHECK(dedicated.sent[3].bytes == wire({"PING"}));
+    for (int i = 0; i < 3; ++i) dedicated.answer("+QUEUED\r\n");
+    CHECK(client.reply() == "+QUEUED\r\n");
+    CHECK(client.send({"EXEC"}) == Action::done);
+    CHECK(client.reply().empty());  // nothing runs before Redis has run the transaction
+    if (watch_fails) {
+      dedicated.answer("*-1\r\n");
+      CHECK(client.reply() == "*-1\r\n");
+      CHECK(client.send({"CLIENT", "GETNAME"}) == Action::done);
+      CHECK(client.reply() == "$-1\r\n");
+    } else {
+      dedicated.answer("*3\r\n+PONG\r\n+OK\r\n+PONG\r\n");
+      CHECK(client.reply() == "*3\r\n+OK\r\n+OK\r\n$6\r\nqueued\r\n");
+    }
+  }
 }
 
 TEST_CASE("PING, ECHO and SELECT inside MULTI are queued with the rest", "[dispatcher]") {
