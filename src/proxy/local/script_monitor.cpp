@@ -100,7 +100,8 @@ ScriptMonitor::Readiness ScriptMonitor::ensure_running(upstream::Upstream& upstr
   expected_.clear();
   following_ = false;
   link_->set_unsolicited_target(follower_);
-  if (!link_->send(kMonitorCommand, follower_, kMonitorTag, true)) {
+  // Under upstream.command_timeout: a client's MONITOR must not wait for a stalled server.
+  if (!link_->send(kMonitorCommand, follower_, kMonitorTag)) {
     link_.reset();
     return Readiness::unavailable;
   }
