@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 
 #include "proxy/ascii.hpp"
@@ -19,7 +20,9 @@
 #include "proxy/links/subscriptions.hpp"
 #include "proxy/links/tracking_redirect.hpp"
 #include "proxy/links/transaction_endings.hpp"
+#include "proxy/local/latency_histogram_reply.hpp"
 #include "proxy/local/local_commands.hpp"
+#include "proxy/local/local_latency.hpp"
 #include "proxy/local/monitor_feed.hpp"
 #include "proxy/local/slowlog_config.hpp"
 #include "proxy/local/version_commands.hpp"
@@ -251,10 +254,12 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   call.hot_keys = hot_keys_;
   call.tag = tag;
   call.target = &target;
+  const auto started = std::chrono::steady_clock::now();
   const Action action = local(call);
-  if (call.deferred) return action;
   if (action == Action::drain_then_retry || action == Action::wait_then_retry) return action;
-  target->on_reply(tag, scratch_);
+  // Redis's duration: the command's own work, not an upstream round trip a deferred one awaits.
+  local_latency().record(command_id(row), std::chrono::steady_clock::now() - started);
+  if (!call.deferred) target->on_reply(tag, scratch_);
   return action;
 }
 
@@ -462,6 +467,9 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // Queued in MULTI, its +OK would be inside EXEC's reply: Corral's log then keeps its settings.
   if (slowlog_ != nullptr && row.name == "config|set" && !client.mode.in_multi()) {
     reply_to = follow_slowlog_config(request.argv, *slowlog_, std::move(reply_to));
+  }
+  if (follows_local_latency(row) && !client.mode.in_multi()) {
+    reply_to = follow_local_latency(row, request.argv, local_latency(), std::move(reply_to));
   }
   if (row.change == StateChange::discard) client.queued_database = -1;
   const auto& named =

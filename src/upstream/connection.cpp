@@ -23,6 +23,7 @@
 #include "resp/reply_framer.hpp"
 #include "tls/context.hpp"
 #include "upstream/errors.hpp"
+#include "upstream/own_addresses.hpp"
 #include "upstream/server_pause.hpp"
 #include "upstream/server_version.hpp"
 
@@ -194,12 +195,14 @@ awaitable<void> Connection::run() {
     backoff = options_.backoff_min;
     refusal_.clear();
     set_state(State::ready);
+    const std::string own_address = own_addresses().add(socket_);
     if (stats_) stats_->upstream_connected();
     const auto generation = generation_;
     asio::co_spawn(executor_, read_loop(generation), asio::detached);
     asio::co_spawn(executor_, watch_timeouts(generation), asio::detached);
     if (!write_buffer_.empty() && !flushing_) start_flush();
     co_await broken_.wait();
+    own_addresses().remove(own_address);
     set_state(State::connecting);
     if (stats_) stats_->upstream_disconnected();
     // Every command queued behind the one that timed out fails with it: say so, since those

@@ -1,7 +1,8 @@
 # MONITOR answered by Corral: +OK, then the commands of this Corral's clients (every io thread) in
 # Redis's line format, escaping and redaction; never Corral's own traffic (readiness PINGs, CLIENT
-# ID, COMMAND learning) nor a second Corral's clients; refused unless allowed; a MONITOR client
-# that does not read is cut at client.max_output_buffer (issue 22).
+# ID, COMMAND learning) nor a second Corral's clients; the commands scripts and functions of its
+# clients run, from Redis's own MONITOR; refused unless allowed; a MONITOR client that does not
+# read is cut at client.max_output_buffer (issues 22, 17).
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_monitor.py [-k name]
 import os
 import re
@@ -98,6 +99,52 @@ def test_same_lines_as_redis(stack):
     # else, so it is not filtered.
     direct = watch(stack.redis.port, only_the_client=True)
     eq(watch(stack.port, only_the_client=False), direct, "MONITOR lines through Corral and direct")
+
+
+FUNCTION_CODE = ("#!lua name=monlib\n"
+                 "redis.register_function('monset', function(keys) "
+                 "return redis.call('set', keys[1], 'f') end)")
+
+
+def test_script_and_function_calls_follow_their_line(stack, kept):
+    """Their `[0 lua]` lines come from Redis's MONITOR; a script run directly on Redis, or by
+    another Corral's client, is not shown."""
+    other = kept(lambda: harness.Corral(stack.workdir, stack.redis.port, CONFIG,
+                                        name="second").start())
+    direct = stack.direct()
+    direct.execute_command("FUNCTION", "LOAD", "REPLACE", FUNCTION_CODE)
+    monitor = start_monitor(stack.port)
+    try:
+        with stack.raw() as a, Raw(other.port) as b:
+            eq(a.call("EVAL", "return redis.call('set', KEYS[1], ARGV[1])", "1", "mon:s", "v"),
+               b"OK", "EVAL through Corral")
+            direct.eval("return redis.call('set', KEYS[1], 'd')", 1, "mon:direct")
+            eq(b.call("EVAL", "return redis.call('set', KEYS[1], 'o')", "1", "mon:other"),
+               b"OK", "EVAL through the second Corral")
+            eq(a.call("FCALL", "monset", "1", "mon:f"), b"OK", "FCALL through Corral")
+            eq(a.call("GET", "mon:end"), None, "the marker")
+            addr = ("127.0.0.1:%d" % a.sock.getsockname()[1]).encode()
+            # The scripts' lines travel on Corral's own MONITOR connection: the marker, fed when
+            # Corral dispatched it, may come before them. Read until all are in (the socket's
+            # timeout is the deadline).
+            seen = []
+            while not (any(b'"mon:end"' in line[1] for line in seen)
+                       and sum(line[0] == b"lua" for line in seen) >= 2):
+                raw = bytes(monitor.read())
+                match = LINE.match(raw)
+                check(match, "not a MONITOR line: %r" % raw)
+                seen.append((match.group(4), match.group(5)))
+    finally:
+        monitor.close()
+    eval_line = (addr, b'"EVAL" "return redis.call(\'set\', KEYS[1], ARGV[1])" "1" "mon:s" "v"')
+    fcall_line = (addr, b'"FCALL" "monset" "1" "mon:f"')
+    eval_call, fcall_call = (b"lua", b'"set" "mon:s" "v"'), (b"lua", b'"set" "mon:f" "f"')
+    eq([line for line in seen if line[0] != b"lua"],
+       [eval_line, fcall_line, (addr, b'"GET" "mon:end"')], "the client's own lines")
+    eq([line for line in seen if line[0] == b"lua"], [eval_call, fcall_call],
+       "its scripts' calls, no one else's")
+    check(seen.index(eval_line) < seen.index(eval_call) and
+          seen.index(fcall_line) < seen.index(fcall_call), "each after its script: %r" % seen)
 
 
 def test_redis_py_monitor_sees_every_io_thread(stack):

@@ -18,6 +18,7 @@
 #include "proxy/local/forwarded_pause.hpp"
 #include "proxy/local/hot_keys_command.hpp"
 #include "proxy/local/monitor_feed.hpp"
+#include "proxy/local/script_monitor.hpp"
 #include "proxy/local/server_info.hpp"
 #include "proxy/local/slowlog_commands.hpp"
 #include "proxy/resp3.hpp"
@@ -407,6 +408,11 @@ Action monitor(LocalCall& call) {
     return Action::done;
   }
   if (call.awaiting > 0) return Action::drain_then_retry;
+  // +OK once the upstream's MONITOR runs, so that the next script's lines are seen.
+  if (!call.client.monitoring && call.upstream != nullptr &&
+      script_monitor().ensure_running(*call.upstream) == ScriptMonitor::Readiness::starting) {
+    return Action::wait_then_retry;
+  }
   // An upstream ACL user's right to MONITOR was asked before (Dispatcher::answer_locally).
   if (!call.client.monitoring) monitor_feed().add(call.client.id, call.client.push);
   call.client.monitoring = true;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "proxy/ascii.hpp"
+#include "proxy/local/script_monitor.hpp"
 #include "slowlog/redaction.hpp"
 
 namespace corral::proxy {
@@ -85,6 +86,14 @@ void MonitorFeed::feed(const CommandSpec& row, int database, std::string_view ad
                        std::span<const std::string_view> argv) {
   if (row.flags & kAdmin) return;
   const std::string line = monitor_line(std::chrono::system_clock::now(), database, addr, argv);
+  // Before the line goes out: the script's own lines may come back from Redis at once.
+  if (row.flags & kRunsScript) script_monitor().expect_script(line);
+  push_all(line);
+}
+
+void MonitorFeed::feed_line(std::string_view line) { push_all(std::string(line)); }
+
+void MonitorFeed::push_all(const std::string& line) {
   std::lock_guard lock(mutex_);
   for (const auto& watcher : list_) watcher.push(line);
 }

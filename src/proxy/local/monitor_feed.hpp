@@ -1,7 +1,8 @@
 // MONITOR answered by Corral: every command of this process's clients, from every io thread, as
 // Redis's MONITOR shows it, to each client in MONITOR mode. Corral's own traffic (readiness PINGs,
 // CLIENT ID, COMMAND learning, tracking, fleet scripts) never passes here, nor do other proxies'
-// clients, which the upstream's MONITOR would show.
+// clients, which the upstream's MONITOR would show; of that only the lines of the scripts Corral's
+// clients run are added (proxy/local/script_monitor.hpp).
 #pragma once
 
 #include <atomic>
@@ -29,8 +30,12 @@ class MonitorFeed {
   // A command accepted for `row` (Redis leaves admin commands out, as MONITOR itself).
   void feed(const CommandSpec& row, int database, std::string_view addr,
             std::span<const std::string_view> argv);
+  // A line written elsewhere (a script's call relayed from the upstream's MONITOR).
+  void feed_line(std::string_view line);
 
  private:
+  void push_all(const std::string& line);
+
   struct Watcher {
     std::uint64_t client_id;
     Push push;

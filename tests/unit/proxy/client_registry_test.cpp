@@ -114,6 +114,10 @@ TEST_CASE("a MONITOR client is flagged O and counts as a normal client", "[clien
   Proxy proxy(settings);
   Peered admin(proxy, "10.0.0.1:1000");
   Peered watcher(proxy, "10.0.0.2:2000");
+  // +OK once the upstream's MONITOR (for the scripts' lines) runs.
+  CHECK(watcher.send({"MONITOR"}) == Action::wait_then_retry);
+  auto& upstream_monitor = proxy.links.last_dedicated();
+  upstream_monitor.answer("+OK\r\n");
   CHECK(watcher.send({"MONITOR"}) == Action::done);
   CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
   CHECK(admin.reply().find("addr=10.0.0.2:2000 laddr=127.0.0.1:6380 fd=-1 name= ") !=
@@ -122,6 +126,7 @@ TEST_CASE("a MONITOR client is flagged O and counts as a normal client", "[clien
   CHECK(admin.send({"CLIENT", "LIST", "TYPE", "pubsub"}) == Action::done);
   CHECK(admin.reply() == "$0\r\n\r\n");
   watcher.handler->end_session();  // as its session would: the feed must not outlive the client
+  upstream_monitor.unsolicited->on_failure(0, "ERR upstream connection lost");  // the next test's
 }
 
 TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {

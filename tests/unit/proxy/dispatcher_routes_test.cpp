@@ -173,9 +173,16 @@ TEST_CASE("MONITOR is answered by Corral: +OK, then its clients' accepted comman
                     nullptr,
                     {}});
   CHECK(watcher.send({"MONITOR"}, 1) == Action::drain_then_retry);  // +OK before any line
-  CHECK(watcher.send({"MONITOR"}) == Action::done);
+  // +OK once the upstream's MONITOR (for the scripts' lines) runs, on a link of Corral's own.
+  CHECK(watcher.send({"MONITOR"}) == Action::wait_then_retry);
+  REQUIRE(proxy.links.dedicated.size() == 1);
+  auto& upstream_monitor = proxy.links.last_dedicated();
+  CHECK(upstream_monitor.bytes() == std::vector<std::string>{"*1\r\n$7\r\nMONITOR\r\n"});
+  CHECK(watcher.retry({"MONITOR"}) == Action::wait_then_retry);  // not yet answered
+  upstream_monitor.answer("+OK\r\n");
+  CHECK(watcher.retry({"MONITOR"}) == Action::done);
   CHECK(watcher.reply() == "+OK\r\n");
-  CHECK(proxy.links.dedicated.empty());
+  CHECK(proxy.links.dedicated.size() == 1);  // the client's own commands stay on shared links
   CHECK_FALSE(watcher.handler->tunneling());
 
   Client other(proxy);
@@ -193,9 +200,19 @@ TEST_CASE("MONITOR is answered by Corral: +OK, then its clients' accepted comman
   CHECK(lines[1].ends_with(" [2 ] \"SELECT\" \"2\"\r\n"));
   CHECK(lines[2].ends_with(" [2 ] \"AUTH\" \"(redacted)\"\r\n"));
 
+  // A script's calls, relayed from the upstream's MONITOR after its line; not another client's.
+  CHECK(other.send({"EVAL", "return redis.call('get','k')", "0"}) == Action::done);
+  const std::string script_args = "\"EVAL\" \"return redis.call('get','k')\" \"0\"";
+  const std::string call = "+1.000000 [0 lua] \"get\" \"k\"\r\n";
+  upstream_monitor.unsolicited->on_reply(0, "+1.000000 [0 127.0.0.1:7000] " + script_args + "\r\n");
+  upstream_monitor.unsolicited->on_reply(0, call);
+  REQUIRE(lines.size() == 4);  // the EVAL only: 127.0.0.1:7000 is no connection of Corral's
+  CHECK(lines[3].ends_with(" [2 ] " + script_args + "\r\n"));
+
   watcher.handler->end_session();
   CHECK(other.send({"PING"}) == Action::done);
-  CHECK(lines.size() == 3);
+  CHECK(lines.size() == 4);
+  upstream_monitor.unsolicited->on_failure(0, "ERR upstream connection lost");  // the next test's
 }
 
 TEST_CASE("QUIT in the tunnel closes the client without reaching Redis", "[dispatcher]") {
