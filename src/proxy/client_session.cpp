@@ -167,6 +167,7 @@ void ClientSession::publish() {
                         std::memory_order_relaxed);
   record_->monitoring.store(state_.monitoring, std::memory_order_relaxed);
   record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
+  record_->replica.store(state_.mode.relaying(), std::memory_order_relaxed);
   if (state_.name != published_name_) {
     published_name_ = state_.name;
     client_registry().set_name(state_.id, published_name_);

@@ -49,6 +49,8 @@ class RouteLink final : public Link {
             Link& connection, std::string server) { observer(connection, qualifier + server); });
   }
 
+  bool start_raw_relay() override { return inner_->start_raw_relay(); }
+
   const std::shared_ptr<Link>& inner() const { return inner_; }
   std::size_t upstream() const { return upstream_; }
 
