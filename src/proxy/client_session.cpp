@@ -21,6 +21,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
     };
   }
   state_.addr = peer.addr;
+  // Aliases the record, which so outlives every blocking command still counting in it.
+  state_.shown_blocked = std::shared_ptr<std::atomic<int>>(record_, &record_->blocked_commands);
 }
 
 ClientSession::~ClientSession() { client_registry().remove(state_.id); }

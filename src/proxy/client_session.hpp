@@ -33,6 +33,7 @@ class ClientSession final : public session::ClientHandler {
   bool relay_input(std::string_view bytes) override {
     return dispatcher_.relay_input(state_, bytes);
   }
+  void hold_relay(bool held) override { dispatcher_.hold_relay(state_, held); }
   bool authenticated() const override { return state_.authenticated; }
   void end_session() override;
   void drain() override;

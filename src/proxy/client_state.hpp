@@ -2,6 +2,7 @@
 // and the mode of its dedicated upstream connection as one small state machine.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -129,6 +130,9 @@ struct ClientState {
   // Blocking commands sent on `dedicated` that Redis has not answered: while this is not zero the
   // client is blocked in Redis. Shared with those commands' reply targets.
   std::shared_ptr<std::size_t> blocking_replies_due;
+  // The same count as CLIENT LIST reads it from any thread (flags=b); null without a registry
+  // record. Never reset: a command of a released link still counts until its outcome.
+  std::shared_ptr<std::atomic<int>> shown_blocked;
   bool dedicated_blocked = false;  // `dedicated` carried a blocking command: worth keeping
   KeptLink kept;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC

@@ -105,6 +105,8 @@ class Dispatcher : public session::Handler {
   // Relay mode (after SYNC/PSYNC, dispatcher_replication.cpp): the client's bytes go up as
   // they are; false when its connection cannot take them.
   bool relay_input(ClientState& client, std::string_view bytes);
+  // Relay mode: the client is behind (held) or has caught up; its upstream bytes wait meanwhile.
+  void hold_relay(ClientState& client, bool held);
 
   void end_session(ClientState& client);
 

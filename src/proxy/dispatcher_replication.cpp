@@ -86,4 +86,8 @@ bool Dispatcher::relay_input(ClientState& client, std::string_view bytes) {
   return client.mode.relaying() && client.dedicated && client.dedicated->send_untracked(bytes);
 }
 
+void Dispatcher::hold_relay(ClientState& client, bool held) {
+  if (client.mode.relaying() && client.dedicated) client.dedicated->hold_raw_relay(held);
+}
+
 }  // namespace corral::proxy

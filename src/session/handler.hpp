@@ -93,6 +93,9 @@ class ClientHandler {
   // Relay mode (Action::relay): the client's bytes, as they come. False when they cannot be
   // passed on (the upstream connection is gone): the session then closes.
   virtual bool relay_input(std::string_view /*bytes*/) { return false; }
+  // Relay mode: the client is past client.max_output_buffer (held) or back under it; the
+  // upstream's bytes should wait meanwhile.
+  virtual void hold_relay(bool /*held*/) {}
   // False while the client still has to AUTH: its requests then get Redis 6.2's small limits.
   virtual bool authenticated() const { return true; }
 

@@ -457,8 +457,7 @@ template <class Stream>
 void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
   if (closed_) return;
   if (tag == 0 && relaying_) {
-    relayed_output_ = true;
-    push(reply);
+    relay_output(reply);
     return;
   }
   if (tag == 0) {

@@ -136,6 +136,13 @@ bool Connection::start_raw_relay() {
   return true;
 }
 
+void Connection::hold_raw_relay(bool held) {
+  if (!raw_relay_ || held == relay_held_) return;
+  relay_held_ = held;
+  if (!relay_resumed_) relay_resumed_ = std::make_unique<AsyncEvent>(executor_);
+  if (!held) relay_resumed_->notify();
+}
+
 void Connection::set_unsolicited_target(std::shared_ptr<ReplyTarget> target) {
   unsolicited_ = std::move(target);
 }
@@ -173,6 +180,7 @@ void Connection::break_connection() {
   error_code ignored;
   socket_.close(ignored);
   broken_.notify();
+  if (relay_resumed_) relay_resumed_->notify();  // a held read loop sees its generation end
 }
 
 awaitable<void> Connection::run() {
@@ -431,6 +439,8 @@ void Connection::ensure_read_space() {
 awaitable<void> Connection::read_loop(std::uint64_t generation) {
   auto self = shared_from_this();
   while (generation == generation_) {
+    while (relay_held_ && generation == generation_) co_await relay_resumed_->wait();
+    if (generation != generation_) break;
     ensure_read_space();
     error_code ec;
     std::size_t n = 0;

@@ -103,6 +103,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   // The server's bytes go to the unsolicited target as they come (see Link); a command
   // timeout no longer applies, nothing being tracked.
   bool start_raw_relay() override;
+  void hold_raw_relay(bool held) override;
 
   State state() const override { return state_; }
   // Counts the sockets connected so far: a new value means a reconnect.
@@ -171,6 +172,8 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool timed_out_ = false;
   bool sent_untracked_ = false;  // a command whose outcome only the unsolicited target will see
   bool raw_relay_ = false;       // SYNC/PSYNC sent: what the server sends is not framed
+  bool relay_held_ = false;      // the relay's client is behind: the read loop waits
+  std::unique_ptr<AsyncEvent> relay_resumed_;  // made by the first hold
   std::uint64_t tick_ = 0;
   FifoQueue<InFlight> in_flight_;
   std::shared_ptr<ReplyTarget> unsolicited_;

@@ -63,6 +63,9 @@ class Link {
   // Only with nothing in flight. False, changing nothing, on a link that cannot: one that moves
   // between servers (a cluster's), whose stream would come from several.
   virtual bool start_raw_relay() { return false; }
+  // Relay mode: while held, the server's bytes stay in the socket (the client is behind on what
+  // it got), so that TCP slows the server down rather than Corral buffering without bound.
+  virtual void hold_raw_relay(bool /*held*/) {}
 };
 
 // One io thread's upstream as the dispatcher sees it. The shared path is one call (one virtual

@@ -1,9 +1,11 @@
 # A replica through Corral (issue 17): with SYNC, PSYNC and REPLCONF in client.allow_commands, the
 # replica's handshake and stream run on an upstream connection of its own, which then relays raw
 # bytes both ways (the RDB payload, bare "\n" keep-alives, the stream of writes); other clients'
-# replies are untouched; a real redis-server replica links up through Corral; the default config
-# refuses all three; SIGTERM ends the relayed connection; a Redis Cluster upstream refuses SYNC.
+# replies are untouched; a replica behind holds the stream (no cut, no unbounded buffer); a real
+# redis-server replica links up through Corral; the default config refuses all three; SIGTERM, and
+# a reload to another upstream, end the relayed connection; a Redis Cluster upstream refuses SYNC.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_replication_relay.py
+import os
 import signal
 
 import pytest
@@ -111,6 +113,35 @@ def test_refused_unless_allowed(kept):
     eq(replication_info(stack.direct())["connected_slaves"], 0, "no replica attached")
 
 
+def relay_backlog(port):
+    """CLIENT LIST's obl of Corral's replica client (0 when it has none)."""
+    with Raw(port) as admin:
+        line = admin.call("CLIENT", "LIST", "TYPE", "replica").decode()
+    fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    return int(fields.get("obl", 0))
+
+
+@pytest.mark.corral_only
+def test_a_replica_behind_holds_the_stream_instead_of_being_cut(stack):
+    """An RDB far larger than client.max_output_buffer (1 MB in the harness), to a client that
+    reads nothing at first: Corral stops reading the upstream instead of buffering or cutting."""
+    direct = stack.direct()
+    values = 24
+    for i in range(values):
+        direct.set("rr:big:%d" % i, os.urandom(1 << 20))  # random: the RDB cannot compress it
+    with Raw(stack.port, rcvbuf=1 << 16) as replica, stack.raw() as other:
+        replica.send_command("SYNC")
+        harness.wait_until(lambda: relay_backlog(stack.port) > (1 << 20), 10,
+                           what="Corral holding more than max_output_buffer for the replica")
+        eq(other.call("PING"), b"PONG", "another client meanwhile")
+        payload = read_rdb_payload(replica)
+        check(len(payload) > values << 20, "the whole RDB: %d bytes" % len(payload))
+        eq(other.call("SET", "rr:after-rdb", "1"), b"OK", "SET after the RDB")
+        eq(next_write(replica, b"set"), [b"SET", b"rr:after-rdb", b"1"], "the stream goes on")
+    for i in range(values):
+        direct.delete("rr:big:%d" % i)
+
+
 @pytest.mark.corral_only
 @pytest.mark.ends_its_processes
 def test_sigterm_ends_the_relayed_connection(kept):
@@ -124,6 +155,32 @@ def test_sigterm_ends_the_relayed_connection(kept):
             eq(stack.corral.popen.wait(10), 0, "Corral's exit code after the drain")
     finally:
         stack.stop()
+
+
+@pytest.mark.corral_only
+def test_a_reload_to_another_upstream_ends_the_relayed_connection(kept):
+    """shutdown_timeout (1 s) is the drain deadline of the upstream switched away from."""
+    config = dict(CONFIG, shutdown_timeout="1s")
+    stack = kept(lambda: harness.Stack(config, name="replication-reload").start())
+    new = harness.RedisServer(stack.workdir, name="redis-new")
+    new.start()
+    try:
+        with stack.raw() as replica, stack.raw() as other:
+            replica.send_command("SYNC")
+            read_rdb_payload(replica)
+            corral = stack.corral
+            corral.overrides = harness.deep_merge(
+                corral.overrides, {"upstream": {"address": "redis://%s:%d" % (harness.HOST,
+                                                                              new.port)}})
+            corral.write_config()
+            corral.signal(signal.SIGHUP)
+            replica.read_until_closed(timeout=10)
+            eq(other.call("SET", "rr:after", "new"), b"OK", "another client after the reload")
+            eq(new.client().get("rr:after"), b"new", "the write on the new upstream")
+        harness.wait_until(lambda: replication_info(stack.direct())["connected_slaves"] == 0, 5,
+                           what="the old upstream's replica gone")
+    finally:
+        new.stop()
 
 
 @pytest.mark.corral_only

@@ -122,6 +122,7 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const bool monitoring = r.monitoring.load(std::memory_order_relaxed);
   const bool replica = r.replica.load(std::memory_order_relaxed);
   const bool multi = r.in_multi.load(std::memory_order_relaxed);
+  const bool blocked = r.blocked_commands.load(std::memory_order_relaxed) > 0;
   const int protocol = r.protocol.load(std::memory_order_relaxed);
   const session::ClientBuffers none;
   const session::ClientBuffers& b = r.buffers ? *r.buffers : none;
@@ -138,6 +139,7 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
           : monitoring ? "O"
           : pubsub     ? "P"
           : multi      ? "x"
+          : blocked    ? "b"
                        : "N") +
          " db=" + std::to_string(r.database.load(std::memory_order_relaxed)) +
          " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1");
