@@ -3,7 +3,8 @@
 # bytes both ways (the RDB payload, bare "\n" keep-alives, the stream of writes); other clients'
 # replies are untouched; a replica behind holds the stream (no cut, no unbounded buffer); a real
 # redis-server replica links up through Corral; the default config refuses all three; SIGTERM, and
-# a reload to another upstream, end the relayed connection; a Redis Cluster upstream refuses SYNC.
+# a reload to another upstream, end the relayed connection; with routes the default upstream
+# streams; a Redis Cluster upstream refuses SYNC.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_replication_relay.py
 import os
 import signal
@@ -181,6 +182,33 @@ def test_a_reload_to_another_upstream_ends_the_relayed_connection(kept):
                            what="the old upstream's replica gone")
     finally:
         new.stop()
+
+
+@pytest.mark.corral_only
+def test_with_routes_sync_streams_the_default_upstream(kept):
+    """A named upstream's keys live elsewhere: the stream is the default upstream's."""
+    stack = kept(lambda: harness.Stack(CONFIG, name="replication-routes").start())
+    named = harness.RedisServer(stack.workdir, name="redis-named")
+    named.start()
+    try:
+        corral = stack.corral
+        corral.overrides = harness.deep_merge(corral.overrides, {
+            "upstreams": {"named": {"address": "redis://%s:%d" % (harness.HOST, named.port)}},
+            "routes": [{"prefix": "named:", "upstream": "named"}]})
+        corral.stop()
+        corral.start()
+        with Raw(corral.port) as replica, Raw(corral.port) as writer:
+            eq(writer.call("SET", "named:k", "elsewhere"), b"OK", "SET routed to the named one")
+            eq(writer.call("SET", "rr:default", "here"), b"OK", "SET on the default upstream")
+            replica.send_command("SYNC")
+            payload = read_rdb_payload(replica)
+            check(b"rr:default" in payload and b"named:k" not in payload,
+                  "the default upstream's RDB: %r" % payload[:200])
+            eq(writer.call("SET", "rr:after", "1"), b"OK", "SET after SYNC")
+            eq(next_write(replica, b"set"), [b"SET", b"rr:after", b"1"], "the default's stream")
+        eq(named.client().get("named:k"), b"elsewhere", "the named upstream's key")
+    finally:
+        named.stop()
 
 
 @pytest.mark.corral_only
