@@ -55,6 +55,12 @@ Action Dispatcher::forward_replication(ClientState& client, const Request& reque
       return Action::done;
     }
   }
+  if (client.dedicated->state() == upstream::Link::State::closed) {
+    // The link REPLCONF opened is gone: so is what it told Redis; the replica starts again.
+    release_dedicated(client);
+    target->on_failure(tag, upstream::kErrConnectionLost);
+    return Action::done;
+  }
   const std::string_view bytes = wire_bytes(request);
   if (row.change != StateChange::replica_stream) {
     client.mode.began_replica_handshake();

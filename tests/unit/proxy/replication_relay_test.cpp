@@ -84,6 +84,23 @@ TEST_CASE("a raw SYNC opens its own link; a dead link ends the relay", "[replica
   CHECK_FALSE(replica.handler->relay_input("\n"));
 }
 
+TEST_CASE("PSYNC after the REPLCONF link died fails; the next handshake opens a new one",
+          "[replication]") {
+  Proxy proxy(allowing_replication());
+  Client replica(proxy);
+  CHECK(replica.send({"REPLCONF", "capa", "eof"}) == Action::done);
+  auto& first = proxy.links.last_dedicated();
+  first.answer("+OK\r\n");
+  first.die();
+  CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::done);
+  CHECK(replica.failure() == "ERR upstream connection lost");
+  CHECK_FALSE(first.raw_relay);
+  CHECK(replica.send({"REPLCONF", "capa", "eof"}) == Action::done);
+  REQUIRE(proxy.links.dedicated.size() == 2);
+  CHECK(proxy.links.last_dedicated().bytes() ==
+        std::vector<std::string>{wire({"REPLCONF", "capa", "eof"})});
+}
+
 TEST_CASE("SYNC inside MULTI is Redis's error and aborts the transaction", "[replication]") {
   Proxy proxy(allowing_replication());
   Client client(proxy);
