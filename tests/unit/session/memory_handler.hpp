@@ -67,7 +67,10 @@ class MemoryHandler final : public session::Handler {
       return session::Action::done;
     }
     void on_unsolicited(std::string_view) override {}
-    void end_session() override { ++owner_.sessions_ended; }
+    void end_session() override {
+      relay_to_.reset();  // the session itself: holding it past its end would keep it alive
+      ++owner_.sessions_ended;
+    }
 
    private:
     MemoryHandler& owner_;
