@@ -55,7 +55,7 @@ DANGEROUS = [
     "debug", "pfdebug",  # pfdebug is DEBUG for HyperLogLogs (it can rewrite a key's encoding)
     "shutdown", "save", "bgsave", "bgrewriteaof",
     "replicaof", "slaveof", "failover",
-    "sync", "psync", "replconf",  # the replication protocol has no business through a proxy
+    "sync", "psync", "replconf",  # a replica's stream of every write: an operator's decision
     "module", "module|*",
     "migrate",  # makes the upstream connect to any host and, without COPY, deletes the keys
     "acl|setuser", "acl|deluser", "acl|load", "acl|save",
@@ -104,10 +104,8 @@ LOCAL = [
 QUEUED_IN_MULTI = ["ping", "echo", "select"]
 
 # Never run anywhere, allowed or not: they change the state of the upstream connection in a way
-# no route can contain (SCRIPT DEBUG turns the connection into a Lua debugger session; SYNC and
-# PSYNC turn it into a replication stream, whose RDB payload no reply parser can frame, and
-# REPLCONF marks it as a replica's).
-REFUSED = ["script|debug", "sync", "psync", "replconf"]
+# no route can contain (SCRIPT DEBUG turns the connection into a Lua debugger session).
+REFUSED = ["script|debug"]
 
 # Local rows that still need client.allow_commands: the dispatcher checks it before answering.
 LOCAL_DANGEROUS = {"client|kill", "client|pause", "client|unpause", "monitor"}
@@ -126,6 +124,9 @@ ROUTES = {
     "tunnel": ["subscribe", "psubscribe", "ssubscribe"],
     # Stop a busy server: a shared connection may be stuck behind the very script to kill.
     "out_of_band": ["script|kill", "function|kill", "shutdown"],
+    # A replica's handshake and stream, on a connection of the client's own that then relays raw
+    # bytes (the RDB payload has no reply framing); still kDangerous (DANGEROUS above).
+    "replication": ["sync", "psync", "replconf"],
 }
 
 # The connection-state column (StateChange in command_table.hpp).
@@ -134,7 +135,7 @@ STATE_CHANGES = {
     "unwatch": "unwatch", "client|tracking": "tracking", "client|no-evict": "no_evict",
     "client|reply": "reply_mode", "subscribe": "subscribe",
     "psubscribe": "subscribe", "ssubscribe": "subscribe", "select": "select", "quit": "quit",
-    "reset": "reset",
+    "reset": "reset", "sync": "replica_stream", "psync": "replica_stream",
 }
 
 # The effect column (Effect in command_table.hpp): what a command touches besides its reply.

@@ -35,11 +35,12 @@ TCL_THREADS=${TCL_THREADS:-1}
 # - CLIENT KILL, CLIENT PAUSE/UNPAUSE (act on every client of the proxy; Corral answers KILL
 #   about its own clients, and holds its own clients for a pause that it also sends upstream):
 #   unit/introspection, unit/pause;
-# - MONITOR (Corral's own feed of its clients' commands): unit/introspection, unit/other.
-# SYNC and PSYNC stay refused even when allowed (docs/compatibility.md).
+# - MONITOR (Corral's own feed of its clients' commands): unit/introspection, unit/other;
+# - SYNC, PSYNC, REPLCONF (a replication stream relayed on a connection of the client's own):
+#   attach_to_replication_stream, in unit/type/list and unit/expire.
 ALLOW='[CONFIG, DEBUG, FLUSHALL, FLUSHDB, FUNCTION, SCRIPT, "ACL SETUSER", "ACL DELUSER", '
 ALLOW+='SAVE, BGSAVE, BGREWRITEAOF, PFDEBUG, SWAPDB, "CLIENT KILL", "CLIENT PAUSE", '
-ALLOW+='"CLIENT UNPAUSE", MONITOR]'
+ALLOW+='"CLIENT UNPAUSE", MONITOR, SYNC, PSYNC, REPLCONF]'
 
 pids=()
 stop_all() {

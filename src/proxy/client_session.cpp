@@ -38,6 +38,8 @@ ClientSession::ClientSession(Dispatcher& dispatcher, std::uint64_t id, const ses
     };
   }
   state_.addr = peer.addr;
+  // Aliases the record, which so outlives every blocking command still counting in it.
+  state_.shown_blocked = std::shared_ptr<std::atomic<int>>(record_, &record_->blocked_commands);
 }
 
 ClientSession::~ClientSession() { client_registry().remove(state_.id); }
@@ -201,6 +203,7 @@ void ClientSession::publish() {
                         std::memory_order_relaxed);
   record_->monitoring.store(state_.monitoring, std::memory_order_relaxed);
   record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
+  record_->replica.store(state_.mode.relaying(), std::memory_order_relaxed);
   if (state_.name != published_name_) {
     published_name_ = state_.name;
     client_registry().set_name(state_.id, published_name_);

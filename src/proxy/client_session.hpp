@@ -30,6 +30,10 @@ class ClientSession final : public session::ClientHandler {
   bool settling() const override { return dispatcher_.settling(state_); }
   bool takes_unsolicited(std::string_view reply) override;
   void on_unsolicited(std::string_view reply) override;
+  bool relay_input(std::string_view bytes) override {
+    return dispatcher_.relay_input(state_, bytes);
+  }
+  void hold_relay(bool held) override { dispatcher_.hold_relay(state_, held); }
   bool authenticated() const override { return state_.authenticated; }
   void end_session() override;
   void drain() override;

@@ -42,6 +42,10 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       pins_ |= kSticky;
       state_ = State::tunnel;
       break;
+    case StateChange::replica_stream:
+      pins_ |= kReplica;
+      state_ = State::replica;
+      break;
     case StateChange::subscribe:
       // Queued in MULTI, it subscribes only if EXEC runs (take_queued_subscribe).
       in_multi() ? void(subscribe_queued_ = true) : void(state_ = State::subscribed);

@@ -2,6 +2,7 @@
 // and the mode of its dedicated upstream connection as one small state machine.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,7 @@ class ConnectionMode {
     multi_lost,     // Redis forgot the transaction with its connection: EXEC must abort
     subscribed,     // tunnel until the last subscription ends
     tunnel,         // MONITOR: tunnel until the client leaves
+    replica,        // SYNC/PSYNC: a raw byte relay until either side closes
   };
 
   State state() const { return state_; }
@@ -48,6 +50,10 @@ class ConnectionMode {
   }
   // Every reply from the dedicated connection goes straight to the client, unmatched to requests.
   bool tunneling() const { return state_ == State::subscribed || state_ == State::tunnel; }
+  // The connection relays a replication stream: no request is framed any more.
+  bool relaying() const { return state_ == State::replica; }
+  // A replica's REPLCONF ran on the connection: its SYNC/PSYNC must follow there.
+  bool replica_handshake() const { return (pins_ & kReplica) != 0; }
   // Losing the dedicated connection now would silently lose state the client relies on.
   bool holds_redis_state() const {
     return state_ == State::watching || in_multi() || (pins_ & kTracking) != 0;
@@ -63,6 +69,9 @@ class ConnectionMode {
   // A SUBSCRIBE queued in MULTI subscribes when EXEC runs it: true once, at that EXEC.
   bool take_queued_subscribe() { return std::exchange(subscribe_queued_, false); }
   void entered_subscriptions() { state_ = State::subscribed; }
+  // REPLCONF: Redis now takes the connection for a replica's, and the SYNC/PSYNC that follows
+  // must run on it, so it stays the client's.
+  void began_replica_handshake() { pins_ |= kReplica; }
   // The client still queues (it sent no EXEC or DISCARD) but Redis has no transaction any more:
   // nothing it queues may run, and EXEC aborts, as after a queued command Redis rejected.
   void lost_transaction() {
@@ -78,7 +87,7 @@ class ConnectionMode {
   void reset();
 
  private:
-  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2, kPushes = 4 };
+  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2, kPushes = 4, kReplica = 8 };
 
   State state_ = State::plain;
   std::uint8_t pins_ = 0;
@@ -121,6 +130,9 @@ struct ClientState {
   // Blocking commands sent on `dedicated` that Redis has not answered: while this is not zero the
   // client is blocked in Redis. Shared with those commands' reply targets.
   std::shared_ptr<std::size_t> blocking_replies_due;
+  // The same count as CLIENT LIST reads it from any thread (flags=b); null without a registry
+  // record. Never reset: a command of a released link still counts until its outcome.
+  std::shared_ptr<std::atomic<int>> shown_blocked;
   bool dedicated_blocked = false;  // `dedicated` carried a blocking command: worth keeping
   KeptLink kept;
   std::vector<std::string> queued_write_keys;  // keys of writes queued in MULTI, dropped at EXEC

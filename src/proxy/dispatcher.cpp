@@ -200,6 +200,8 @@ Action Dispatcher::handle_command(ClientState& client, const Request& request,
                               ? answer_locally(client, request, row, tag, target, awaiting)
                           : row.change == StateChange::tracking
                               ? forward_tracking(client, request, row, tag, target, awaiting)
+                          : row.route == Route::replication
+                              ? forward_replication(client, request, row, tag, target, awaiting)
                               : forward(client, request, row, tag, target, awaiting);
     // Shown once it runs (a request asked to wait comes back), with the database it left.
     if (monitor_feed().active() && action != Action::wait_then_retry &&
@@ -295,7 +297,8 @@ Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,
       return Path::tunnel;
     case Route::out_of_band:
       return Path::out_of_band;
-    case Route::refused:  // answered by handle() before any path is chosen
+    case Route::refused:      // answered by handle() before any path is chosen
+    case Route::replication:  // forward_replication()
       assert(false);
       break;
   }

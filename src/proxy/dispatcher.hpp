@@ -102,6 +102,12 @@ class Dispatcher : public session::Handler {
   // A reply on the client's dedicated connection that matched no request (subscribed mode ...).
   void on_unsolicited(ClientState& client, std::string_view reply);
 
+  // Relay mode (after SYNC/PSYNC, dispatcher_replication.cpp): the client's bytes go up as
+  // they are; false when its connection cannot take them.
+  bool relay_input(ClientState& client, std::string_view bytes);
+  // Relay mode: the client is behind (held) or has caught up; its upstream bytes wait meanwhile.
+  void hold_relay(ClientState& client, bool held);
+
   void end_session(ClientState& client);
 
   // A local command queued inside MULTI, run once EXEC has run the transaction (queued_local.hpp):
@@ -143,6 +149,12 @@ class Dispatcher : public session::Handler {
   Action forward_tracking(ClientState& client, const Request& request, const CommandSpec& row,
                           std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                           std::size_t awaiting);
+  // Route::replication: REPLCONF on the client's own link; SYNC/PSYNC then make it a raw relay
+  // and return Action::relay.
+  Action forward_replication(ClientState& client, const Request& request, const CommandSpec& row,
+                             std::uint64_t tag,
+                             const std::shared_ptr<upstream::ReplyTarget>& target,
+                             std::size_t awaiting);
   std::shared_ptr<upstream::ReplyTarget> invalidating_target(
       ClientState& client, const CommandSpec& row, const Request& request,
       const std::shared_ptr<upstream::ReplyTarget>& target);

@@ -56,30 +56,12 @@ void append_no_permission(std::string& out, std::string_view command) {
   resp::append_error(out, message);
 }
 
-namespace {
-struct RefusalReason {
-  std::string_view command;
-  std::string_view reason;
-};
-// Commands refused for a reason of their own; every other refused row changes a shared link.
-constexpr RefusalReason kRefusalReasons[] = {
-    {"sync", "a replication stream cannot be relayed by it; connect the replica to the upstream"},
-    {"psync", "a replication stream cannot be relayed by it; connect the replica to the upstream"},
-    {"replconf",
-     "it would make an upstream connection a replica's; connect the replica to the "
-     "upstream"},
-};
-}  // namespace
-
 void append_refused(std::string& out, std::string_view command) {
   std::string message = "ERR command '";
   append_lowered(message, command);
-  message += "' is refused by this proxy: ";
-  std::string_view reason = "it would change an upstream connection that other clients share";
-  for (const auto& known : kRefusalReasons) {
-    if (known.command == command) reason = known.reason;
-  }
-  message += reason;
+  message +=
+      "' is refused by this proxy: it would change an upstream connection that other "
+      "clients share";
   resp::append_error(out, message);
 }
 

@@ -13,8 +13,8 @@ void append_not_allowed(std::string& out, std::string_view command);
 void append_noauth(std::string& out);
 // Redis's ACL refusal: the client's upstream user may not run `command` (a table name).
 void append_no_permission(std::string& out, std::string_view command);
-// A command no route can run (allowed or not), with the reason: most would change a connection
-// that other clients share; SYNC/PSYNC would start a replication stream.
+// A command no route can run (allowed or not): it would change a connection that other clients
+// share.
 void append_refused(std::string& out, std::string_view command);
 // A command Corral answers itself, sent inside MULTI (Redis would queue it with the upstream's
 // answer inside EXEC's reply).

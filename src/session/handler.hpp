@@ -22,6 +22,11 @@ enum class Action {
   close_after_reply,  // answered: close the connection once the reply is written
   drain_then_retry,   // the client's earlier replies must arrive first; then call handle() again
   wait_then_retry,    // held (CLIENT PAUSE): call handle() again a little later, in order
+  // The request (SYNC, PSYNC) took no reply slot and made the connection a raw byte relay:
+  // every byte the client sends from here on goes to relay_input(), unparsed, and every byte
+  // that reaches the session with tag 0 goes to the client as it is, until either side closes.
+  // Only when no earlier reply is still due (the handler asks for a drain first).
+  relay,
 };
 
 // Who a client is, as its session knows it at open_session.
@@ -85,6 +90,12 @@ class ClientHandler {
   virtual bool takes_unsolicited(std::string_view /*reply*/) { return false; }
   // A reply that matched no request was forwarded to the client (a push, a message).
   virtual void on_unsolicited(std::string_view reply) = 0;
+  // Relay mode (Action::relay): the client's bytes, as they come. False when they cannot be
+  // passed on (the upstream connection is gone): the session then closes.
+  virtual bool relay_input(std::string_view /*bytes*/) { return false; }
+  // Relay mode: the client is past client.max_output_buffer (held) or back under it; the
+  // upstream's bytes should wait meanwhile.
+  virtual void hold_relay(bool /*held*/) {}
   // False while the client still has to AUTH: its requests then get Redis 6.2's small limits.
   virtual bool authenticated() const { return true; }
 

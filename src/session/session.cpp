@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
@@ -246,6 +247,7 @@ template <class Stream>
 bool Session<Stream>::process_ready_input() {
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   while (!stop_reading_ && !closed_ && !input_.empty()) {
+    if (relaying_) return relay_input();
     if (over_output_limit()) return false;  // process_input waits for room
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(
@@ -348,6 +350,9 @@ Action Session<Stream>::handle_in_slot(const resp::Request& request, const Class
   const auto action = handler_->handle(request, classified, tag, target, slots_.size() - 1);
   if (action == Action::wait_then_retry || action == Action::drain_then_retry) {
     slots_.pop_back();
+  } else if (action == Action::relay) {
+    slots_.pop_back();
+    start_relay(classified.metric_id);
   } else {
     after_handle(action, tag);
   }
@@ -433,8 +438,28 @@ void Session<Stream>::after_handle(Action action, std::uint64_t tag) {
 }
 
 template <class Stream>
+void Session<Stream>::start_relay(std::uint32_t metric_id) {
+  assert(slots_.empty());
+  relaying_ = true;
+  // Counted once, as it starts: the stream that follows is no reply and has no latency.
+  worker_.stats.command(metric_id, metrics::CommandResult::ok, {});
+}
+
+template <class Stream>
+bool Session<Stream>::relay_input() {
+  const bool passed = handler_->relay_input(input_.pending());
+  input_.consume(input_.pending().size());
+  if (!passed) abort();
+  return passed;
+}
+
+template <class Stream>
 void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
   if (closed_) return;
+  if (tag == 0 && relaying_) {
+    relay_output(reply);
+    return;
+  }
   if (tag == 0) {
     if (handler_->takes_unsolicited(reply)) {
       if (slots_drained_) slots_drained_->notify();  // wakes a request waiting on settling()
@@ -451,6 +476,19 @@ void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
 template <class Stream>
 void Session<Stream>::on_failure(std::uint64_t tag, std::string_view error) {
   if (closed_) return;
+  if (tag == 0 && relaying_) {
+    // The upstream ended the stream. A replica tells that from the closed connection (an error
+    // line inside an RDB payload would not parse); one that got nothing yet learns why.
+    if (!relayed_output_) {
+      std::string failed;
+      resp::append_error(failed, error);
+      push(failed);
+    }
+    stop_reading_ = true;
+    close_after_flush_ = true;
+    want_write();
+    return;
+  }
   std::string line;
   resp::append_error(line, error);
   if (tag == 0) {

@@ -107,6 +107,13 @@ class Session : public upstream::ReplyTarget,
   Action handle_in_slot(const resp::Request& request, const Classified& classified,
                         const std::shared_ptr<upstream::ReplyTarget>& target);
   void after_handle(Action action, std::uint64_t tag);
+  // Action::relay: the connection carries raw bytes both ways from now on.
+  void start_relay(std::uint32_t metric_id);
+  // Relay mode: hands every byte read to the handler; false (after closing) when it cannot go on.
+  bool relay_input();
+  // Relay mode: the upstream's bytes for the client; past client.max_output_buffer the upstream
+  // side is held (session_backpressure.cpp) instead of the client being cut, as for pushes.
+  void relay_output(std::string_view bytes);
   void complete(std::uint64_t tag, std::string_view reply, metrics::CommandResult result);
   void record_slow(const Slot& slot, std::uint64_t tag, std::chrono::nanoseconds latency);
   // Before input_'s bytes are reused (a read into it, or its release): the slowlog's copy of
@@ -187,6 +194,9 @@ class Session : public upstream::ReplyTarget,
   bool draining_ = false;  // SIGTERM: answer what was read, then close
   bool close_after_flush_ = false;
   bool reader_done_ = false;
+  bool relaying_ = false;        // Action::relay: bytes pass through unparsed both ways
+  bool relayed_output_ = false;  // some of the upstream's stream reached the client
+  bool relay_held_ = false;      // the client is past max_output_buffer: the upstream side waits
   bool closed_ = false;
   int loops_running_ = 0;      // the reader and the writer, each until it finished
   bool writing_now_ = false;   // an async_write of writing_ is in flight

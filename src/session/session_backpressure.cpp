@@ -1,6 +1,7 @@
 // Back-pressure for one client session: past client.max_output_buffer Corral stops reading its
 // requests (process_input waits), and a client that then takes none of its replies for
 // client.slow_reader_timeout is disconnected. Pushes cannot be held back: past the limit they cut.
+// A relayed replication stream holds its upstream side instead.
 #include <chrono>
 #include <memory>
 #include <utility>
@@ -37,6 +38,21 @@ void Session<Stream>::check_output_limit(bool from_push) {
       "disconnecting",
       handler_->client_id(), buffered());
   abort();
+}
+
+template <class Stream>
+void Session<Stream>::relay_output(std::string_view bytes) {
+  relayed_output_ = true;
+  note_output_available();
+  output_.append(bytes);
+  want_write();
+  if (relay_held_ || !over_output_limit()) return;
+  // A replica behind on the stream makes the upstream wait (TCP then slows Redis, whose own
+  // replica output limit applies); one that takes nothing for slow_reader_timeout is cut.
+  relay_held_ = true;
+  handler_->hold_relay(true);
+  start_slow_reader_clock();
+  publish_output();  // CLIENT LIST's obl shows the backlog that held it
 }
 
 template <class Stream>
@@ -106,6 +122,10 @@ void Session<Stream>::note_output_available() {
 
 template <class Stream>
 void Session<Stream>::note_output_taken() {
+  if (relay_held_ && !over_output_limit()) {
+    relay_held_ = false;
+    handler_->hold_relay(false);
+  }
   if (!slow_reader_clock_running_) return;
   taken_at_ = std::chrono::steady_clock::now();
   if (!over_output_limit() && output_room_) output_room_->notify();
@@ -119,6 +139,7 @@ template void Session<PlainStream>::wait_slow_reader_clock();
 template void Session<PlainStream>::on_slow_reader_clock();
 template void Session<PlainStream>::note_output_taken();
 template void Session<PlainStream>::note_output_available();
+template void Session<PlainStream>::relay_output(std::string_view);
 template bool Session<TlsStream>::over_output_limit() const;
 template void Session<TlsStream>::check_output_limit(bool);
 template void Session<TlsStream>::start_slow_reader_clock();
@@ -126,5 +147,6 @@ template void Session<TlsStream>::wait_slow_reader_clock();
 template void Session<TlsStream>::on_slow_reader_clock();
 template void Session<TlsStream>::note_output_taken();
 template void Session<TlsStream>::note_output_available();
+template void Session<TlsStream>::relay_output(std::string_view);
 
 }  // namespace corral::session

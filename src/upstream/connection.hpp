@@ -100,6 +100,11 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
                        std::shared_ptr<ReplyTarget> target, std::uint64_t tag,
                        bool exempt_from_timeout) override;
 
+  // The server's bytes go to the unsolicited target as they come (see Link); a command
+  // timeout no longer applies, nothing being tracked.
+  bool start_raw_relay() override;
+  void hold_raw_relay(bool held) override;
+
   State state() const override { return state_; }
   // Counts the sockets connected so far: a new value means a reconnect.
   std::uint64_t generation() const { return generation_; }
@@ -166,6 +171,9 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool flushing_ = false;
   bool timed_out_ = false;
   bool sent_untracked_ = false;  // a command whose outcome only the unsolicited target will see
+  bool raw_relay_ = false;       // SYNC/PSYNC sent: what the server sends is not framed
+  bool relay_held_ = false;      // the relay's client is behind: the read loop waits
+  std::unique_ptr<AsyncEvent> relay_resumed_;  // made by the first hold
   std::uint64_t tick_ = 0;
   // The last tick that saw a forwarded CLIENT PAUSE in force (server_pause.hpp): what waits in
   // Redis for the pause's end gets its command_timeout from there.

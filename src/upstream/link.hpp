@@ -57,6 +57,15 @@ class Link {
   // Calls `observer` for the connection in use now and, on a link that moves between servers,
   // for each one it moves to, before anything else is sent on it.
   virtual void follow_connections(ConnectionObserver observer) { observer(*this, {}); }
+  // SYNC / PSYNC: from now on every byte the server sends reaches the unsolicited target (tag
+  // 0) as it arrives, unframed (an RDB payload is no RESP reply), and send_untracked() carries
+  // the replica's bytes as they are; the end of the connection reaches that target as an error.
+  // Only with nothing in flight. False, changing nothing, on a link that cannot: one that moves
+  // between servers (a cluster's), whose stream would come from several.
+  virtual bool start_raw_relay() { return false; }
+  // Relay mode: while held, the server's bytes stay in the socket (the client is behind on what
+  // it got), so that TCP slows the server down rather than Corral buffering without bound.
+  virtual void hold_raw_relay(bool /*held*/) {}
 };
 
 // One io thread's upstream as the dispatcher sees it. The shared path is one call (one virtual

@@ -1,8 +1,8 @@
-# Admin commands that client.allow_commands lets through behave as Redis's own: SYNC/PSYNC refused
-# even when allowed (never on a shared link), SWAPDB keeps the cache coherent, CLIENT PAUSE holds
-# what Redis holds and counts the held clients in INFO's blocked_clients, and reaches Redis too
-# (its expiry stops, its other clients are held) without Corral taking the paused server for a
-# stalled one, CLIENT KILL USER knows the upstream's users.
+# Admin commands that client.allow_commands lets through behave as Redis's own: SWAPDB keeps the
+# cache coherent, CLIENT PAUSE holds what Redis holds and counts the held clients in INFO's
+# blocked_clients, and reaches Redis too (its expiry stops, its other clients are held) without
+# Corral taking the paused server for a stalled one, CLIENT KILL USER knows the upstream's users
+# (SYNC/PSYNC: test_replication_relay.py).
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_admin_commands.py [-k name]
 import time
 
@@ -16,9 +16,8 @@ from harness import eq, is_err
 CONFIG = {
     "threads": 1,
     "policies": [{"prefix": "sw:", "ttl": "60s"}],
-    "client": {"allow_commands": ["SWAPDB", "SYNC", "PSYNC", "REPLCONF", "CLIENT PAUSE",
-                                  "CLIENT UNPAUSE", "CLIENT KILL", "FUNCTION", "SCRIPT",
-                                  "FLUSHALL"]},
+    "client": {"allow_commands": ["SWAPDB", "CLIENT PAUSE", "CLIENT UNPAUSE", "CLIENT KILL",
+                                  "FUNCTION", "SCRIPT", "FLUSHALL"]},
 }
 
 FUNCTIONS = """#!lua name=adminlib
@@ -52,26 +51,6 @@ def blocked_clients(stack):
 
 def wait_blocked(stack, n, what):
     harness.wait_until(lambda: blocked_clients(stack) == n, 5, what=what)
-
-
-@pytest.mark.corral_only
-def test_sync_and_psync_are_refused_even_when_allowed(stack):
-    with stack.raw() as replica, stack.raw() as other:
-        other.send_command("SET", "s:n", "0")
-        for name, args in (("sync", ()), ("psync", ("?", "-1")), ("replconf", ("capa", "eof"))):
-            reply = replica.call(name.upper(), *args)
-            is_err(reply, "ERR command '%s' is refused by this proxy" % name, name)
-        eq(bytes(replica.call("SYNC")).split(b": ", 1)[1],
-           b"a replication stream cannot be relayed by it; connect the replica to the upstream",
-           "the reason")
-        # Sent on a shared link, SYNC made Redis stream an RDB file there: the link's replies
-        # could not be framed any more and every client on it got errors.
-        eq(other.read(), b"OK", "SET before")
-        for i in range(1, 101):
-            other.send_command("INCR", "s:n")
-        eq([other.read() for _ in range(100)], list(range(1, 101)), "INCRs of another client")
-        eq(replica.call("PING"), b"PONG", "the refused client goes on")
-    eq(stack.direct().info("replication")["connected_slaves"], 0, "no replica attached")
 
 
 def test_swapdb_drops_cached_entries_of_both_databases(stack):

@@ -51,6 +51,7 @@ std::string_view effect_rule_violation(const CommandSpec& row) {
         case Route::dedicated:
         case Route::tunnel:
         case Route::refused:
+        case Route::replication:
           return {};
         case Route::shared:
           if (listed(kConnectionOnShared, row.name)) return {};

@@ -44,6 +44,9 @@ enum class Route : std::uint8_t {
   tunnel,                // dedicated, then every reply is unsolicited (SUBSCRIBE MONITOR ...)
   out_of_band,           // a new connection at once: it must not queue behind a busy server
   refused,               // nowhere: it would change a connection other clients share
+  // The client's own connection, which SYNC/PSYNC then make a raw byte relay (REPLCONF before
+  // them runs there too): a replica's handshake and stream (proxy/dispatcher_replication.cpp).
+  replication,
 };
 
 // What a command does to the state Redis keeps for the client's connection; the proxy's
@@ -63,6 +66,7 @@ enum class StateChange : std::uint8_t {
   select,      // changes the database
   quit,        // ends the connection (never queued in MULTI)
   reset,       // resets the connection (never queued in MULTI)
+  replica_stream,  // SYNC/PSYNC: the connection carries the replication stream until it ends
   // A learned command of unknown effect: it may have changed the connection in a way Corral
   // cannot follow, so the connection stays the client's until it leaves.
   session,

@@ -2,6 +2,7 @@
 // link kept between them so that the next one does not wait behind a connect and a handshake.
 #include "proxy/links/blocking_session.hpp"
 
+#include <atomic>
 #include <utility>
 
 #include "proxy/local/client_registry.hpp"
@@ -13,20 +14,28 @@ namespace {
 // Counts one blocking command as due until its outcome arrives, whichever way it arrives.
 class BlockingReply final : public upstream::ReplyTarget {
  public:
-  BlockingReply(std::shared_ptr<std::size_t> due, std::shared_ptr<upstream::ReplyTarget> client)
-      : due_(std::move(due)), client_(std::move(client)) {
+  BlockingReply(std::shared_ptr<std::size_t> due, std::shared_ptr<std::atomic<int>> shown,
+                std::shared_ptr<upstream::ReplyTarget> client)
+      : due_(std::move(due)), shown_(std::move(shown)), client_(std::move(client)) {
     ++*due_;
+    if (shown_) shown_->fetch_add(1, std::memory_order_relaxed);
   }
+  // A target dropped unanswered (a test's, a link torn down without failing it) must not leave
+  // CLIENT LIST showing the client blocked for good.
+  ~BlockingReply() override { unshow(); }
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     --*due_;
+    unshow();
     client_->on_reply(tag, reply);
   }
   void on_failure(std::uint64_t tag, std::string_view error) override {
     --*due_;
+    unshow();
     client_->on_failure(tag, error);
   }
   void on_error(std::uint64_t tag, upstream::ErrorKind kind, std::string_view error) override {
     --*due_;
+    unshow();
     client_->on_error(tag, kind, error);
   }
   void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override {
@@ -34,7 +43,12 @@ class BlockingReply final : public upstream::ReplyTarget {
   }
 
  private:
+  void unshow() {
+    if (shown_) std::exchange(shown_, nullptr)->fetch_sub(1, std::memory_order_relaxed);
+  }
+
   std::shared_ptr<std::size_t> due_;
+  std::shared_ptr<std::atomic<int>> shown_;
   std::shared_ptr<upstream::ReplyTarget> client_;
 };
 
@@ -44,7 +58,8 @@ std::shared_ptr<upstream::ReplyTarget> track_blocking_reply(
     ClientState& client, std::shared_ptr<upstream::ReplyTarget> target) {
   if (!client.blocking_replies_due) client.blocking_replies_due = std::make_shared<std::size_t>(0);
   client.dedicated_blocked = true;
-  return std::make_shared<BlockingReply>(client.blocking_replies_due, std::move(target));
+  return std::make_shared<BlockingReply>(client.blocking_replies_due, client.shown_blocked,
+                                         std::move(target));
 }
 
 bool blocked_in_redis(const ClientState& client) {

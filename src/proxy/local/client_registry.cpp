@@ -94,11 +94,12 @@ bool ClientRegistry::matches(const Entry& entry, const ClientFilter& filter) con
   }
   if (filter.skip_id != 0 && filter.skip_id == r.id) return false;
   if (!filter.type.empty()) {
-    // Corral's clients are never replicas or masters of it; a MONITOR client is "normal", as
-    // in Redis.
+    // A client relaying SYNC/PSYNC is a replica, none is a master of Corral; a MONITOR client
+    // is "normal", as in Redis.
     const bool pubsub =
         r.pubsub.load(std::memory_order_relaxed) && !r.monitoring.load(std::memory_order_relaxed);
-    if (filter.type != (pubsub ? "pubsub" : "normal")) return false;
+    const bool replica = r.replica.load(std::memory_order_relaxed);
+    if (filter.type != (replica ? "replica" : pubsub ? "pubsub" : "normal")) return false;
   }
   if (filter.max_age_seconds > 0) {
     const auto age = std::chrono::duration_cast<std::chrono::seconds>(
@@ -119,7 +120,9 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const CommandSpec* last = r.last_command.load(std::memory_order_relaxed);
   const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
   const bool monitoring = r.monitoring.load(std::memory_order_relaxed);
+  const bool replica = r.replica.load(std::memory_order_relaxed);
   const bool multi = r.in_multi.load(std::memory_order_relaxed);
+  const bool blocked = r.blocked_commands.load(std::memory_order_relaxed) > 0;
   const int protocol = r.protocol.load(std::memory_order_relaxed);
   const session::ClientBuffers none;
   const session::ClientBuffers& b = r.buffers ? *r.buffers : none;
@@ -132,10 +135,12 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   out += "id=" + std::to_string(r.id) + " addr=" + r.addr + " laddr=" + r.laddr +
          " fd=-1 name=" + entry.name + " age=" + std::to_string(age) +
          " idle=" + std::to_string(std::max<std::int64_t>(0, idle)) + " flags=" +
-         (monitoring ? "O"
-          : pubsub   ? "P"
-          : multi    ? "x"
-                     : "N") +
+         (replica      ? "S"
+          : monitoring ? "O"
+          : pubsub     ? "P"
+          : multi      ? "x"
+          : blocked    ? "b"
+                       : "N") +
          " db=" + std::to_string(r.database.load(std::memory_order_relaxed)) +
          " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1");
   field("qbuf", b.load(b.query));

@@ -36,6 +36,8 @@ struct ClientRecord {
   std::atomic<const CommandSpec*> last_command{nullptr};  // a table row: static storage
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
   std::atomic<bool> monitoring{false};                    // MONITOR (flags=O)
+  std::atomic<bool> replica{false};      // relays a replication stream: SYNC/PSYNC (flags=S)
+  std::atomic<int> blocked_commands{0};  // blocking commands Redis holds (flags=b)
   std::atomic<bool> in_multi{false};
   std::atomic<bool> held_by_pause{false};                 // a command waits for CLIENT PAUSE to end
   std::shared_ptr<const session::ClientBuffers> buffers;  // null for sessions without one

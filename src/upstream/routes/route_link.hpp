@@ -49,6 +49,9 @@ class RouteLink final : public Link {
             Link& connection, std::string server) { observer(connection, qualifier + server); });
   }
 
+  bool start_raw_relay() override { return inner_->start_raw_relay(); }
+  void hold_raw_relay(bool held) override { inner_->hold_raw_relay(held); }
+
   const std::shared_ptr<Link>& inner() const { return inner_; }
   std::size_t upstream() const { return upstream_; }
 

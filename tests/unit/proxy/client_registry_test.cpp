@@ -129,6 +129,40 @@ TEST_CASE("a MONITOR client is flagged O and counts as a normal client", "[clien
   upstream_monitor.unsolicited->on_failure(0, "ERR upstream connection lost");  // the next test's
 }
 
+TEST_CASE("a client blocked in Redis is flagged b until its reply comes", "[client]") {
+  Proxy proxy(allowing_client());
+  Peered admin(proxy, "10.0.0.1:1000");
+  Peered blocked(proxy, "10.0.0.2:2000");
+  CHECK(blocked.send({"BRPOP", "l", "0"}) == Action::done);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
+  const auto line_of = [](const std::string& list, std::string_view addr) {
+    const auto at = list.find(addr);
+    return at == std::string::npos ? std::string() : list.substr(at, list.find('\n', at) - at);
+  };
+  CHECK(line_of(admin.reply(), "addr=10.0.0.2:2000").find(" flags=b ") != std::string::npos);
+  CHECK(line_of(admin.reply(), "addr=10.0.0.1:1000").find(" flags=N ") != std::string::npos);
+  proxy.links.last_dedicated().answer("*2\r\n$1\r\nl\r\n$1\r\nv\r\n");
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
+  CHECK(line_of(admin.reply(), "addr=10.0.0.2:2000").find(" flags=N ") != std::string::npos);
+  blocked.handler->end_session();
+}
+
+TEST_CASE("a client relaying SYNC is flagged S and listed as a replica", "[client]") {
+  config::Settings settings = allowing_client();
+  settings.client.allow_commands.push_back("SYNC");
+  Proxy proxy(settings);
+  Peered admin(proxy, "10.0.0.1:1000");
+  Peered replica(proxy, "10.0.0.3:3000");
+  CHECK(replica.send({"SYNC"}) == Action::relay);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "replica"}) == Action::done);
+  CHECK(admin.reply().find("addr=10.0.0.3:3000") != std::string::npos);
+  CHECK(admin.reply().find(" flags=S ") != std::string::npos);
+  CHECK(admin.reply().find("addr=10.0.0.1:1000") == std::string::npos);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "slave"}) == Action::done);
+  CHECK(admin.reply().find("addr=10.0.0.3:3000") != std::string::npos);
+  replica.handler->end_session();
+}
+
 TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {
   Proxy proxy(allowing_client());
   Peered admin(proxy, "10.1.0.1:1");

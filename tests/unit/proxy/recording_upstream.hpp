@@ -79,6 +79,11 @@ class RecordingLink final : public upstream::Link {
     state_ = State::closed;
     ++closes;
   }
+  bool start_raw_relay() override {
+    if (state_ == State::closed || !pending.empty()) return false;
+    raw_relay = true;
+    return true;
+  }
 
   // Redis answers the oldest command in flight.
   void answer(std::string_view reply) {
@@ -111,6 +116,7 @@ class RecordingLink final : public upstream::Link {
   std::deque<Sent> pending;
   std::shared_ptr<upstream::ReplyTarget> unsolicited;
   bool refuse = false;
+  bool raw_relay = false;  // start_raw_relay() was called
   int closes = 0;
   std::int64_t redis_id = 1000;
   int client_id_asks = 0;

@@ -1,8 +1,9 @@
 // A trivial session::Handler that answers from memory: what the session layer alone costs (the
 // "I/O only" benchmark row) and what its unit tests drive. Besides PING, GET, SET and QUIT it knows
-// four test verbs: LATER ms text (replies after ms, so replies complete out of order), BIG n (an
-// n-byte reply), AFTERDRAIN text (asks to drain earlier replies first) and CLOCK (the time the
-// cache's SystemClock gives, in 20 digits, read after the steady clock has moved on).
+// five test verbs: LATER ms text (replies after ms, so replies complete out of order), BIG n (an
+// n-byte reply), AFTERDRAIN text (asks to drain earlier replies first), CLOCK (the time the
+// cache's SystemClock gives, in 20 digits, read after the steady clock has moved on) and RELAY
+// (after earlier replies, the connection echoes raw bytes: the session's relay mode).
 #pragma once
 
 #include <utility>
@@ -49,18 +50,32 @@ class MemoryHandler final : public session::Handler {
     session::Action handle(const resp::Request& request, const session::Classified&,
                            std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                            std::size_t awaiting) override {
+      if (resp::iequals(request.argv[0], "relay")) {
+        if (awaiting > 0) return session::Action::drain_then_retry;
+        relay_to_ = target;
+        return session::Action::relay;
+      }
       return owner_.answer(request.argv, tag, target, awaiting);
+    }
+    // RELAY: every byte the client sends afterwards comes back to it as it is.
+    bool relay_input(std::string_view bytes) override {
+      if (relay_to_) relay_to_->on_reply(0, bytes);
+      return relay_to_ != nullptr;
     }
     bool tunneling() const override { return false; }
     session::Action handle_tunnel(const resp::Request&, std::string&) override {
       return session::Action::done;
     }
     void on_unsolicited(std::string_view) override {}
-    void end_session() override { ++owner_.sessions_ended; }
+    void end_session() override {
+      relay_to_.reset();  // the session itself: holding it past its end would keep it alive
+      ++owner_.sessions_ended;
+    }
 
    private:
     MemoryHandler& owner_;
     std::uint64_t id_;
+    std::shared_ptr<upstream::ReplyTarget> relay_to_;
   };
 
   static std::size_t number(std::string_view text) {

@@ -271,3 +271,16 @@ TEST_CASE("a drain ends at shutdown_timeout even if a reply never comes") {
   CHECK(server.wait_served(std::chrono::seconds(5)));
   ::close(fd);
 }
+
+TEST_CASE("relay mode: after the earlier replies, raw bytes pass both ways unparsed") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  // What follows RELAY in the same write is no request: not even a valid one.
+  send_all(fd, "LATER 50 a\r\nRELAY\r\n*9\r\n$100\r\nno crlf");
+  const std::string first = "$1\r\na\r\n*9\r\n$100\r\nno crlf";
+  CHECK(receive(fd, first.size()) == first);
+  send_all(fd, std::string("\n\n\0PING\r\n", 9));
+  CHECK(receive(fd, 9) == std::string("\n\n\0PING\r\n", 9));
+  ::close(fd);
+}
