@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cctype>
-#include <chrono>
 #include <cstdlib>
 
 #include "proxy/ascii.hpp"
@@ -25,7 +24,6 @@
 #include "proxy/local/local_latency.hpp"
 #include "proxy/local/monitor_feed.hpp"
 #include "proxy/local/slowlog_config.hpp"
-#include "proxy/local/version_commands.hpp"
 #include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "stampede/read/cached_command.hpp"
@@ -213,73 +211,6 @@ Action Dispatcher::handle_command(ClientState& client, const Request& request,
   client.mode.refused_in_multi();
   target->on_reply(tag, scratch_);
   return Action::done;
-}
-
-Action Dispatcher::answer_locally(ClientState& client, const Request& request,
-                                  const CommandSpec& row, std::uint64_t tag,
-                                  const std::shared_ptr<upstream::ReplyTarget>& target,
-                                  std::size_t awaiting) {
-  // CORRAL.ROLLOVER / CORRAL.PURGE talk to Redis: they answer the slot later.
-  if (is_version_command(row.name)) {
-    if (keyed_caller_ == nullptr) {
-      target->on_failure(tag, upstream::kErrUnavailable);
-    } else {
-      run_version_command({row.name, client, request.argv, *keyed_caller_, cache_}, tag, target);
-    }
-    return Action::done;
-  }
-  // A local row without a handler (COMMAND DOCS ...) is Redis's to answer after all.
-  const LocalHandler local = find_local_handler(row);
-  if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
-  // A client of an upstream ACL user gets Corral's answer only where Redis would give it one
-  // (CORRAL.* have client.admin_password instead; AUTH, HELLO, QUIT, RESET need no rights).
-  if (client.user_upstream && !(row.flags & kNoAuth) && !row.name.starts_with("corral.")) {
-    switch (acl_verdicts_.may_run(client.upstream_user, row, request.argv)) {
-      case AclVerdicts::Verdict::pending:
-        return Action::wait_then_retry;
-      case AclVerdicts::Verdict::denied:
-        append_no_permission(scratch_, row.name);
-        target->on_reply(tag, scratch_);
-        return Action::done;
-      case AclVerdicts::Verdict::unavailable:
-        target->on_failure(tag, upstream::kErrUnavailable);
-        return Action::done;
-      case AclVerdicts::Verdict::allowed:
-        break;
-    }
-  }
-  LocalCall call{client, request.argv, settings_, client_, info_, awaiting, scratch_, cache_};
-  call.upstream = &upstream_for(client);
-  call.user_auth = &user_auth_;
-  call.keyed = keyed_caller_.get();
-  call.slowlog = slowlog_;
-  call.hot_keys = hot_keys_;
-  call.tag = tag;
-  call.target = &target;
-  const auto started = std::chrono::steady_clock::now();
-  const Action action = local(call);
-  if (action == Action::drain_then_retry || action == Action::wait_then_retry) return action;
-  // Redis's duration: the command's own work, not an upstream round trip a deferred one awaits.
-  local_latency().record(command_id(row), std::chrono::steady_clock::now() - started);
-  if (!call.deferred) target->on_reply(tag, scratch_);
-  return action;
-}
-
-void Dispatcher::run_queued_local(ClientState& client, std::span<const std::string_view> argv,
-                                  std::string& answer) {
-  const Resolved resolved = resolve(Request{argv, {}});
-  const LocalHandler local =
-      resolved.spec != nullptr ? find_local_handler(resolved.row()) : nullptr;
-  assert(local != nullptr && (resolved.row().flags & kRunsAtExec));
-  if (local == nullptr) return resp::append_error(answer, "ERR unknown command queued");
-  // No reply target: what the handler answers, it answers now (kRunsAtExec rows do).
-  LocalCall call{client, argv, settings_, client_, info_, 0, answer, cache_};
-  call.upstream = &upstream_for(client);
-  call.user_auth = &user_auth_;
-  call.keyed = keyed_caller_.get();
-  call.slowlog = slowlog_;
-  call.hot_keys = hot_keys_;
-  local(call);
 }
 
 Dispatcher::Path Dispatcher::path_for(const CommandSpec& row,

@@ -36,6 +36,7 @@ class SlowLog;
 
 namespace corral::proxy {
 
+struct LocalCall;
 using metrics::ProcessInfo;
 
 using Action = session::Action;
@@ -158,6 +159,9 @@ class Dispatcher : public session::Handler {
   std::shared_ptr<upstream::ReplyTarget> invalidating_target(
       ClientState& client, const CommandSpec& row, const Request& request,
       const std::shared_ptr<upstream::ReplyTarget>& target);
+  // A handler's call with what every local command gets (dispatcher_local.cpp).
+  LocalCall local_call(ClientState& client, std::span<const std::string_view> argv,
+                       std::size_t awaiting, std::string& reply);
   Action answer_locally(ClientState& client, const Request& request, const CommandSpec& row,
                         std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                         std::size_t awaiting);
