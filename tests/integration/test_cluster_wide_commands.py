@@ -47,23 +47,12 @@ def node_busy(stack, port):
 
 
 def test_client_pause_reaches_every_primary(stack):
-    primaries = stack.cluster.primaries()
-    outsiders = [Raw(port, timeout=10) for port in primaries]
     try:
-        with stack.raw(timeout=10) as admin:
-            assert admin.call("CLIENT", "PAUSE", "60000", "WRITE") == b"OK"
-            # PUBLISH is keyless and may replicate: each primary holds it from its own client.
-            for outsider in outsiders:
-                outsider.send_command("PUBLISH", "pause-probe", "m")
-            for port in primaries:
-                wait_until(lambda: stack.cluster.node(port).info("clients")["blocked_clients"] == 1,
-                           5, what="primary %d holds a direct client's PUBLISH" % port)
-            assert admin.call("CLIENT", "UNPAUSE") == b"OK"
-        for outsider in outsiders:
-            assert outsider.read() == 0, "PUBLISH after the pause"
+        harness.check_pause_holds_direct_clients(stack.corral.port, [
+            (port, "primary %d" % port,
+             lambda port=port: stack.cluster.node(port).info("clients")["blocked_clients"])
+            for port in stack.cluster.primaries()])
     finally:
-        for outsider in outsiders:
-            outsider.close()
         with stack.raw(timeout=10) as admin:  # a failed test must not leave the cluster paused
             admin.call("CLIENT", "UNPAUSE")
 

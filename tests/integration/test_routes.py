@@ -99,22 +99,10 @@ def test_keys_go_to_their_route_s_upstream(servers, start_corral):
 def test_client_pause_reaches_every_upstream(servers, start_corral):
     corral = start_corral(servers[0].port, routed_config(
         servers, client={"allow_commands": ["CLIENT PAUSE", "CLIENT UNPAUSE"]}))
-    outsiders = [Raw(server.port, timeout=10) for server in servers]
-    try:
-        with Raw(corral.port, timeout=10) as admin:
-            assert admin.call("CLIENT", "PAUSE", "60000", "WRITE") == b"OK"
-            # PUBLISH is keyless and may replicate: each server holds it from its own client.
-            for outsider in outsiders:
-                outsider.send_command("PUBLISH", "pause-probe", "m")
-            for server in servers:
-                wait_until(lambda: server.client().info("clients")["blocked_clients"] == 1, 5,
-                           what="%s holds a direct client's PUBLISH" % server.name)
-            assert admin.call("CLIENT", "UNPAUSE") == b"OK"
-        for outsider in outsiders:
-            assert outsider.read() == 0, "PUBLISH after the pause"
-    finally:
-        for outsider in outsiders:
-            outsider.close()
+    harness.check_pause_holds_direct_clients(corral.port, [
+        (server.port, server.name,
+         lambda server=server: server.client().info("clients")["blocked_clients"])
+        for server in servers])
 
 
 def corral_client(corral, **kw):
