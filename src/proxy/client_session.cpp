@@ -165,6 +165,12 @@ bool ClientSession::takes_unsolicited(std::string_view reply) {
   return true;
 }
 
+session::RelayVerdict ClientSession::relay_verdict() {
+  const auto verdict = dispatcher_.relay_verdict(state_);
+  if (verdict == session::RelayVerdict::refused) publish();  // CLIENT LIST: no flags=S now
+  return verdict;
+}
+
 void ClientSession::on_unsolicited(std::string_view reply) {
   dispatcher_.on_unsolicited(state_, reply);
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,

@@ -30,6 +30,7 @@ class ClientSession final : public session::ClientHandler {
   bool settling() const override { return dispatcher_.settling(state_); }
   bool takes_unsolicited(std::string_view reply) override;
   void on_unsolicited(std::string_view reply) override;
+  session::RelayVerdict relay_verdict() override;
   bool relay_input(std::string_view bytes) override {
     return dispatcher_.relay_input(state_, bytes);
   }

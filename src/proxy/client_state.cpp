@@ -43,7 +43,7 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       state_ = State::tunnel;
       break;
     case StateChange::replica_stream:
-      pins_ |= kReplica;
+      // The state alone holds the link: a refusal then leaves only what a REPLCONF pinned.
       state_ = State::replica;
       break;
     case StateChange::subscribe:

@@ -41,7 +41,7 @@ class ConnectionMode {
     multi_lost,     // Redis forgot the transaction with its connection: EXEC must abort
     subscribed,     // tunnel until the last subscription ends
     tunnel,         // MONITOR: tunnel until the client leaves
-    replica,        // SYNC/PSYNC: a raw byte relay until either side closes
+    replica,        // SYNC/PSYNC: a raw byte relay until either side closes (or Redis refuses)
   };
 
   State state() const { return state_; }
@@ -69,6 +69,11 @@ class ConnectionMode {
   // A SUBSCRIBE queued in MULTI subscribes when EXEC runs it: true once, at that EXEC.
   bool take_queued_subscribe() { return std::exchange(subscribe_queued_, false); }
   void entered_subscriptions() { state_ = State::subscribed; }
+  // Redis refused the SYNC/PSYNC: the client is back where it was before it (a REPLCONF's pin
+  // stays, as Redis keeps what REPLCONF told it).
+  void refused_replica_stream() {
+    if (state_ == State::replica) state_ = State::plain;
+  }
   // REPLCONF: Redis now takes the connection for a replica's, and the SYNC/PSYNC that follows
   // must run on it, so it stays the client's.
   void began_replica_handshake() { pins_ |= kReplica; }

@@ -103,6 +103,9 @@ class Dispatcher : public session::Handler {
   // A reply on the client's dedicated connection that matched no request (subscribed mode ...).
   void on_unsolicited(ClientState& client, std::string_view reply);
 
+  // After SYNC/PSYNC (dispatcher_replication.cpp): what the upstream made of it, from the
+  // client's link. Refused, the client is an ordinary one again (no longer CLIENT LIST's replica).
+  session::RelayVerdict relay_verdict(ClientState& client);
   // Relay mode (after SYNC/PSYNC, dispatcher_replication.cpp): the client's bytes go up as
   // they are; false when its connection cannot take them.
   bool relay_input(ClientState& client, std::string_view bytes);

@@ -1,6 +1,7 @@
 // A replica through Corral (Route::replication): REPLCONF runs on a connection of the client's
-// own, and SYNC/PSYNC make that connection a raw byte relay, so that the RDB payload (no reply
-// framing) and the stream after it never reach a connection other clients share.
+// own, and SYNC/PSYNC make that connection a raw byte relay once Redis accepts them, so that the
+// RDB payload (no reply framing) and the stream after it never reach a connection other clients
+// share; refused, the client is an ordinary one again.
 #include "proxy/commands/command_shape.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/errors.hpp"
@@ -86,6 +87,17 @@ Action Dispatcher::forward_replication(ClientState& client, const Request& reque
     return Action::done;
   }
   return Action::relay;
+}
+
+session::RelayVerdict Dispatcher::relay_verdict(ClientState& client) {
+  using upstream::Link;
+  const auto state = client.dedicated ? client.dedicated->relay_state() : Link::RelayState::off;
+  if (state == Link::RelayState::awaiting_verdict) return session::RelayVerdict::due;
+  if (state == Link::RelayState::relaying) return session::RelayVerdict::accepted;
+  // The link stays the client's only if a REPLCONF pinned it, as Redis keeps what that told it;
+  // otherwise the next command sets it aside (forward()), since it holds nothing.
+  client.mode.refused_replica_stream();
+  return session::RelayVerdict::refused;
 }
 
 bool Dispatcher::relay_input(ClientState& client, std::string_view bytes) {

@@ -22,12 +22,18 @@ enum class Action {
   close_after_reply,  // answered: close the connection once the reply is written
   drain_then_retry,   // the client's earlier replies must arrive first; then call handle() again
   wait_then_retry,    // held (CLIENT PAUSE): call handle() again a little later, in order
-  // The request (SYNC, PSYNC) took no reply slot and made the connection a raw byte relay:
-  // every byte the client sends from here on goes to relay_input(), unparsed, and every byte
-  // that reaches the session with tag 0 goes to the client as it is, until either side closes.
-  // Only when no earlier reply is still due (the handler asks for a drain first).
+  // The request (SYNC, PSYNC) took no reply slot and may make the connection a raw byte relay:
+  // the client's later bytes wait unread until relay_verdict() is no longer due. Accepted, every
+  // byte the client sends from then on goes to relay_input(), unparsed, and every byte that
+  // reaches the session with tag 0 goes to the client as it is, until either side closes.
+  // Refused, the bytes with tag 0 that told it are the request's reply, and the waiting bytes
+  // are requests again. Only when no earlier reply is still due (the handler asks for a drain).
   relay,
 };
+
+// After Action::relay: whether the server took the client for a replica. Asked at once and at
+// each arrival of bytes with tag 0 (those before the verdict, keep-alives, go to the client too).
+enum class RelayVerdict : std::uint8_t { due, accepted, refused };
 
 // Who a client is, as its session knows it at open_session.
 struct Peer {
@@ -90,6 +96,9 @@ class ClientHandler {
   virtual bool takes_unsolicited(std::string_view /*reply*/) { return false; }
   // A reply that matched no request was forwarded to the client (a push, a message).
   virtual void on_unsolicited(std::string_view reply) = 0;
+  // After Action::relay (see RelayVerdict); a handler that relays without asking anyone relays
+  // at once.
+  virtual RelayVerdict relay_verdict() { return RelayVerdict::accepted; }
   // Relay mode (Action::relay): the client's bytes, as they come. False when they cannot be
   // passed on (the upstream connection is gone): the session then closes.
   virtual bool relay_input(std::string_view /*bytes*/) { return false; }

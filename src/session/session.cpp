@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <type_traits>
@@ -114,6 +113,8 @@ void Session<Stream>::drain() {
   stop_reading_ = true;
   draining_ = true;
   handler_->drain();
+  // A SYNC/PSYNC's verdict may never come now (its link is gone): process_input stops waiting.
+  if (slots_drained_) slots_drained_->notify();
   want_write();
 }
 
@@ -248,6 +249,7 @@ bool Session<Stream>::process_ready_input() {
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   while (!stop_reading_ && !closed_ && !input_.empty()) {
     if (relaying_) return relay_input();
+    if (relay_verdict_due_) return false;   // process_input waits for it
     if (over_output_limit()) return false;  // process_input waits for room
     const std::string_view pending = input_.pending();
     const auto parsed = resp::parse_request(
@@ -273,6 +275,13 @@ awaitable<void> Session<Stream>::process_input() {
   // One reference for the whole batch: handlers keep it for replies that complete later.
   const std::shared_ptr<upstream::ReplyTarget> target = this->shared_from_this();
   do {
+    // What follows a SYNC/PSYNC is the replica's stream or requests, as the server decides. The
+    // wait is slots_drained's, as for settling(): "look again", not a slot count.
+    while (relay_verdict_due_ && !stop_reading_ && !closed_) co_await slots_drained().wait();
+    if (relaying_) {
+      if (!closed_ && !input_.empty()) relay_input();
+      co_return;
+    }
     // Back-pressure: a client behind on its replies sends no more work until it catches up (or
     // the slow-reader clock cuts it); its requests wait in the socket, not in Corral.
     while (over_output_limit() && !closed_) co_await output_room().wait();
@@ -438,26 +447,10 @@ void Session<Stream>::after_handle(Action action, std::uint64_t tag) {
 }
 
 template <class Stream>
-void Session<Stream>::start_relay(std::uint32_t metric_id) {
-  assert(slots_.empty());
-  relaying_ = true;
-  // Counted once, as it starts: the stream that follows is no reply and has no latency.
-  worker_.stats.command(metric_id, metrics::CommandResult::ok, {});
-}
-
-template <class Stream>
-bool Session<Stream>::relay_input() {
-  const bool passed = handler_->relay_input(input_.pending());
-  input_.consume(input_.pending().size());
-  if (!passed) abort();
-  return passed;
-}
-
-template <class Stream>
 void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
   if (closed_) return;
-  if (tag == 0 && relaying_) {
-    relay_output(reply);
+  if (tag == 0 && (relaying_ || relay_verdict_due_)) {
+    relay_reply(reply);
     return;
   }
   if (tag == 0) {
@@ -476,7 +469,8 @@ void Session<Stream>::on_reply(std::uint64_t tag, std::string_view reply) {
 template <class Stream>
 void Session<Stream>::on_failure(std::uint64_t tag, std::string_view error) {
   if (closed_) return;
-  if (tag == 0 && relaying_) {
+  if (tag == 0 && (relaying_ || relay_verdict_due_)) {
+    if (relay_verdict_due_) settle_relay(metrics::CommandResult::unavailable);
     // The upstream ended the stream. A replica tells that from the closed connection (an error
     // line inside an RDB payload would not parse); one that got nothing yet learns why.
     if (!relayed_output_) {

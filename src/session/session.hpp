@@ -107,8 +107,15 @@ class Session : public upstream::ReplyTarget,
   Action handle_in_slot(const resp::Request& request, const Classified& classified,
                         const std::shared_ptr<upstream::ReplyTarget>& target);
   void after_handle(Action action, std::uint64_t tag);
-  // Action::relay: the connection carries raw bytes both ways from now on.
+  // Action::relay (session_relay.cpp): the client's later bytes wait unread for the handler's
+  // verdict; accepted, the connection carries raw bytes both ways from then on.
   void start_relay(std::uint32_t metric_id);
+  // Bytes with tag 0 while a relay is due or running: keep-alives, the refusal, the stream.
+  void relay_reply(std::string_view bytes);
+  // Asks the handler while its verdict is due; once it is known, counts the request and lets
+  // process_input go on with the client's bytes (settle_relay).
+  RelayVerdict take_relay_verdict();
+  void settle_relay(metrics::CommandResult result);
   // Relay mode: hands every byte read to the handler; false (after closing) when it cannot go on.
   bool relay_input();
   // Relay mode: the upstream's bytes for the client; past client.max_output_buffer the upstream
@@ -194,9 +201,10 @@ class Session : public upstream::ReplyTarget,
   bool draining_ = false;  // SIGTERM: answer what was read, then close
   bool close_after_flush_ = false;
   bool reader_done_ = false;
-  bool relaying_ = false;        // Action::relay: bytes pass through unparsed both ways
-  bool relayed_output_ = false;  // some of the upstream's stream reached the client
-  bool relay_held_ = false;      // the client is past max_output_buffer: the upstream side waits
+  bool relaying_ = false;           // Action::relay: bytes pass through unparsed both ways
+  bool relay_verdict_due_ = false;  // Action::relay, and the handler's verdict not known yet
+  bool relayed_output_ = false;     // some of the upstream's stream reached the client
+  bool relay_held_ = false;         // the client is past max_output_buffer: the upstream side waits
   bool closed_ = false;
   int loops_running_ = 0;      // the reader and the writer, each until it finished
   bool writing_now_ = false;   // an async_write of writing_ is in flight
@@ -204,9 +212,10 @@ class Session : public upstream::ReplyTarget,
   bool writes_ended_ = false;  // the last reply went (or a write failed): FIN, then the end
   bool writes_finished_ = false;
   std::unique_ptr<boost::asio::steady_timer> linger_;  // draining: waiting for the client's FIN
-  bool unverified_drain_ = false;  // the last read was taken as draining the socket
-  std::uint8_t quiet_sweeps_ = 0;  // hang-up sweeps since that read
-  std::uint32_t queued_us_ = 0;    // how long the request being handed over waited (dispatch())
+  bool unverified_drain_ = false;      // the last read was taken as draining the socket
+  std::uint8_t quiet_sweeps_ = 0;      // hang-up sweeps since that read
+  std::uint32_t queued_us_ = 0;        // how long the request being handed over waited (dispatch())
+  std::uint32_t relay_metric_id_ = 0;  // the SYNC/PSYNC's, counted once its verdict is known
   // Phases told by the cache layer (note_phases), by tag: rare (misses), so kept beside the
   // slots rather than in each one.
   std::vector<std::pair<std::uint64_t, slowlog::Phases>> noted_phases_;

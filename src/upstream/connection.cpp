@@ -132,19 +132,6 @@ void Connection::write_queued_now() {
   if (!write_buffer_.empty() && !flushing_) start_flush();
 }
 
-bool Connection::start_raw_relay() {
-  if (closing_ || !in_flight_.empty()) return false;
-  raw_relay_ = true;
-  return true;
-}
-
-void Connection::hold_raw_relay(bool held) {
-  if (!raw_relay_ || held == relay_held_) return;
-  relay_held_ = held;
-  if (!relay_resumed_) relay_resumed_ = std::make_unique<AsyncEvent>(executor_);
-  if (!held) relay_resumed_->notify();
-}
-
 void Connection::set_unsolicited_target(std::shared_ptr<ReplyTarget> target) {
   unsolicited_ = std::move(target);
 }
@@ -473,12 +460,9 @@ awaitable<void> Connection::read_loop(std::uint64_t generation) {
 }
 
 bool Connection::deliver_replies(std::uint64_t generation) {
-  if (raw_relay_) {
-    // The replica's stream: bulk RDB without a trailing CRLF, newline keep-alives, then commands.
-    const std::string_view bytes(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
-    read_begin_ = read_end_;
-    if (unsolicited_ && !bytes.empty()) unsolicited_->on_reply(0, bytes);
-    return true;
+  if (relay_ != RelayState::off) {
+    const RelayStep step = deliver_relayed();
+    if (step != RelayStep::frame_rest) return step == RelayStep::delivered;
   }
   while (read_begin_ < read_end_ && generation == generation_) {
     const std::string_view pending(read_buffer_.data() + read_begin_, read_end_ - read_begin_);

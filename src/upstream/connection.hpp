@@ -101,8 +101,9 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
                        bool exempt_from_timeout) override;
 
   // The server's bytes go to the unsolicited target as they come (see Link); a command
-  // timeout no longer applies, nothing being tracked.
+  // timeout no longer applies, nothing being tracked (connection_relay.cpp).
   bool start_raw_relay() override;
+  RelayState relay_state() const override { return relay_; }
   void hold_raw_relay(bool held) override;
 
   State state() const override { return state_; }
@@ -133,6 +134,10 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   boost::asio::awaitable<void> watch_timeouts(std::uint64_t generation);
   // Frames and delivers every complete reply in the read buffer; false on a protocol violation.
   bool deliver_replies(std::uint64_t generation);
+  // Relay mode (connection_relay.cpp): delivers the read buffer as the server's verdict on the
+  // SYNC/PSYNC or its stream; after a refusal, what follows the error line is framed as usual.
+  enum class RelayStep : std::uint8_t { delivered, frame_rest, invalid };
+  RelayStep deliver_relayed();
   void start_flush();
   void write_batch(std::uint64_t generation);
   // Writes the queued commands to the socket now, as far as it takes them without waiting.
@@ -171,8 +176,8 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool flushing_ = false;
   bool timed_out_ = false;
   bool sent_untracked_ = false;  // a command whose outcome only the unsolicited target will see
-  bool raw_relay_ = false;       // SYNC/PSYNC sent: what the server sends is not framed
-  bool relay_held_ = false;      // the relay's client is behind: the read loop waits
+  RelayState relay_ = RelayState::off;         // SYNC/PSYNC sent: see Link::start_raw_relay
+  bool relay_held_ = false;                    // the relay's client is behind: the read loop waits
   std::unique_ptr<AsyncEvent> relay_resumed_;  // made by the first hold
   std::uint64_t tick_ = 0;
   // The last tick that saw a forwarded CLIENT PAUSE in force (server_pause.hpp): what waits in

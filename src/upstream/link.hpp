@@ -57,12 +57,21 @@ class Link {
   // Calls `observer` for the connection in use now and, on a link that moves between servers,
   // for each one it moves to, before anything else is sent on it.
   virtual void follow_connections(ConnectionObserver observer) { observer(*this, {}); }
-  // SYNC / PSYNC: from now on every byte the server sends reaches the unsolicited target (tag
-  // 0) as it arrives, unframed (an RDB payload is no RESP reply), and send_untracked() carries
-  // the replica's bytes as they are; the end of the connection reaches that target as an error.
-  // Only with nothing in flight. False, changing nothing, on a link that cannot: one that moves
-  // between servers (a cluster's), whose stream would come from several.
+  // Where a link stands after start_raw_relay(): the server's verdict on the SYNC/PSYNC is due,
+  // it accepted (relaying), or it refused and the link is an ordinary one again (off).
+  enum class RelayState : std::uint8_t { off, awaiting_verdict, relaying };
+
+  // SYNC / PSYNC, sent next with send_untracked(): every byte the server sends reaches the
+  // unsolicited target (tag 0) as it arrives. Once the server accepted (relay_state() relaying
+  // before its first byte is delivered), those bytes are unframed (an RDB payload is no RESP
+  // reply), and send_untracked() carries the replica's bytes as they are; the end of the
+  // connection reaches that target as an error. Bare "\n" keep-alives before the verdict are
+  // delivered as they come. An error line instead is the last thing that target gets (relay_state()
+  // off by then): the link frames replies again and has no unsolicited target. Only with nothing
+  // in flight. False, changing nothing, on a link that cannot: one that moves between servers (a
+  // cluster's), whose stream would come from several.
   virtual bool start_raw_relay() { return false; }
+  virtual RelayState relay_state() const { return RelayState::off; }
   // Relay mode: while held, the server's bytes stay in the socket (the client is behind on what
   // it got), so that TCP slows the server down rather than Corral buffering without bound.
   virtual void hold_raw_relay(bool /*held*/) {}

@@ -4,7 +4,8 @@
 # replies are untouched; a replica behind holds the stream (no cut, no unbounded buffer); a real
 # redis-server replica links up through Corral; the default config refuses all three; SIGTERM, and
 # a reload to another upstream, end the relayed connection; with routes the default upstream
-# streams; a Redis Cluster upstream refuses SYNC.
+# streams; a Redis Cluster upstream refuses SYNC; a SYNC/PSYNC that Redis refuses leaves an
+# ordinary client.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_replication_relay.py
 import os
 import signal
@@ -112,6 +113,40 @@ def test_refused_unless_allowed(kept):
         eq(other.call("PING"), b"PONG", "another client")
         eq(replica.call("PING"), b"PONG", "the refused client goes on")
     eq(replication_info(stack.direct())["connected_slaves"], 0, "no replica attached")
+
+
+@pytest.mark.corral_only
+def test_a_refused_psync_leaves_an_ordinary_client(kept):
+    """Corral's upstream user may not SYNC/PSYNC: Redis's -NOPERM is the command's reply, and the
+    client, bytes pipelined behind it included, is Corral's again (command table, CLIENT LIST)."""
+    password = "relay-corral-pw"
+    config = dict(CONFIG, upstream={"username": "corral", "password": password})
+    no_sync = ["ACL", "SETUSER", "corral", "on", ">" + password, "~*", "&*", "+@all", "-sync",
+               "-psync"]
+    stack = kept(lambda: harness.Stack(config, name="replication-refused").start(
+        redis_setup=lambda redis: redis.client().execute_command(*no_sync)))
+    direct = stack.direct()
+    direct.set("rr:kept", "still here")
+    with stack.raw() as client, stack.raw() as admin:
+        is_err(client.call("PSYNC", "?", "-1"), "NOPERM", "PSYNC as a user without +psync")
+        eq(admin.call("CLIENT", "LIST", "TYPE", "replica"), b"", "CLIENT LIST's replicas")
+        is_err(client.call("FLUSHALL"),
+               "ERR command 'flushall' is not allowed through this proxy", "FLUSHALL after it")
+        eq(direct.get("rr:kept"), b"still here", "the data after the refused FLUSHALL")
+        eq(client.call("SET", "rr:k", "v"), b"OK", "SET after it")
+        eq(client.call("GET", "rr:k"), b"v", "GET after it")
+        # In one write: the commands wait for Redis's verdict, then run as commands.
+        client.send(b"PSYNC ? -1\r\nGET rr:kept\r\nFLUSHALL\r\nGET rr:kept\r\n")
+        is_err(client.read(), "NOPERM", "the pipelined PSYNC")
+        eq(client.read(), b"still here", "the GET behind it")
+        is_err(client.read(), "ERR command 'flushall' is not allowed", "the FLUSHALL behind it")
+        eq(client.read(), b"still here", "the GET after that")
+        # Inline, as Redis's Tcl suite sends SYNC.
+        client.send(b"SYNC\r\nPING\r\n")
+        is_err(client.read(), "NOPERM", "SYNC")
+        eq(client.read(), b"PONG", "the PING behind it")
+        eq(admin.call("CLIENT", "LIST", "TYPE", "replica"), b"", "no replica after SYNC either")
+    eq(replication_info(direct)["connected_slaves"], 0, "no replica attached")
 
 
 def relay_backlog(port):

@@ -163,6 +163,25 @@ TEST_CASE("a client relaying SYNC is flagged S and listed as a replica", "[clien
   replica.handler->end_session();
 }
 
+TEST_CASE("a client whose SYNC Redis refused is no longer flagged S", "[client]") {
+  config::Settings settings = allowing_client();
+  settings.client.allow_commands.push_back("SYNC");
+  Proxy proxy(settings);
+  Peered admin(proxy, "10.0.0.1:1000");
+  Peered replica(proxy, "10.0.0.3:3000");
+  CHECK(replica.send({"SYNC"}) == Action::relay);
+  proxy.links.last_dedicated().relay = upstream::Link::RelayState::off;
+  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "replica"}) == Action::done);
+  CHECK(admin.reply().find("addr=10.0.0.3:3000") == std::string::npos);
+  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
+  const auto at = admin.reply().find("addr=10.0.0.3:3000");
+  REQUIRE(at != std::string::npos);
+  CHECK(admin.reply().substr(at, admin.reply().find('\n', at) - at).find(" flags=N ") !=
+        std::string::npos);
+  replica.handler->end_session();
+}
+
 TEST_CASE("CLIENT KILL filters, SKIPME and the old form", "[client]") {
   Proxy proxy(allowing_client());
   Peered admin(proxy, "10.1.0.1:1");

@@ -82,8 +82,10 @@ class RecordingLink final : public upstream::Link {
   bool start_raw_relay() override {
     if (state_ == State::closed || !pending.empty()) return false;
     raw_relay = true;
+    relay = RelayState::awaiting_verdict;
     return true;
   }
+  RelayState relay_state() const override { return relay; }
 
   // Redis answers the oldest command in flight.
   void answer(std::string_view reply) {
@@ -116,7 +118,8 @@ class RecordingLink final : public upstream::Link {
   std::deque<Sent> pending;
   std::shared_ptr<upstream::ReplyTarget> unsolicited;
   bool refuse = false;
-  bool raw_relay = false;  // start_raw_relay() was called
+  bool raw_relay = false;              // start_raw_relay() was called
+  RelayState relay = RelayState::off;  // a test plays Redis's verdict by setting it
   int closes = 0;
   std::int64_t redis_id = 1000;
   int client_id_asks = 0;

@@ -1,6 +1,7 @@
 // A replica through the dispatcher (Route::replication): refused unless allowed, REPLCONF and
-// then PSYNC on one link of the client's own that becomes a raw relay, the client's later bytes
-// sent up as they are, and the refusals (inside MULTI, on a cluster).
+// then PSYNC on one link of the client's own that becomes a raw relay once Redis accepts, the
+// client's later bytes sent up as they are, Redis's refusal (an ordinary client again), and
+// Corral's (inside MULTI, on a cluster).
 #include <catch2/catch.hpp>
 
 #include "recording_cluster.hpp"
@@ -67,6 +68,55 @@ TEST_CASE("REPLCONF and PSYNC share the client's own link, which then relays raw
   // The link is the client's to the end: released, not recycled.
   replica.handler->end_session();
   CHECK(link.closes == 1);
+}
+
+TEST_CASE("the relay holds once Redis accepted: the verdict is due until then", "[replication]") {
+  Proxy proxy(allowing_replication());
+  Client replica(proxy);
+  CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::relay);
+  auto& link = proxy.links.last_dedicated();
+  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::due);
+  link.relay = upstream::Link::RelayState::relaying;
+  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::accepted);
+  CHECK(replica.handler->relay_input("REPLCONF ACK 0\r\n"));
+  CHECK(link.sent.back().bytes == "REPLCONF ACK 0\r\n");
+}
+
+TEST_CASE("a PSYNC Redis refused leaves an ordinary client, whose link goes at its next command",
+          "[replication]") {
+  Proxy proxy(allowing_replication());
+  Client replica(proxy);
+  CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::relay);
+  auto& link = proxy.links.last_dedicated();
+  link.relay = upstream::Link::RelayState::off;  // -NOPERM came back
+  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused);
+  CHECK_FALSE(replica.handler->relay_input("GET k\r\n"));
+  CHECK(link.bytes() == std::vector<std::string>{wire({"PSYNC", "?", "-1"})});
+
+  // Corral's command table again: refused here, never sent up.
+  CHECK(replica.send({"FLUSHALL"}) == Action::done);
+  CHECK(replica.reply().find("is not allowed through this proxy") != std::string::npos);
+  CHECK(replica.send({"GET", "k"}) == Action::done);
+  CHECK(proxy.links.shared_of(0).bytes() == std::vector<std::string>{wire({"GET", "k"})});
+  CHECK(link.closes == 1);
+  CHECK(link.bytes().size() == 1);
+}
+
+TEST_CASE("after REPLCONF, a refused PSYNC keeps the link: a retry goes there", "[replication]") {
+  Proxy proxy(allowing_replication());
+  Client replica(proxy);
+  CHECK(replica.send({"REPLCONF", "capa", "eof"}) == Action::done);
+  auto& link = proxy.links.last_dedicated();
+  link.answer("+OK\r\n");
+  CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::relay);
+  link.relay = upstream::Link::RelayState::off;
+  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused);
+  CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::relay);
+  CHECK(proxy.links.dedicated.size() == 1);
+  CHECK(link.closes == 0);
+  CHECK(link.bytes() == std::vector<std::string>{wire({"REPLCONF", "capa", "eof"}),
+                                                 wire({"PSYNC", "?", "-1"}),
+                                                 wire({"PSYNC", "?", "-1"})});
 }
 
 TEST_CASE("a raw SYNC opens its own link; a dead link ends the relay", "[replication]") {

@@ -3,7 +3,8 @@
 // five test verbs: LATER ms text (replies after ms, so replies complete out of order), BIG n (an
 // n-byte reply), AFTERDRAIN text (asks to drain earlier replies first), CLOCK (the time the
 // cache's SystemClock gives, in 20 digits, read after the steady clock has moved on) and RELAY
-// (after earlier replies, the connection echoes raw bytes: the session's relay mode).
+// (after earlier replies, the connection echoes raw bytes: the session's relay mode; RELAY
+// REFUSED refuses it after a keep-alive, and the bytes after it are requests again).
 #pragma once
 
 #include <utility>
@@ -53,10 +54,12 @@ class MemoryHandler final : public session::Handler {
       if (resp::iequals(request.argv[0], "relay")) {
         if (awaiting > 0) return session::Action::drain_then_retry;
         relay_to_ = target;
+        if (request.argv.size() > 1) refuse_relay_later();
         return session::Action::relay;
       }
       return owner_.answer(request.argv, tag, target, awaiting);
     }
+    session::RelayVerdict relay_verdict() override { return verdict_; }
     // RELAY: every byte the client sends afterwards comes back to it as it is.
     bool relay_input(std::string_view bytes) override {
       if (relay_to_) relay_to_->on_reply(0, bytes);
@@ -73,9 +76,24 @@ class MemoryHandler final : public session::Handler {
     }
 
    private:
+    // RELAY REFUSED: 20 ms later a keep-alive, then the refusal, as an upstream sends them (tag
+    // 0, an error line).
+    void refuse_relay_later() {
+      verdict_ = session::RelayVerdict::due;
+      auto timer = std::make_shared<boost::asio::steady_timer>(owner_.executor_,
+                                                               std::chrono::milliseconds(20));
+      timer->async_wait([this, timer, target = relay_to_](const boost::system::error_code&) {
+        target->on_reply(0, "\n");
+        verdict_ = session::RelayVerdict::refused;
+        relay_to_.reset();
+        target->on_reply(0, "-ERR relay refused\r\n");
+      });
+    }
+
     MemoryHandler& owner_;
     std::uint64_t id_;
     std::shared_ptr<upstream::ReplyTarget> relay_to_;
+    session::RelayVerdict verdict_ = session::RelayVerdict::accepted;
   };
 
   static std::size_t number(std::string_view text) {

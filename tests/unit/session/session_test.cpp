@@ -284,3 +284,16 @@ TEST_CASE("relay mode: after the earlier replies, raw bytes pass both ways unpar
   CHECK(receive(fd, 9) == std::string("\n\n\0PING\r\n", 9));
   ::close(fd);
 }
+
+TEST_CASE("relay mode refused: the bytes sent behind it wait, then are requests again") {
+  RunningServer server;
+  const int fd = connect_loopback(server.port());
+  REQUIRE(fd >= 0);
+  // Relayed, the PINGs would come back as they are; as requests, each is answered.
+  send_all(fd, "RELAY REFUSED\r\nPING\r\nPING\r\n");
+  const std::string replies = "\n-ERR relay refused\r\n+PONG\r\n+PONG\r\n";
+  CHECK(receive(fd, replies.size()) == replies);
+  send_all(fd, "PING\r\n");
+  CHECK(receive(fd, 7) == "+PONG\r\n");
+  ::close(fd);
+}
