@@ -30,6 +30,15 @@ bool refused(LocalCall& call) {
   return true;
 }
 
+// The admin commands read the cache runtime; a dispatcher built without one (as in some unit
+// tests) answers an error rather than dereferencing it.
+bool refused_or_cacheless(LocalCall& call) {
+  if (refused(call)) return true;
+  if (call.cache != nullptr) return false;
+  resp::append_error(call.reply, "ERR corral: this process has no cache runtime");
+  return true;
+}
+
 // Answers a tag purge once Redis has counted it: every process tracking the tag keys (the whole
 // fleet) purges the tag when the INCR's invalidation reaches it.
 class TagPurgeTarget final : public upstream::ReplyTarget {
@@ -83,7 +92,7 @@ bool refused_unless_admin(LocalCall& call) { return refused(call); }
 // A flat array of field/value pairs, like HGETALL: policy, state, age_ms, ttl_ms, grace_ms,
 // delta_ms, hits, bytes. Reports the key's GET entry (the unit most policies cache).
 Action corral_info(LocalCall& call) {
-  if (refused(call)) return Action::done;
+  if (refused_or_cacheless(call)) return Action::done;
   auto& runtime = *call.cache;
   const auto key = call.argv[1];
   const auto policies = runtime.policies();
@@ -126,7 +135,7 @@ Action corral_info(LocalCall& call) {
 // CORRAL.INVALIDATE key drops every cached reply of the key; "prefix*" drops all keys under it;
 // TAG name purges every entry whose origin response carried the tag (Surrogate-Key / Cache-Tag).
 Action corral_invalidate(LocalCall& call) {
-  if (refused(call)) return Action::done;
+  if (refused_or_cacheless(call)) return Action::done;
   auto& runtime = *call.cache;
   if (call.argv.size() == 3 && resp::iequals(call.argv[1], "TAG"))
     return invalidate_tag(call, call.argv[2]);
@@ -208,7 +217,7 @@ void append_policy_stats(std::string& reply, const stampede::PolicyStatsSnapshot
 
 // One flat field/value array per policy, like HGETALL replies, in configuration order.
 Action corral_stats(LocalCall& call) {
-  if (refused(call)) return Action::done;
+  if (refused_or_cacheless(call)) return Action::done;
   const auto all = call.cache->all_stats();
   resp::append_array_header(call.reply, all.size());
   for (const auto& stats : all) append_policy_stats(call.reply, stats);

@@ -122,7 +122,9 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const bool monitoring = r.monitoring.load(std::memory_order_relaxed);
   const bool replica = r.replica.load(std::memory_order_relaxed);
   const bool multi = r.in_multi.load(std::memory_order_relaxed);
-  const bool blocked = r.blocked_commands.load(std::memory_order_relaxed) > 0;
+  // Redis flags a client that CLIENT PAUSE holds as blocked, like one in a blocking command.
+  const bool blocked = r.blocked_commands.load(std::memory_order_relaxed) > 0 ||
+                       (r.held_by_pause.load(std::memory_order_relaxed) && paused());
   const int protocol = r.protocol.load(std::memory_order_relaxed);
   const session::ClientBuffers none;
   const session::ClientBuffers& b = r.buffers ? *r.buffers : none;

@@ -238,6 +238,13 @@ TEST_CASE("CLIENT PAUSE holds writes or everything until it ends, in Corral and 
   redis_answers(shared);
   CHECK(admin.reply() == "+OK\r\n");
   CHECK(upstream::server_pause().in_force());
+  CHECK(admin.send({"CLIENT", "LIST"}) == Action::done);
+  const auto held_line = admin.reply().find("addr=10.2.0.2:2 ");
+  REQUIRE(held_line != std::string::npos);
+  // Held, as Redis shows a paused client.
+  CHECK(admin.reply()
+            .substr(held_line, admin.reply().find('\n', held_line) - held_line)
+            .find(" flags=b ") != std::string::npos);
   CHECK(c.send({"GET", "k"}) == Action::done);
   shared.answer("$-1\r\n");
   CHECK(admin.send({"CLIENT", "PAUSE", "60000"}) == Action::done);  // ALL by default

@@ -202,3 +202,15 @@ TEST_CASE("while subscribed Corral answers what Redis would refuse, after a barr
     CHECK(link.closes == 1);
   }
 }
+
+TEST_CASE("the CORRAL admin commands answer an error, not a crash, without a cache runtime") {
+  Proxy proxy;  // its dispatcher is built without one
+  Client client(proxy);
+  for (const auto& words : {std::initializer_list<std::string_view>{"CORRAL.STATS"},
+                            std::initializer_list<std::string_view>{"CORRAL.INFO", "k"},
+                            std::initializer_list<std::string_view>{"CORRAL.INVALIDATE", "k"}}) {
+    CHECK(client.send(words) == Action::done);
+    CHECK(client.reply() == "-ERR corral: this process has no cache runtime\r\n");
+  }
+  CHECK(proxy.links.shared.empty());
+}
