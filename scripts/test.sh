@@ -2,7 +2,8 @@
 # Installs what is missing, builds, and runs every test: a short libFuzzer run of the RESP parsers,
 # then unit and integration tests with ctest, two at a time (suites that measure timing run alone;
 # see tests/integration/CMakeLists.txt). FUZZ_SECONDS sets the fuzz time per target.
-#   --asan       also build with AddressSanitizer + UBSan and run the unit and integration tests there
+#   --asan       also build with AddressSanitizer + UBSan and run the unit and integration tests
+#                there; the release build and the fuzz smoke run beside those tests, at nice 19
 #   --repeat N   run each test up to N times, stopping at its first failure (ctest --repeat
 #                until-fail:N): the flake gate; a test that fails once is a bug to fix at its cause
 # The last lines are ctest's summary of the release build.
@@ -32,22 +33,46 @@ install_packages clang libclang-rt-14-dev nutcracker
 # unless the machine already has them (a nodejs build that bundles npm must not meet Debian's npm).
 command -v npm >/dev/null 2>&1 || install_packages nodejs npm
 status=0
+
+fuzz_smoke() {
+  command -v clang++ >/dev/null 2>&1 || return 0
+  echo "== fuzz smoke (${FUZZ_SECONDS:-15}s per target)"
+  "$CORRAL_ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}"
+}
+
+# The release build, then the fuzz smoke. Exits 2 when the build fails, 1 when the fuzzers do.
+build_release_then_fuzz() {
+  echo "== release build"
+  build_preset release || exit 2
+  fuzz_smoke || exit 1
+}
+
 if [ "$asan" -eq 1 ]; then
   echo "== asan-ubsan build"
   build_preset asan-ubsan
+  # The ASan tests mostly wait on servers, failovers and timeouts, while the release build and
+  # the fuzzers need CPU: those run beside them at the lowest priority (nice 19: the tests keep
+  # the cores whenever they want them), and their output follows the tests'.
+  background_log=$(mktemp)
+  trap 'rm -f "$background_log"' EXIT
+  (renice -n 19 -p "$BASHPID" >/dev/null && build_release_then_fuzz) >"$background_log" 2>&1 &
+  background=$!
   echo "== asan-ubsan tests"
   # fleet_wakeup measures wake-up latency (its code paths run in integration.fleet too): in the
   # release build only, which keeps CI's time down.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -j2 -LE fuzz "${repeat[@]}" \
     -E '^integration[.]fleet_wakeup$' || status=1
+  background_status=0
+  wait "$background" || background_status=$?
+  cat "$background_log"
+  if [ "$background_status" -eq 2 ]; then exit 1; fi  # no release build to test
+  if [ "$background_status" -ne 0 ]; then status=1; fi
+else
+  fuzz_smoke || status=1
+  echo "== release build"
+  build_preset release
 fi
-if command -v clang++ >/dev/null 2>&1; then
-  echo "== fuzz smoke (${FUZZ_SECONDS:-15}s per target)"
-  "$CORRAL_ROOT/scripts/fuzz.sh" "${FUZZ_SECONDS:-15}" || status=1
-fi
-echo "== release build"
-build_preset release
 echo "== tests"
 ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure -j2 "${repeat[@]}" || status=1
 exit $status

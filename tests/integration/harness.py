@@ -262,7 +262,9 @@ class RedisServer(Proc):
     def _argv(self):
         return [REDIS_SERVER, "--port", str(self.port), "--bind", HOST, "--save", "",
                 "--appendonly", "no", "--dir", self.datadir, "--daemonize", "no",
-                "--protected-mode", "no"] + self.extra_args
+                "--protected-mode", "no",
+                # A replica's first sync starts at once (Redis waits 5 s for more replicas).
+                "--repl-diskless-sync-delay", "0"] + self.extra_args
 
     def start(self, port=None, timeout=10.0):
         attempts = 1 if port else 3
