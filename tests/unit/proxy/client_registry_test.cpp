@@ -17,6 +17,12 @@ using session::Action;
 
 namespace {
 // A client opened with an address and a close that only counts, as a session would give them.
+// The CLIENT LIST line that contains `addr` ("" when none does).
+std::string line_of(const std::string& list, std::string_view addr) {
+  const auto at = list.find(addr);
+  return at == std::string::npos ? std::string() : list.substr(at, list.find('\n', at) - at);
+}
+
 struct Peered {
   Peered(Proxy& proxy, std::string addr)
       : slots(std::make_shared<Replies>()), buffers(std::make_shared<session::ClientBuffers>()) {
@@ -135,10 +141,6 @@ TEST_CASE("a client blocked in Redis is flagged b until its reply comes", "[clie
   Peered blocked(proxy, "10.0.0.2:2000");
   CHECK(blocked.send({"BRPOP", "l", "0"}) == Action::done);
   CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
-  const auto line_of = [](const std::string& list, std::string_view addr) {
-    const auto at = list.find(addr);
-    return at == std::string::npos ? std::string() : list.substr(at, list.find('\n', at) - at);
-  };
   CHECK(line_of(admin.reply(), "addr=10.0.0.2:2000").find(" flags=b ") != std::string::npos);
   CHECK(line_of(admin.reply(), "addr=10.0.0.1:1000").find(" flags=N ") != std::string::npos);
   proxy.links.last_dedicated().answer("*2\r\n$1\r\nl\r\n$1\r\nv\r\n");
@@ -147,38 +149,29 @@ TEST_CASE("a client blocked in Redis is flagged b until its reply comes", "[clie
   blocked.handler->end_session();
 }
 
-TEST_CASE("a client relaying SYNC is flagged S and listed as a replica", "[client]") {
+TEST_CASE("a client relaying SYNC is flagged S and listed as a replica, until Redis refuses",
+          "[client]") {
   config::Settings settings = allowing_client();
   settings.client.allow_commands.push_back("SYNC");
   Proxy proxy(settings);
   Peered admin(proxy, "10.0.0.1:1000");
   Peered replica(proxy, "10.0.0.3:3000");
   CHECK(replica.send({"SYNC"}) == Action::relay);
-  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "replica"}) == Action::done);
-  CHECK(admin.reply().find("addr=10.0.0.3:3000") != std::string::npos);
-  CHECK(admin.reply().find(" flags=S ") != std::string::npos);
-  CHECK(admin.reply().find("addr=10.0.0.1:1000") == std::string::npos);
-  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "slave"}) == Action::done);
-  CHECK(admin.reply().find("addr=10.0.0.3:3000") != std::string::npos);
-  replica.handler->end_session();
-}
-
-TEST_CASE("a client whose SYNC Redis refused is no longer flagged S", "[client]") {
-  config::Settings settings = allowing_client();
-  settings.client.allow_commands.push_back("SYNC");
-  Proxy proxy(settings);
-  Peered admin(proxy, "10.0.0.1:1000");
-  Peered replica(proxy, "10.0.0.3:3000");
-  CHECK(replica.send({"SYNC"}) == Action::relay);
-  proxy.links.last_dedicated().relay = upstream::Link::RelayState::off;
-  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused);
-  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "replica"}) == Action::done);
-  CHECK(admin.reply().find("addr=10.0.0.3:3000") == std::string::npos);
-  CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
-  const auto at = admin.reply().find("addr=10.0.0.3:3000");
-  REQUIRE(at != std::string::npos);
-  CHECK(admin.reply().substr(at, admin.reply().find('\n', at) - at).find(" flags=N ") !=
-        std::string::npos);
+  SECTION("relaying") {
+    CHECK(admin.send({"CLIENT", "LIST", "TYPE", "replica"}) == Action::done);
+    CHECK(line_of(admin.reply(), "addr=10.0.0.3:3000").find(" flags=S ") != std::string::npos);
+    CHECK(admin.reply().find("addr=10.0.0.1:1000") == std::string::npos);
+    CHECK(admin.send({"CLIENT", "LIST", "TYPE", "slave"}) == Action::done);
+    CHECK(admin.reply().find("addr=10.0.0.3:3000") != std::string::npos);
+  }
+  SECTION("refused") {
+    proxy.links.last_dedicated().relay = upstream::Link::RelayState::off;
+    CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused);
+    CHECK(admin.send({"CLIENT", "LIST", "TYPE", "replica"}) == Action::done);
+    CHECK(admin.reply().find("addr=10.0.0.3:3000") == std::string::npos);
+    CHECK(admin.send({"CLIENT", "LIST", "TYPE", "normal"}) == Action::done);
+    CHECK(line_of(admin.reply(), "addr=10.0.0.3:3000").find(" flags=N ") != std::string::npos);
+  }
   replica.handler->end_session();
 }
 
@@ -239,12 +232,8 @@ TEST_CASE("CLIENT PAUSE holds writes or everything until it ends, in Corral and 
   CHECK(admin.reply() == "+OK\r\n");
   CHECK(upstream::server_pause().in_force());
   CHECK(admin.send({"CLIENT", "LIST"}) == Action::done);
-  const auto held_line = admin.reply().find("addr=10.2.0.2:2 ");
-  REQUIRE(held_line != std::string::npos);
   // Held, as Redis shows a paused client.
-  CHECK(admin.reply()
-            .substr(held_line, admin.reply().find('\n', held_line) - held_line)
-            .find(" flags=b ") != std::string::npos);
+  CHECK(line_of(admin.reply(), "addr=10.2.0.2:2 ").find(" flags=b ") != std::string::npos);
   CHECK(c.send({"GET", "k"}) == Action::done);
   shared.answer("$-1\r\n");
   CHECK(admin.send({"CLIENT", "PAUSE", "60000"}) == Action::done);  // ALL by default

@@ -14,6 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 
+#include "recording_target.hpp"
 #include "upstream/connection.hpp"
 
 namespace asio = boost::asio;
@@ -22,16 +23,7 @@ using corral::upstream::ConnectionOptions;
 using namespace std::chrono_literals;
 
 namespace {
-class Recorder final : public corral::upstream::ReplyTarget {
- public:
-  void on_reply(std::uint64_t tag, std::string_view reply) override {
-    log.push_back(std::to_string(tag) + " " + std::string(reply));
-  }
-  void on_failure(std::uint64_t tag, std::string_view error) override {
-    log.push_back(std::to_string(tag) + " failed " + std::string(error));
-  }
-  std::vector<std::string> log;
-};
+using Recorder = corral::upstream::test::RecordingTarget;
 }  // namespace
 
 TEST_CASE("an upstream's hang-up that came with its last reply is found by the tick",

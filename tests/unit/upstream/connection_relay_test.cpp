@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 
+#include "recording_target.hpp"
 #include "upstream/connection.hpp"
 
 namespace asio = boost::asio;
@@ -24,21 +25,14 @@ using namespace std::chrono_literals;
 namespace {
 constexpr std::string_view kPsync = "*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n";
 
-class Recorder final : public corral::upstream::ReplyTarget {
- public:
-  void on_reply(std::uint64_t tag, std::string_view reply) override {
-    log.push_back(std::to_string(tag) + " " + std::string(reply));
-  }
-  void on_failure(std::uint64_t tag, std::string_view error) override {
-    log.push_back(std::to_string(tag) + " failed " + std::string(error));
-  }
-  std::string joined() const {
-    std::string all;
-    for (const auto& entry : log) all += entry.substr(2);  // every one is tag 0's here
-    return all;
-  }
-  std::vector<std::string> log;
-};
+using Recorder = corral::upstream::test::RecordingTarget;
+
+// Every reply here is tag 0's: their bytes, run together.
+std::string joined(const Recorder& recorder) {
+  std::string all;
+  for (const auto& entry : recorder.log) all += entry.substr(2);
+  return all;
+}
 
 // A connection to a server socket the test writes to, with a PSYNC sent in relay mode.
 struct Scripted {
@@ -115,8 +109,8 @@ TEST_CASE("an accepted PSYNC relays every later byte raw", "[upstream][replicati
   // An RDB payload has no trailing CRLF, and may hold anything.
   const std::string stream = "+FULLRESYNC 8de1787b 0\r\n$6\r\n-ERR x*1\r\n$4\r\nPING\r\n";
   asio::write(s.server, asio::buffer(stream));
-  s.run_until([&] { return s.stream->joined().size() >= 2 + stream.size(); });
-  CHECK(s.stream->joined() == "\n\n" + stream);
+  s.run_until([&] { return joined(*s.stream).size() >= 2 + stream.size(); });
+  CHECK(joined(*s.stream) == "\n\n" + stream);
   CHECK(s.connection->relay_state() == RelayState::relaying);
   CHECK(s.connection->send_untracked("REPLCONF ACK 0\r\n"));
   CHECK(s.receive() == "REPLCONF ACK 0\r\n");

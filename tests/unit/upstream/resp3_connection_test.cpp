@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "recording_target.hpp"
 #include "redis_server_process.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/connection.hpp"
@@ -31,16 +32,7 @@ std::string command(std::initializer_list<std::string_view> words) {
   return out;
 }
 
-class Recorder final : public corral::upstream::ReplyTarget {
- public:
-  void on_reply(std::uint64_t tag, std::string_view reply) override {
-    log.push_back(std::to_string(tag) + " " + std::string(reply));
-  }
-  void on_failure(std::uint64_t tag, std::string_view error) override {
-    log.push_back(std::to_string(tag) + " failed " + std::string(error));
-  }
-  std::vector<std::string> log;
-};
+using Recorder = corral::upstream::test::RecordingTarget;
 
 }  // namespace
 
