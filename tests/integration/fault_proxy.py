@@ -171,9 +171,11 @@ class Conn:
                     if limit is not None:
                         piece = piece[:limit]
                     if piece:
+                        # Counted before the write: write() may send at once, and a test that
+                        # has read these bytes must find them counted.
+                        self._count(direction, len(piece))
                         writer.write(piece)
                         link.note_forwarded(piece)
-                        self._count(direction, len(piece))
                         data = data[len(piece):]
                     if link.close_after is not None:
                         link.close_after -= len(piece)
