@@ -50,6 +50,7 @@ class RouteLink final : public Link {
   }
 
   bool start_raw_relay() override { return inner_->start_raw_relay(); }
+  RelayState relay_state() const override { return inner_->relay_state(); }
   void hold_raw_relay(bool held) override { inner_->hold_raw_relay(held); }
 
   const std::shared_ptr<Link>& inner() const { return inner_; }
