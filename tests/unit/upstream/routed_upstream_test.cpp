@@ -307,8 +307,24 @@ class SentBytes final : public Link {
   State state() const override { return State::ready; }
   std::size_t in_flight() const override { return 0; }
   void close() override {}
+  bool start_raw_relay() override {
+    relay = RelayState::awaiting_verdict;
+    return true;
+  }
+  RelayState relay_state() const override { return relay; }
   std::vector<std::string> sent;
+  RelayState relay = RelayState::off;
 };
+
+TEST_CASE("a route link reports its inner link's relay state", "[upstream][routes]") {
+  auto inner = std::make_shared<SentBytes>();
+  RouteLink on_default(inner, kDefaultUpstream, "", RouteLink::kClientsDatabase);
+  CHECK(on_default.relay_state() == Link::RelayState::off);
+  CHECK(on_default.start_raw_relay());
+  CHECK(on_default.relay_state() == Link::RelayState::awaiting_verdict);
+  inner->relay = Link::RelayState::relaying;  // the server accepted
+  CHECK(on_default.relay_state() == Link::RelayState::relaying);
+}
 
 TEST_CASE("a client's SELECT on a named upstream's link keeps the upstream's database",
           "[upstream][routes]") {
