@@ -62,18 +62,16 @@ class MemoryHandler final : public session::Handler {
     session::RelayVerdict relay_verdict() override { return verdict_; }
     // RELAY: every byte the client sends afterwards comes back to it as it is.
     bool relay_input(std::string_view bytes) override {
-      if (relay_to_) relay_to_->on_reply(0, bytes);
-      return relay_to_ != nullptr;
+      const auto target = relay_to_.lock();
+      if (target) target->on_reply(0, bytes);
+      return target != nullptr;
     }
     bool tunneling() const override { return false; }
     session::Action handle_tunnel(const resp::Request&, std::string&) override {
       return session::Action::done;
     }
     void on_unsolicited(std::string_view) override {}
-    void end_session() override {
-      relay_to_.reset();  // the session itself: holding it past its end would keep it alive
-      ++owner_.sessions_ended;
-    }
+    void end_session() override { ++owner_.sessions_ended; }
 
    private:
     // RELAY REFUSED: 20 ms later a keep-alive, then the refusal, as an upstream sends them (tag
@@ -82,7 +80,7 @@ class MemoryHandler final : public session::Handler {
       verdict_ = session::RelayVerdict::due;
       auto timer = std::make_shared<boost::asio::steady_timer>(owner_.executor_,
                                                                std::chrono::milliseconds(20));
-      timer->async_wait([this, timer, target = relay_to_](const boost::system::error_code&) {
+      timer->async_wait([this, timer, target = relay_to_.lock()](const boost::system::error_code&) {
         target->on_reply(0, "\n");
         verdict_ = session::RelayVerdict::refused;
         relay_to_.reset();
@@ -92,7 +90,9 @@ class MemoryHandler final : public session::Handler {
 
     MemoryHandler& owner_;
     std::uint64_t id_;
-    std::shared_ptr<upstream::ReplyTarget> relay_to_;
+    // Weak: the session owns this handler, and a strong reference back would be a cycle that
+    // outlives a server stopped before the session ends (Server::stop ends no session).
+    std::weak_ptr<upstream::ReplyTarget> relay_to_;
     session::RelayVerdict verdict_ = session::RelayVerdict::accepted;
   };
 
