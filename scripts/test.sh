@@ -2,8 +2,9 @@
 # Installs what is missing, builds, and runs every test: a short libFuzzer run of the RESP parsers,
 # then unit and integration tests with ctest, two at a time (suites that measure timing run alone;
 # see tests/integration/CMakeLists.txt). FUZZ_SECONDS sets the fuzz time per target.
-#   --asan       also build with AddressSanitizer + UBSan and run the unit and integration tests
-#                there; the release build and the fuzz smoke run beside those tests, at nice 19
+#   --asan       build with AddressSanitizer + UBSan too, and run every test once there but the
+#                latency measurement, which runs in the release build with the unit tests; the
+#                release build and the fuzz smoke run beside the ASan tests, at nice 19
 #   --repeat N   run each test up to N times, stopping at its first failure (ctest --repeat
 #                until-fail:N): the flake gate; a test that fails once is a bug to fix at its cause
 # The last lines are ctest's summary of the release build.
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
       fi
       repeat=(--repeat "until-fail:$2")
       shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -47,7 +48,13 @@ build_release_then_fuzz() {
   fuzz_smoke || exit 1
 }
 
+# With --asan every test runs once under the sanitizers, and the release build (the binary users
+# run) runs the unit tests and fleet_wakeup, which measures wake-up latency (its code paths run
+# in integration.fleet too). A second full integration run in release would add 8 minutes to CI.
+release_only='^integration[.]fleet_wakeup$'
+release_tests=()
 if [ "$asan" -eq 1 ]; then
+  release_tests=(-R "^unit[.]|$release_only")
   echo "== asan-ubsan build"
   build_preset asan-ubsan
   # The ASan tests mostly wait on servers, failovers and timeouts, while the release build and
@@ -58,11 +65,9 @@ if [ "$asan" -eq 1 ]; then
   (renice -n 19 -p "$BASHPID" >/dev/null && build_release_then_fuzz) >"$background_log" 2>&1 &
   background=$!
   echo "== asan-ubsan tests"
-  # fleet_wakeup measures wake-up latency (its code paths run in integration.fleet too): in the
-  # release build only, which keeps CI's time down.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$CORRAL_ROOT/build/asan" --output-on-failure -j2 -LE fuzz "${repeat[@]}" \
-    -E '^integration[.]fleet_wakeup$' || status=1
+    -E "$release_only" || status=1
   background_status=0
   wait "$background" || background_status=$?
   cat "$background_log"
@@ -74,5 +79,6 @@ else
   build_preset release
 fi
 echo "== tests"
-ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure -j2 "${repeat[@]}" || status=1
+ctest --test-dir "$CORRAL_ROOT/build/release" --output-on-failure -j2 "${release_tests[@]}" \
+  "${repeat[@]}" || status=1
 exit $status
