@@ -4,8 +4,8 @@
 # replies are untouched; a replica behind holds the stream (no cut, no unbounded buffer); a real
 # redis-server replica links up through Corral; the default config refuses all three; SIGTERM, and
 # a reload to another upstream, end the relayed connection; with routes the default upstream
-# streams; a Redis Cluster upstream refuses SYNC; a SYNC/PSYNC that Redis refuses leaves an
-# ordinary client.
+# streams; a Redis Cluster upstream refuses SYNC (after its first slot map, if it came first); a
+# SYNC/PSYNC that Redis refuses leaves an ordinary client.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_replication_relay.py
 import os
 import signal
@@ -13,8 +13,9 @@ import signal
 import pytest
 
 import harness
-from harness import Raw, check, eq, is_err
 from cluster_process import corral_overrides
+from fault_proxy import FaultProxy
+from harness import Raw, check, eq, is_err, wait_until
 
 REPLICATION = ["SYNC", "PSYNC", "REPLCONF"]
 PASSWORD = "relay-pw"
@@ -255,3 +256,33 @@ def test_cluster_upstream_refuses_sync(redis_cluster, start_corral):
         is_err(reply, "ERR this proxy relays a replication stream from one server only", "SYNC")
         check(b"connect the replica to a node" in reply, "the advice: %r" % reply)
         eq(replica.call("PING"), b"PONG", "the client goes on")
+
+
+def client_list_line(corral, client_id):
+    with Raw(corral.port) as admin:
+        listed = admin.call("CLIENT", "LIST", "ID", str(client_id))
+    return listed.decode() if isinstance(listed, bytes) else ""
+
+
+@pytest.mark.corral_only
+def test_a_sync_before_the_first_slot_map_waits_for_it(redis_cluster, start_corral):
+    """Sent while Corral has no slot map yet (just started, its seed slow to answer), a SYNC
+    waits for the map, as a keyed command does, and then gets the refusal that says why; it was
+    answered "upstream unavailable" at once (a flaky CI failure of the test above)."""
+    seed = FaultProxy(redis_cluster.ports[0], name="seed").start()
+    try:
+        seed.stall()
+        corral = start_corral(0, corral_overrides(
+            ["redis://%s:%d" % (harness.HOST, seed.port)],
+            {"client": {"allow_commands": REPLICATION}}))
+        with Raw(corral.port) as replica:
+            replica_id = replica.call("CLIENT", "ID")
+            replica.send_command("SYNC")
+            wait_until(lambda: "cmd=sync" in client_list_line(corral, replica_id), 5,
+                       what="Corral took the SYNC")
+            seed.resume()
+            is_err(replica.read(), "ERR this proxy relays a replication stream from one server only",
+                   "SYNC once the map came")
+            eq(replica.call("PING"), b"PONG", "the client goes on")
+    finally:
+        seed.stop()

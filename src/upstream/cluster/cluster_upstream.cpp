@@ -86,15 +86,22 @@ class AnyPrimary final : public ReplyTarget, public std::enable_shared_from_this
 }  // namespace
 
 SessionLinkResult ClusterUpstream::open_session_link(int partition, const Routed& command) {
-  if (partition >= 0) {
+  auto& routes = links_.routes();
+  bool wait = false;
+  if (partition < 0) {
+    // A keyless session (SUBSCRIBE, SYNC) takes any primary, and before the first slot map (a
+    // Corral just started) there is none yet to take.
+    wait = routes.primaries.empty();
+  } else {
     // The slot's primary is failing or the slot has no owner yet: a link opened now would die
-    // with it. Nothing was sent, so the caller may wait for the promoted replica.
-    auto& routes = links_.routes();
+    // with it.
     const int owner = routes.owner.empty() ? -1 : routes.owner[partition];
-    if (owner < 0 || !routes.nodes[owner].healthy) {
-      links_.request_refresh(RefreshReason::clusterdown);
-      return {nullptr, ErrorKind::failing_over};
-    }
+    wait = owner < 0 || !routes.nodes[owner].healthy;
+  }
+  if (wait) {
+    // Nothing was sent, so the caller may wait for the map or the promoted replica.
+    links_.request_refresh(RefreshReason::clusterdown);
+    return {nullptr, ErrorKind::failing_over};
   }
   return {router_.dedicated_for_slot(partition, command.affinity, command.protocol)};
 }

@@ -247,6 +247,22 @@ TEST_CASE("a session link for a failing primary's slot waits for the promoted re
         std::vector<std::string>{wire({"MULTI"}), wire({"SET", "bar", "1"})});
 }
 
+TEST_CASE("before the first slot map a keyless session link waits for the map", "[cluster][hold]") {
+  ClusterProxy c(hold_settings(milliseconds(60000)));
+  const upstream::SlotMap map = c.links.map;
+  c.links.map = upstream::SlotMap{};  // Corral has just started
+  Client subscriber(c.proxy);
+  CHECK(subscriber.send({"SUBSCRIBE", "news"}) == session::Action::wait_then_retry);
+  CHECK(subscriber.failure().empty());
+  CHECK(c.links.dedicated.empty());
+  CHECK_FALSE(c.links.refreshes.empty());
+
+  c.links.map = map;
+  CHECK(subscriber.retry({"SUBSCRIBE", "news"}) == session::Action::done);
+  REQUIRE(c.links.dedicated.size() == 1);
+  CHECK(c.links.dedicated[0].second->bytes().front() == wire({"SUBSCRIBE", "news"}));
+}
+
 TEST_CASE("without a failover hold a session link for a failing slot is refused at once",
           "[cluster][hold]") {
   REQUIRE(kKeysAsExpected);

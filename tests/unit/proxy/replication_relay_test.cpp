@@ -178,4 +178,23 @@ TEST_CASE("a cluster upstream refuses SYNC: its links follow keys over several n
   CHECK(replica.reply() == "+PONG\r\n");
 }
 
+TEST_CASE("a SYNC before the cluster's first slot map waits for the map, then gets the refusal",
+          "[replication]") {
+  auto settings = ClusterProxy::cluster_settings();
+  settings.client.allow_commands = {"SYNC", "PSYNC", "REPLCONF"};
+  ClusterProxy c(settings);
+  const upstream::SlotMap map = c.links.map;
+  c.links.map = upstream::SlotMap{};  // Corral has just started: no map yet
+  Client replica(c.proxy);
+  CHECK(replica.send({"SYNC"}) == Action::wait_then_retry);
+  CHECK(replica.failure().empty());
+  CHECK_FALSE(c.links.refreshes.empty());  // and the map is asked for
+
+  c.links.map = map;
+  CHECK(replica.retry({"SYNC"}) == Action::done);
+  CHECK(
+      replica.reply().starts_with("-ERR this proxy relays a replication stream from one server "
+                                  "only"));
+}
+
 }  // namespace corral::proxy::test
