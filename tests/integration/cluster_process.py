@@ -527,10 +527,7 @@ class ClusterStack:
         return c.start()
 
     def stop(self):
-        for c in [self.corral] + self.extra_corrals:
-            if c is not None:
-                c.stop()
-        self.cluster.stop()
+        harness.stop_each(self.corral, *self.extra_corrals, self.cluster)
 
     @property
     def port(self):

@@ -130,11 +130,7 @@ class Fleet:
         return [owners[key_slot(k)] for k in keys]
 
     def stop(self):
-        for corral in self.corrals:
-            corral.stop()
-        for proxy in self.proxies:
-            proxy.stop()
-        self.redis.stop()
+        harness.stop_each(*self.corrals, *self.proxies, self.redis)
 
     def alive(self):
         return self.redis.alive() and all(c.alive() for c in self.corrals)

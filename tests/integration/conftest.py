@@ -154,8 +154,7 @@ def start_corral(request):
     try:
         yield start
     finally:
-        for corral in reversed(started):
-            corral.stop()
+        harness.stop_each(*reversed(started))
 
 
 def pytest_report_header(config):

@@ -94,6 +94,21 @@ def sanitized_corral():
     return "libasan" in out.stdout
 
 
+def stop_each(*procs):
+    """Stops every one of procs (None skipped), in order, even when stopping one raised (a
+    Corral's sanitizer report does); then raises the first error."""
+    errors = []
+    for p in procs:
+        if p is None:
+            continue
+        try:
+            p.stop()
+        except Exception as e:  # noqa: BLE001 - the others must still stop
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
 def make_tmpdir(prefix="corral-integ-"):
     d = tempfile.mkdtemp(prefix=prefix)
     with _lock:
@@ -152,6 +167,10 @@ def check_pause_holds_direct_clients(corral_port, direct):
     finally:
         for outsider in outsiders:
             outsider.close()
+
+
+# How an ASan+UBSan build's reports begin (UBSan's carries the source location before it).
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
 class Proc:
@@ -229,7 +248,7 @@ class Proc:
         text = self.log_text(1 << 20)
         # A sanitizer report's first lines (what was accessed, where) matter most, and a tail
         # of the log would cut them off.
-        start = max(text.find("ERROR: AddressSanitizer"), text.find("runtime error:"))
+        start = max(text.find(mark) for mark in SANITIZER_MARKS)
         shown = text[start:start + 12000] if start >= 0 else text[-4000:]
         return "--- %s (pid %s, exit %s) log %s ---\n%s" % (
             self.name, self.pid, self.returncode(),
@@ -420,6 +439,25 @@ class Corral(Proc):
         self.port = None
         self.metrics_port = None
         self.config_path = os.path.join(workdir, name + ".yaml")
+        self._log_checked = 0  # bytes of the log already searched for a sanitizer report
+
+    def stop(self, timeout=5.0):
+        """As Proc.stop, and a sanitizer report in the log since the last stop fails the caller:
+        a leak found at exit, or an error on the way out, leaves no other trace once the exit
+        code is ignored."""
+        code = super().stop(timeout)
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_checked)
+                new_output = f.read()
+        except OSError:
+            return code
+        self._log_checked += len(new_output)
+        text = new_output.decode("utf-8", "replace")
+        if any(mark in text for mark in SANITIZER_MARKS):
+            raise AssertionError("%s stopped with a sanitizer report (exit %s):\n%s" % (
+                self.name, code, self.describe_failure()))
+        return code
 
     def config(self):
         base = {
@@ -546,9 +584,7 @@ class Stack:
         return self
 
     def stop(self):
-        for p in (self.corral, self.redis):
-            if p is not None:
-                p.stop()
+        stop_each(self.corral, self.redis)
 
     @property
     def port(self):

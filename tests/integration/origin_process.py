@@ -4,7 +4,7 @@ import os
 import sys
 import urllib.request
 
-from harness import HOST, Proc, free_port, http_get, port_open, wait_until
+from harness import HOST, Proc, free_port, http_get, port_open, stop_each, wait_until
 
 
 class OriginServer(Proc):
@@ -103,8 +103,7 @@ class OriginStack:
             r.close()
 
     def stop(self):
-        self.stack.stop()
-        self.origin.stop()
+        stop_each(self.stack, self.origin)
 
     def describe_failure(self):
         return self.stack.describe_failure() + "\n--- origin log tail ---\n" + \

@@ -40,11 +40,7 @@ class RelayedStack(CorralReads):
         return self
 
     def stop(self):
-        if self.corral is not None:
-            self.corral.stop()
-        if self.proxy is not None:
-            self.proxy.stop()
-        self.redis.stop()
+        harness.stop_each(self.corral, self.proxy, self.redis)
 
     def direct(self):
         return self.redis.client()

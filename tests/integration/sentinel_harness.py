@@ -176,9 +176,7 @@ class SentinelSet:
         return proc
 
     def stop(self):
-        for p in self.others + [self.corral] + self.sentinels + list(self.redis.values()):
-            if p is not None:
-                p.stop()
+        harness.stop_each(*self.others, self.corral, *self.sentinels, *self.redis.values())
 
     @staticmethod
     def linked_replicas(server):
