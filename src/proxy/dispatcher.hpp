@@ -172,6 +172,9 @@ class Dispatcher : public session::Handler {
   LinkStep acquire_dedicated(ClientState& client, Path path, std::size_t awaiting,
                              const upstream::Routed& command);
   bool waits_for_failover(ClientState& client, upstream::ErrorKind refusal);
+  // Opens the client's session link for `partition` (null when the upstream has none); false
+  // when the request must wait instead (a failover, or a cluster's first slot map).
+  bool open_dedicated(ClientState& client, int partition, const upstream::Routed& command);
   bool send(ClientState& client, const CommandSpec& row, const upstream::Routed& command, Path path,
             std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& reply_to,
             const std::shared_ptr<upstream::ReplyTarget>& target);

@@ -38,15 +38,22 @@ Dispatcher::LinkStep Dispatcher::acquire_dedicated(ClientState& client, Path pat
   // A kept link is open already: nothing goes before the command, which so keeps its place among
   // the commands of other clients that Redis will block.
   if (!take_kept_link(client, partition)) {
-    auto opened = client_upstream.open_session_link(partition, command);
-    if (!opened.link && waits_for_failover(client, opened.refusal)) return LinkStep::wait;
-    client.link_wait_since = {};
-    client.dedicated = std::move(opened.link);
-    client.dedicated_generation = client_upstream.generation();
+    if (!open_dedicated(client, partition, command)) return LinkStep::wait;
     if (client.dedicated) learn_upstream_client_id(client);
   }
   client.cluster_slot = partition;
   return LinkStep::ready;
+}
+
+bool Dispatcher::open_dedicated(ClientState& client, int partition,
+                                const upstream::Routed& command) {
+  auto& client_upstream = upstream_for(client);
+  auto opened = client_upstream.open_session_link(partition, command);
+  if (!opened.link && waits_for_failover(client, opened.refusal)) return false;
+  client.link_wait_since = {};
+  client.dedicated = std::move(opened.link);
+  client.dedicated_generation = client_upstream.generation();
+  return true;
 }
 
 // A session link refused because its slot's primary is failing waits for the promoted replica,

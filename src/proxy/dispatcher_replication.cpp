@@ -48,14 +48,9 @@ Action Dispatcher::forward_replication(ClientState& client, const Request& reque
   if (!client.dedicated) {
     const TableShape shape(row);
     const upstream::Routed command{shape, request.argv, {}, client.database, client.id, kResp2};
-    auto& client_upstream = upstream_for(client);
-    auto opened = client_upstream.open_session_link(upstream::kAnyPartition, command);
     // A cluster upstream without its first slot map yet: the SYNC waits for it, as a keyed
     // command does, and then learns that a cluster cannot stream.
-    if (!opened.link && waits_for_failover(client, opened.refusal)) return Action::wait_then_retry;
-    client.link_wait_since = {};
-    client.dedicated = std::move(opened.link);
-    client.dedicated_generation = client_upstream.generation();
+    if (!open_dedicated(client, upstream::kAnyPartition, command)) return Action::wait_then_retry;
     if (!client.dedicated) {
       target->on_failure(tag, upstream::kErrUnavailable);
       return Action::done;
