@@ -563,8 +563,9 @@ class ClusterStack:
         for port, key in each_primary_key(self.cluster, name, prefix=prefix).items():
             owner = self.cluster.node(port)
             owner.set(key, "v1")
-            harness.eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
-            harness.eq(self.corral_info(corral, key)["state"], b"fresh", "%s cached" % key)
+            harness.read_until_cached(lambda: client.get(key),
+                                      lambda: self.corral_info(corral, key)["state"], b"v1",
+                                      "%s read and cached (owner %d)" % (key, port))
             owner.set(key, "v2")
             wait_until(lambda: client.get(key) == b"v2", 5.0,
                        what="the write on primary %d to reach corral's cache" % port)

@@ -9,7 +9,6 @@ import atexit
 import ctypes
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -23,6 +22,7 @@ import urllib.request
 
 from metrics_text import metric_samples, metric_sum, parse_labels  # noqa: F401 (re-exported)
 from resp_client import Closed, Err, Raw, Simple, encode_command  # noqa: F401 (re-exported)
+from upstream_monitor import Monitor  # noqa: F401 (re-exported)
 
 HOST = "127.0.0.1"
 CORRAL_BIN = os.environ.get("CORRAL_BIN", "")
@@ -146,6 +146,15 @@ def wait_until(fn, timeout=5.0, interval=0.05, what="condition"):
             raise AssertionError("timed out after %.1fs waiting for %s (last error: %r)"
                                  % (timeout, what, last_exc))
         time.sleep(interval)
+
+
+def read_until_cached(read, state, want, what, timeout=5.0):
+    """Reads through Corral until read() returns `want` and state() (CORRAL.INFO's state of the
+    key) is fresh. After a write straight to Redis, one read is not always enough: the write's
+    invalidation comes on the tracking connection, and when it is handled after the read's fill
+    took its ticket the store refuses that fill, which might predate the write. So does the flush
+    of a tracking session that has just started."""
+    wait_until(lambda: read() == want and state() == b"fresh", timeout, what=what)
 
 
 def check_pause_holds_direct_clients(corral_port, direct):
@@ -341,67 +350,6 @@ class RedisServer(Proc):
         if pw:
             r.call("AUTH", pw)
         return r
-
-
-class Monitor:
-    """MONITOR on one redis-server (a context manager): the commands it ran while this was open,
-    so that a test counts what it caused itself (commands naming its own keys) instead of
-    server-wide totals that other clients, or a background refresh left by an earlier test, also
-    move."""
-
-    _ARG = re.compile(rb'"((?:[^"\\]|\\.)*)"')
-
-    def __init__(self, port, password=None):
-        self.port, self.password = port, password
-        self.conn = self._connect()
-        check(self.conn.call("MONITOR") == b"OK", "MONITOR refused on %d" % port)
-        self.seen = []
-        self._markers = 0
-
-    def _connect(self):
-        conn = Raw(self.port, timeout=10)
-        if self.password:
-            conn.call("AUTH", self.password)
-        return conn
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        self.conn.close()
-
-    def commands(self):
-        """Every command run since MONITOR, as lists of str (the name upper-cased), up to a
-        marker sent now: whatever was run before this call is in the list."""
-        self._markers += 1
-        marker = "monitor-marker-%d-%d" % (os.getpid(), self._markers)
-        side = self._connect()
-        try:
-            side.call("ECHO", marker)
-        finally:
-            side.close()
-        while True:
-            line = self.conn.read()
-            args = [a.decode("utf-8", "replace") for a in
-                    self._ARG.findall(line.split(b"] ", 1)[-1])]
-            if args == ["ECHO", marker]:
-                return list(self.seen)
-            if args and args[0].upper() not in ("AUTH", "ECHO"):
-                self.seen.append([args[0].upper()] + args[1:])
-
-    def count(self, *command):
-        """How many times exactly `command` ran (name case-insensitive), e.g. count("GET", "k")."""
-        want = [command[0].upper()] + list(command[1:])
-        return sum(1 for c in self.commands() if c == want)
-
-    def count_naming(self, name, key):
-        """How many `name` commands had an argument containing `key` (EVALSHA sha 1 key ...,
-        or a key derived from it such as {key}:corral:shadow)."""
-        return sum(1 for c in self.commands()
-                   if c[0] == name.upper() and any(key in a for a in c[1:]))
 
 
 def _requirepass(args):

@@ -52,11 +52,9 @@ def cache(stack, corral, keys):
     for key in keys:
         stack.cluster.node(stack.cluster.owner_of(key)).set(key, "v-" + key)
     for key in keys:
-        eq(client.get(key), ("v-" + key).encode(), "read of %s" % key)
-        # A read right after a write may race the write's own invalidation (it travels on the
-        # tracking connection): read until the copy stays.
-        wait_until(lambda k=key: client.get(k) and corral_state(stack, corral, k) == b"fresh",
-                   5, what="%s cached" % key)
+        harness.read_until_cached(lambda k=key: client.get(k),
+                                  lambda k=key: corral_state(stack, corral, k),
+                                  ("v-" + key).encode(), "%s cached" % key)
 
 
 def move_slot(cluster, slot, src, dst):

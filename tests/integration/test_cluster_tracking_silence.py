@@ -72,10 +72,8 @@ def test_silent_tracking_links_of_a_primary_stop_cache_serving_within_3s(relayed
     proxy = relayed.cluster.relay(real_port)
     owner = relayed.cluster.node(real_port)
     owner.set(key, "v1")
-    # Read again until cached: the flush of a tracking session that has just started may drop
-    # the first fill.
-    harness.wait_until(lambda: relayed.get(key) == b"v1" and relayed.cache_state(key) == b"fresh",
-                       3.0, what="c:k cached")
+    harness.read_until_cached(lambda: relayed.get(key), lambda: relayed.cache_state(key), b"v1",
+                              "c:k cached")
     links = harness.wait_until(lambda: tracking_links(proxy), 5.0,
                                what="the owner's tracking links")
     silences = relayed.corral.metric("corral_tracking_silences_total")
@@ -92,9 +90,8 @@ def test_silent_tracking_links_of_a_primary_stop_cache_serving_within_3s(relayed
 
     harness.wait_until(lambda: any(c not in links for c in tracking_links(proxy)), 5.0,
                        what="a new tracking link to the owner")
-    harness.wait_until(lambda: relayed.get(key) == b"v2" and
-                       relayed.cache_state(key) == b"fresh", 5.0,
-                       what="c:k cached again once tracking is back")
+    harness.read_until_cached(lambda: relayed.get(key), lambda: relayed.cache_state(key), b"v2",
+                              "c:k cached again once tracking is back")
     owner.set(key, "v3")
     window = wait_for_value(relayed, key, b"v3", 5.0)
     print("invalidation after recovery: %.0f ms" % (window * 1e3), flush=True)

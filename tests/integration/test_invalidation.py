@@ -7,7 +7,7 @@ import signal
 import pytest
 
 import harness
-from harness import check, eq, is_err
+from harness import check, eq, is_err, read_until_cached
 
 
 POLICY = {"prefix": "product:", "origin": "redis", "commands": ["GET", "MGET"], "ttl": "60s",
@@ -68,20 +68,23 @@ def info(client, key):
     return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
 
 
+def state(stack, key):
+    return info(admin(stack), key)["state"]
+
+
 @pytest.mark.corral_only
 def test_cached_until_written_elsewhere(stack):
     direct, client = stack.direct(), stack.client()
     direct.set("product:1", "v1")
     eq(client.get("product:1"), b"v1", "first read")
-    eq(info(admin(stack), "product:1")["state"], b"fresh", "cached after the read")
+    read_until_cached(lambda: client.get("product:1"), lambda: state(stack, "product:1"), b"v1",
+                      "product:1 cached after the read")
     # A write straight to Redis must reach the cache through tracking, not after the 60s TTL.
     direct.set("product:1", "v2")
     harness.wait_until(lambda: client.get("product:1") == b"v2", 3.0,
                        what="the direct write to show through corral")
-    # A fill that raced the invalidation is refused (fill tickets), so allow one more read.
-    harness.wait_until(lambda: client.get("product:1") == b"v2" and
-                       info(admin(stack), "product:1")["state"] == b"fresh", 3.0,
-                       what="v2 cached after the refetch")
+    read_until_cached(lambda: client.get("product:1"), lambda: state(stack, "product:1"), b"v2",
+                      "v2 cached after the refetch")
 
 
 @pytest.mark.corral_only
@@ -158,8 +161,10 @@ def test_on_invalidate_refresh_refetches_without_a_read(stack):
 def test_admin_commands(stack):
     direct, client, operator = stack.direct(), stack.client(), admin(stack)
     for i in range(5):
-        direct.set("product:a%d" % i, "v%d" % i)
-        eq(client.get("product:a%d" % i), b"v%d" % i, "warm")
+        key = "product:a%d" % i
+        direct.set(key, "v%d" % i)
+        read_until_cached(lambda k=key: client.get(k), lambda k=key: state(stack, k),
+                          b"v%d" % i, "%s warm" % key)
     fields = info(operator, "product:a0")
     eq(fields["policy"], b"product:", "policy")
     eq(fields["state"], b"fresh", "state")
@@ -200,7 +205,8 @@ def test_sighup_reloads_policies(stack):
     # not be kept; the read below is then the first thing the new policy sees of the key.
     stack.direct().set("fresh:1", "v")
     stack.direct().set("product:kept", "warm")
-    eq(stack.client().get("product:kept"), b"warm", "cached before the reload")
+    read_until_cached(lambda: stack.client().get("product:kept"),
+                      lambda: state(stack, "product:kept"), b"warm", "cached before the reload")
     overrides = dict(CONFIG, policies=[POLICY, {"prefix": "fresh:", "origin": "redis",
                                                 "ttl": "30s", "beta": 0}])
     corral.overrides = overrides

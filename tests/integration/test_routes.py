@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # Several upstreams routed by key prefix (issue 19 item 3): `upstreams:` names more Redis servers,
 # `routes:` sends key prefixes to them. Each test starts its own redis-servers and Corral, and
-# checks on the servers themselves where each command ran.
+# checks on the servers themselves where each command ran. Failures of an upstream or a mirror are
+# in test_routes_faults.py.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_routes.py
 import os
 import signal
@@ -14,68 +15,15 @@ import redis
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from cluster_process import ClusterNodes  # noqa: E402
-from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
 from resp_client import Err, Map, Push, Raw  # noqa: E402
-from test_reload_upstream import IncrClient  # noqa: E402
+pytest.register_assert_rewrite("routed_servers")  # before the import: its fixtures assert
+from routed_servers import (address, corral_client, incr_clients, routed_config,  # noqa: E402
+                            stop_clients)
+
+pytest_plugins = ("routed_servers",)  # its fixtures: servers, start_corral
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routes")
-
-
-def address(port, db=0):
-    return "redis://%s:%d/%d" % (harness.HOST, port, db)
-
-
-@pytest.fixture
-def servers():
-    """Three redis-servers of the test's own: the default upstream, `sessions` and `mirror`."""
-    started = []
-    try:
-        for name in ("default", "sessions", "mirror"):
-            started.append(harness.RedisServer(harness.make_tmpdir("corral-routes-"),
-                                               name=name).start())
-        yield started
-    finally:
-        for server in started:
-            server.stop()
-
-
-@pytest.fixture
-def start_corral():
-    """start_corral(default_port, config) -> a started Corral, stopped when the test ends."""
-    started = []
-    workdir = harness.make_tmpdir("corral-routes-")
-
-    def start(upstream_port, config):
-        corral = harness.Corral(workdir, upstream_port, config, name="corral%d" % len(started))
-        started.append(corral)
-        return corral.start()
-
-    try:
-        yield start
-    finally:
-        exits = [(corral.name, corral.stop(timeout=15)) for corral in started]
-    # A clean exit (0 after SIGTERM): the ASan build aborts on a use-after-free at shutdown, as
-    # when a named upstream's counters went before the thread parts counting in them.
-    for corral, (_, code) in zip(started, exits):
-        if code != 0:
-            print(corral.describe_failure())
-    assert all(code == 0 for _, code in exits), exits
-
-
-def routed_config(servers, routes=None, **extra):
-    default, sessions, mirror = servers
-    config = {
-        "upstreams": {"sessions": {"address": address(sessions.port, 2)},
-                      "mirror": {"address": address(mirror.port)}},
-        "routes": routes if routes is not None else [
-            {"prefix": "session:", "upstream": "sessions"},
-            {"prefix": "user:", "upstream": "default",
-             "mirror": {"upstream": "mirror", "reads_percent": 50}},
-        ],
-    }
-    config.update(extra)
-    return config
 
 
 def test_keys_go_to_their_route_s_upstream(servers, start_corral):
@@ -103,10 +51,6 @@ def test_client_pause_reaches_every_upstream(servers, start_corral):
         (server.port, server.name,
          lambda server=server: server.client().info("clients")["blocked_clients"])
         for server in servers])
-
-
-def corral_client(corral, **kw):
-    return redis.Redis(host=harness.HOST, port=corral.port, socket_timeout=10, **kw)
 
 
 def test_keys_of_two_upstreams_in_one_command_are_refused(servers, start_corral):
@@ -181,58 +125,6 @@ def test_mirror_gets_the_route_s_writes_in_order_and_a_share_of_reads(servers, s
     assert corral.metric("corral_mirror_commands_total", outcome="dropped") == 0
 
 
-@pytest.fixture
-def mirror_proxy(servers):
-    proxy = FaultProxy(servers[2].port, name="mirror-fault")
-    try:
-        proxy.start()
-        yield proxy
-    finally:
-        proxy.stop()
-
-
-def test_a_stalled_mirror_never_delays_or_fails_the_client(servers, start_corral, mirror_proxy):
-    default, sessions, mirror = servers
-    proxy = mirror_proxy
-    routes = [{"prefix": "user:", "upstream": "default",
-               "mirror": {"upstream": "mirror", "max_queue": 100}},
-              {"prefix": "session:", "upstream": "sessions"}]
-    config = routed_config(servers, routes)
-    config["upstreams"]["mirror"]["address"] = address(proxy.port)
-    # No timeout while the test runs: a timed-out copy would free its place in the queue.
-    config["upstreams"]["mirror"]["command_timeout"] = "10m"
-    corral = start_corral(default.port, config)
-    c = corral_client(corral)
-    assert c.set("user:warm", 1)
-    wait_until(lambda: mirror.client().get("user:warm") == b"1", what="the mirror's first copy")
-    proxy.stall()
-    for i in range(1000):
-        assert c.incr("user:counter") == i + 1
-    assert default.client().get("user:counter") == b"1000"
-    assert corral.metric("corral_mirror_commands_total", outcome="dropped") >= 900
-    assert corral.metric("corral_mirror_queued") == 100
-    proxy.resume()
-
-
-def test_readiness_names_the_upstream_that_is_down(servers, start_corral):
-    default, sessions, _ = servers
-    corral = start_corral(default.port, routed_config(servers))
-    wait_until(lambda: corral.http("/readyz")[0] == 200, what="ready")
-    sessions.kill()
-    status, body = wait_until(
-        lambda: (lambda r: r if r[0] == 503 else None)(corral.http("/readyz")), timeout=10,
-        what="/readyz 503 with the sessions upstream down")
-    assert "upstream sessions" in body
-    assert corral.metric("corral_route_upstream_ready", upstream="sessions") == 0
-    assert corral.metric("corral_route_upstream_ready", upstream="default") == 1
-    c = corral_client(corral)
-    assert c.set("other:1", "still served")
-    with pytest.raises(redis.exceptions.ResponseError):
-        c.set("session:1", "x")
-    sessions.restart()
-    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10, what="ready again")
-
-
 def test_cached_policy_on_a_named_upstream_stays_coherent(servers, start_corral):
     default, sessions, _ = servers
     policies = [{"prefix": "session:", "origin": "redis", "ttl": "1h", "beta": 0},
@@ -242,10 +134,8 @@ def test_cached_policy_on_a_named_upstream_stays_coherent(servers, start_corral)
     wait_until(lambda: corral.metric("corral_tracking_connected") == 1, what="tracking live")
     sessions.client(db=2).set("session:c", "v1")
     c = corral_client(corral)
-    # The SET's invalidation may reach Corral's tracking link after a fill has begun, which then
-    # is not stored (it could be older than the write): a later GET's is.
-    wait_until(lambda: c.get("session:c") == b"v1" and
-               corral.entry_state("session:c") == b"fresh", what="cached")
+    harness.read_until_cached(lambda: c.get("session:c"),
+                              lambda: corral.entry_state("session:c"), b"v1", "cached")
     # A write straight to the named upstream reaches Corral through that upstream's tracking.
     sessions.client(db=2).set("session:c", "v2")
     wait_until(lambda: c.get("session:c") == b"v2", timeout=5,
@@ -427,21 +317,6 @@ def test_select_changes_the_default_upstream_s_database_only(servers, start_corr
         assert c.call("GET", "session:s") == b"named"
 
 
-def incr_clients(corral, keys):
-    clients = [IncrClient(corral.port, key) for key in keys]
-    for client in clients:
-        client.start()
-    return clients
-
-
-def stop_clients(clients):
-    for client in clients:
-        client.stop_flag.set()
-    for client in clients:
-        client.join(10)
-        assert not client.is_alive()
-
-
 def test_reload_moves_a_named_upstream_under_pipelined_load(servers, start_corral):
     """A reload that points `sessions` at another server while pipelined INCRs run on its keys and
     the default's: no client error, every acknowledged INCR executed exactly once (on the old or
@@ -479,68 +354,6 @@ def test_reload_moves_a_named_upstream_under_pipelined_load(servers, start_corra
         moved.stop()
 
 
-def test_a_reload_with_a_bad_route_keeps_the_running_config(servers, start_corral):
-    default, sessions, _ = servers
-    corral = start_corral(default.port, routed_config(servers))
-    corral.overrides["routes"] = corral.overrides["routes"] + [
-        {"prefix": "cart:", "upstream": "nowhere"}]
-    corral.write_config()
-    corral.signal(signal.SIGHUP)
-    wait_until(lambda: "keeping the running config" in corral.log_text(1 << 20), timeout=10,
-               what="the refused reload")
-    c = corral_client(corral)
-    assert c.set("session:kept", "1") and c.set("cart:1", "1")
-    assert sessions.client(db=2).get("session:kept") == b"1"
-    assert default.client().get("cart:1") == b"1"
-
-
-def test_a_named_upstream_down_leaves_the_others_serving(servers, start_corral):
-    """`sessions` down at start, then up, then killed under pipelined load: the default's
-    clients never see an error, the sessions keys get a clear one, and serve again once it is
-    back."""
-    default, sessions, _ = servers
-    port = sessions.port
-    sessions.stop()
-    corral = start_corral(default.port, routed_config(servers))
-    c = corral_client(corral)
-    assert c.set("other:up", "1")
-    with pytest.raises(redis.ResponseError, match="upstream"):
-        c.set("session:down", "1")
-    sessions.start(port=port)
-    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
-               what="the sessions upstream ready")
-    # Ready is one connection up; each io thread's reconnects on its own backoff.
-    wait_until(lambda: _set_works(c, "session:up"), timeout=10, what="a sessions key served")
-    unrouted = incr_clients(corral, ["other:load:%d" % i for i in range(2)])
-    routed = incr_clients(corral, ["session:load:0"])
-    wait_until(lambda: all(cl.acknowledged >= 200 for cl in unrouted + routed),
-               what="INCRs acknowledged on both upstreams")
-    sessions.kill()
-    before = [cl.acknowledged for cl in unrouted]
-    wait_until(lambda: all(cl.acknowledged >= b + 1000 for cl, b in zip(unrouted, before)),
-               timeout=10, what="the default's clients served with sessions down")
-    with pytest.raises(redis.ResponseError, match="upstream"):
-        c.set("session:down", "1")
-    sessions.start(port=port)
-    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
-               what="the sessions upstream back")
-    wait_until(lambda: _set_works(c, "session:back"), timeout=10,
-               what="a sessions key served again")
-    stop_clients(unrouted + routed)
-    for client in unrouted:
-        assert client.errors == [], (client.key, client.errors[:5])
-        assert int(default.client().get(client.key)) == client.acknowledged
-    assert routed[0].errors, "the killed upstream's client saw its errors"
-    assert corral.alive()
-
-
-def _set_works(client, key):
-    try:
-        return client.set(key, "1")
-    except redis.ResponseError:
-        return False
-
-
 def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, start_corral):
     """CLIENT TRACKING and RESP3 pub/sub hold a link on the default upstream: a named upstream's
     key is refused there (it ran on the default's server: a wrong value, a write in the wrong
@@ -576,32 +389,3 @@ def test_a_client_s_own_link_is_not_used_for_another_upstream_s_keys(servers, st
     assert sessions.client(db=2).get("session:w") is None
     assert corral.metric("corral_route_cross_upstream_refused_total") == 3
 
-
-def test_a_mirror_down_keeps_corral_ready(servers, start_corral):
-    """A route's mirror down at start: Corral is ready and serves (the mirror is never in the
-    client's way), its copies are dropped and counted, and sent once it is up."""
-    default, _, mirror = servers
-    port = mirror.port
-    mirror.stop()
-    corral = start_corral(default.port, routed_config(
-        servers, policies=[{"prefix": "other:c:", "ttl": "60s"}]))
-    c = corral_client(corral)
-    assert c.set("user:1", "while down") and c.get("user:1") == b"while down"
-    # Ready once every other upstream's connections are up, the mirror's never.
-    wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10,
-               what="ready with the mirror down")
-    # Nothing is read from a mirror: its tracking is not Corral's coherence.
-    wait_until(lambda: corral.metric("corral_tracking_connected") == 1,
-               what="tracking connected with the mirror down")
-    assert corral.metric("corral_upstream_ready") == 1
-    assert corral.metric("corral_route_upstream_ready", upstream="mirror") == 0
-    # Dropped (the link in backoff) or failed (queued on its first connection attempt).
-    assert corral.metric("corral_mirror_commands_total", outcome="dropped") + corral.metric(
-        "corral_mirror_commands_total", outcome="failed") >= 1
-    mirror.start(port=port)
-    wait_until(lambda: corral.metric("corral_route_upstream_ready", upstream="mirror") == 1,
-               timeout=10, what="the mirror's connections back")
-    # Each io thread's mirror link reconnects on its own backoff: written until a copy lands.
-    wait_until(lambda: c.set("user:2", "after") and mirror.client().get("user:2") == b"after",
-               timeout=10, what="a copy on the mirror")
-    assert mirror.client().get("user:1") is None

@@ -48,10 +48,8 @@ def stack():
 
 def cache(stack, key, value):
     stack.direct().set(key, value)
-    # Read again until cached: the flush of a tracking session that has just started may drop
-    # the first fill.
-    harness.wait_until(lambda: stack.get(key) == value.encode() and
-                       stack.cache_state(key) == b"fresh", 3.0, what="%s cached by Corral" % key)
+    harness.read_until_cached(lambda: stack.get(key), lambda: stack.cache_state(key),
+                              value.encode(), "%s cached by Corral" % key)
 
 
 
