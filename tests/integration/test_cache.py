@@ -94,12 +94,8 @@ def swap_in(stack, key, value):
 def set_announced(stack, key, value, db=0):
     """Sets `key` straight in Redis and waits for Corral to see its tracking invalidation, which
     would otherwise drop whatever the cache reads next."""
-    prefix = key.split(":", 1)[0] + ":"
-    def seen():
-        return metric(stack, "corral_cache_invalidations_total", policy=prefix, source="tracking")
-    before = seen()
-    stack.direct(db=db).set(key, value)
-    harness.wait_until(lambda: seen() > before, 3.0, what="the tracking invalidation of " + key)
+    harness.write_announced(stack.corral, key.split(":", 1)[0] + ":",
+                            lambda: stack.direct(db=db).set(key, value), key)
 
 
 @pytest.mark.corral_only

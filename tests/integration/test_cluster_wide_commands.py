@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from cluster_process import ClusterStack  # noqa: E402
 from harness import wait_until  # noqa: E402
+from pause_checks import check_pause_holds_direct_clients  # noqa: E402
 from resp_client import Err, Raw  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's routing")
@@ -48,7 +49,7 @@ def node_busy(stack, port):
 
 def test_client_pause_reaches_every_primary(stack):
     try:
-        harness.check_pause_holds_direct_clients(stack.corral.port, [
+        check_pause_holds_direct_clients(stack.corral.port, [
             (port, "primary %d" % port,
              lambda port=port: stack.cluster.node(port).info("clients")["blocked_clients"])
             for port in stack.cluster.primaries()])

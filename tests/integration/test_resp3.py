@@ -126,7 +126,8 @@ def test_cached_replies_in_each_protocol(stack):
                     eq(type(got), type(want[proto]), "%s type of %r" % (proto, cmd))
     # One cached copy serves both protocols: three reads, one fetch.
     with resp3(stack) as client3, Raw(stack.port) as client2, stack.redis.monitor() as upstream:
-        d.hset("c:h2", mapping={"a": "1"})
+        harness.write_announced(stack.corral, "c:", lambda: d.hset("c:h2", mapping={"a": "1"}),
+                                "c:h2")
         eq(client3.call("HGETALL", "c:h2"), Map({b"a": b"1"}), "RESP3 miss")
         eq(client2.call("HGETALL", "c:h2"), [b"a", b"1"], "RESP2 hit")
         eq(client3.call("HGETALL", "c:h2"), Map({b"a": b"1"}), "RESP3 hit")

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from cluster_process import ClusterNodes  # noqa: E402
 from harness import wait_until  # noqa: E402
+from pause_checks import check_pause_holds_direct_clients  # noqa: E402
 from resp_client import Err, Map, Push, Raw  # noqa: E402
 pytest.register_assert_rewrite("routed_servers")  # before the import: its fixtures assert
 from routed_servers import (address, corral_client, incr_clients, routed_config,  # noqa: E402
@@ -47,7 +48,7 @@ def test_keys_go_to_their_route_s_upstream(servers, start_corral):
 def test_client_pause_reaches_every_upstream(servers, start_corral):
     corral = start_corral(servers[0].port, routed_config(
         servers, client={"allow_commands": ["CLIENT PAUSE", "CLIENT UNPAUSE"]}))
-    harness.check_pause_holds_direct_clients(corral.port, [
+    check_pause_holds_direct_clients(corral.port, [
         (server.port, server.name,
          lambda server=server: server.client().info("clients")["blocked_clients"])
         for server in servers])
