@@ -108,9 +108,7 @@ class ClusterFleet:
             wait_tracking_flushed(corral, listeners)
 
     def stop(self):
-        for p in self.corrals + [self.origin]:
-            p.stop()
-        self.cluster.stop()
+        harness.stop_each(*self.corrals, self.origin, self.cluster)
 
     def alive(self):
         return self.cluster.alive() and self.origin.alive() and all(c.alive()

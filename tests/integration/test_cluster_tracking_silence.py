@@ -43,9 +43,7 @@ class RelayedCluster(CorralReads):
         return self
 
     def stop(self):
-        if self.corral is not None:
-            self.corral.stop()
-        self.cluster.stop()
+        harness.stop_each(self.corral, self.cluster)
 
     def tracked(self):
         return all(any(c.get("name") == "corral-tracking" and "t" in c.get("flags", "")

@@ -313,8 +313,7 @@ def test_failover_panels_query_what_cluster_and_sentinel_upstreams_export():
         sentinel_body = sentinel.corral.http("/metrics")[1]
         have |= exported(sentinel_body)
     finally:
-        cluster.stop()
-        sentinel.stop()
+        harness.stop_each(cluster, sentinel)
     queries = dashboard_queries() + alert_queries()
     kind_queries = [(w, e) for w, e in queries
                     if any(n.startswith(UPSTREAM_KIND_PREFIXES) for n in names_in(e))]

@@ -185,8 +185,7 @@ def test_each_client_sees_what_redis_would_answer_it(threads, capsys):
         assert stack.alive(), stack.describe_failure()
     finally:
         run.stop.set()
-        stack.stop()
-        direct.stop()
+        harness.stop_each(stack, direct)
     with capsys.disabled():
         print("differential: threads=%d %d actions; coverage (command: count):" % (threads,
                                                                                  run.steps))
