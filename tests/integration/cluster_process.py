@@ -563,6 +563,7 @@ class ClusterStack:
         for port, key in each_primary_key(self.cluster, name, prefix=prefix).items():
             owner = self.cluster.node(port)
             owner.set(key, "v1")
+            harness.eq(client.get(key), b"v1", "first read of %s (owner %d)" % (key, port))
             harness.read_until_cached(lambda: client.get(key),
                                       lambda: self.corral_info(corral, key)["state"], b"v1",
                                       "%s read and cached (owner %d)" % (key, port))

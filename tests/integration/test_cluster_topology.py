@@ -52,6 +52,7 @@ def cache(stack, corral, keys):
     for key in keys:
         stack.cluster.node(stack.cluster.owner_of(key)).set(key, "v-" + key)
     for key in keys:
+        eq(client.get(key), ("v-" + key).encode(), "read of %s" % key)
         harness.read_until_cached(lambda k=key: client.get(k),
                                   lambda k=key: corral_state(stack, corral, k),
                                   ("v-" + key).encode(), "%s cached" % key)

@@ -163,6 +163,7 @@ def test_admin_commands(stack):
     for i in range(5):
         key = "product:a%d" % i
         direct.set(key, "v%d" % i)
+        eq(client.get(key), b"v%d" % i, "warm")
         read_until_cached(lambda k=key: client.get(k), lambda k=key: state(stack, k),
                           b"v%d" % i, "%s warm" % key)
     fields = info(operator, "product:a0")
@@ -205,6 +206,7 @@ def test_sighup_reloads_policies(stack):
     # not be kept; the read below is then the first thing the new policy sees of the key.
     stack.direct().set("fresh:1", "v")
     stack.direct().set("product:kept", "warm")
+    eq(stack.client().get("product:kept"), b"warm", "read before the reload")
     read_until_cached(lambda: stack.client().get("product:kept"),
                       lambda: state(stack, "product:kept"), b"warm", "cached before the reload")
     overrides = dict(CONFIG, policies=[POLICY, {"prefix": "fresh:", "origin": "redis",
