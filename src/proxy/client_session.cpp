@@ -167,7 +167,10 @@ bool ClientSession::takes_unsolicited(std::string_view reply) {
 
 session::RelayVerdict ClientSession::relay_verdict() {
   const auto verdict = dispatcher_.relay_verdict(state_);
-  if (verdict == session::RelayVerdict::refused) publish();  // CLIENT LIST: no flags=S now
+  if (verdict == session::RelayVerdict::refused ||
+      verdict == session::RelayVerdict::refused_unanswered) {
+    publish();
+  }  // CLIENT LIST: no flags=S now
   return verdict;
 }
 

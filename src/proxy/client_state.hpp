@@ -120,6 +120,8 @@ struct ClientState {
   int shared_database = 0;
   int shared_protocol = 2;
   ReplyMode reply_mode = ReplyMode::on;
+  // The last SYNC/PSYNC was sent under CLIENT REPLY OFF/SKIP: Redis's refusal is not shown.
+  bool replica_refusal_withheld = false;
   // A valid SELECT queued in the open transaction (-1: none), and the database an EXEC that ran
   // it chose, set when EXEC's reply comes (proxy/links/queued_select.hpp).
   int queued_database = -1;

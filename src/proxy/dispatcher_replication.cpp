@@ -80,6 +80,9 @@ Action Dispatcher::forward_replication(ClientState& client, const Request& reque
     return Action::done;
   }
   client.mode.apply(row.change, request.argv);
+  // Under CLIENT REPLY OFF/SKIP (pushes_to_ set) the stream still reaches the client, as Redis
+  // writes it past the reply mode, but a refusal is an ordinary error reply, withheld.
+  client.replica_refusal_withheld = pushes_to_ != nullptr;
   client.dedicated->set_unsolicited_target(pushes_to_ != nullptr ? *pushes_to_ : target);
   if (!client.dedicated->send_untracked(bytes)) {
     release_dedicated(client);
@@ -97,7 +100,8 @@ session::RelayVerdict Dispatcher::relay_verdict(ClientState& client) {
   // The link stays the client's only if a REPLCONF pinned it, as Redis keeps what that told it;
   // otherwise the next command sets it aside (forward()), since it holds nothing.
   client.mode.refused_replica_stream();
-  return session::RelayVerdict::refused;
+  return client.replica_refusal_withheld ? session::RelayVerdict::refused_unanswered
+                                         : session::RelayVerdict::refused;
 }
 
 bool Dispatcher::relay_input(ClientState& client, std::string_view bytes) {

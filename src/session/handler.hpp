@@ -33,7 +33,9 @@ enum class Action {
 
 // After Action::relay: whether the server took the client for a replica. Asked at once and at
 // each arrival of bytes with tag 0 (those before the verdict, keep-alives, go to the client too).
-enum class RelayVerdict : std::uint8_t { due, accepted, refused };
+// refused_unanswered: refused while the client's CLIENT REPLY mode withholds the refusal, as Redis
+// withholds its error then; the stream itself, had it come, would have been written anyway.
+enum class RelayVerdict : std::uint8_t { due, accepted, refused, refused_unanswered };
 
 // Who a client is, as its session knows it at open_session.
 struct Peer {

@@ -36,7 +36,9 @@ void Session<Stream>::settle_relay(metrics::CommandResult result) {
 
 template <class Stream>
 void Session<Stream>::relay_reply(std::string_view bytes) {
-  if (!relay_verdict_due_ || take_relay_verdict() != RelayVerdict::refused) {
+  const RelayVerdict verdict = relay_verdict_due_ ? take_relay_verdict() : RelayVerdict::accepted;
+  if (verdict == RelayVerdict::refused_unanswered) return;
+  if (verdict != RelayVerdict::refused) {
     relay_output(bytes);
     return;
   }

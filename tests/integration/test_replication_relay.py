@@ -5,7 +5,8 @@
 # redis-server replica links up through Corral; the default config refuses all three; SIGTERM, and
 # a reload to another upstream, end the relayed connection; with routes the default upstream
 # streams; a Redis Cluster upstream refuses SYNC (after its first slot map, if it came first); a
-# SYNC/PSYNC that Redis refuses leaves an ordinary client.
+# SYNC/PSYNC that Redis refuses leaves an ordinary client (its error withheld under CLIENT REPLY
+# OFF/SKIP).
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_replication_relay.py
 import os
 import signal
@@ -147,6 +148,11 @@ def test_a_refused_psync_leaves_an_ordinary_client(kept):
         is_err(client.read(), "NOPERM", "SYNC")
         eq(client.read(), b"PONG", "the PING behind it")
         eq(admin.call("CLIENT", "LIST", "TYPE", "replica"), b"", "no replica after SYNC either")
+        # CLIENT REPLY OFF and SKIP withhold the refusal, as Redis withholds any error then.
+        client.send(b"CLIENT REPLY OFF\r\nPSYNC ? -1\r\nCLIENT REPLY ON\r\n"
+                    b"CLIENT REPLY SKIP\r\nSYNC\r\nPING\r\n")
+        eq(client.read(), b"OK", "CLIENT REPLY ON, the refusal under OFF withheld")
+        eq(client.read(), b"PONG", "the PING, the refusal under SKIP withheld")
     eq(replication_info(direct)["connected_slaves"], 0, "no replica attached")
 
 

@@ -102,6 +102,22 @@ TEST_CASE("a PSYNC Redis refused leaves an ordinary client, whose link goes at i
   CHECK(link.bytes().size() == 1);
 }
 
+TEST_CASE("under CLIENT REPLY OFF or SKIP, Redis's refusal of a PSYNC is withheld",
+          "[replication]") {
+  Proxy proxy(allowing_replication());
+  Client replica(proxy);
+  for (const auto mode : {"OFF", "SKIP"}) {
+    CHECK(replica.send({"CLIENT", "REPLY", mode}) == Action::done);
+    CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::relay);
+    proxy.links.last_dedicated().relay = upstream::Link::RelayState::off;
+    CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused_unanswered);
+    CHECK(replica.send({"CLIENT", "REPLY", "ON"}) == Action::done);
+  }
+  CHECK(replica.send({"PSYNC", "?", "-1"}) == Action::relay);
+  proxy.links.last_dedicated().relay = upstream::Link::RelayState::off;
+  CHECK(replica.handler->relay_verdict() == session::RelayVerdict::refused);
+}
+
 TEST_CASE("after REPLCONF, a refused PSYNC keeps the link: a retry goes there", "[replication]") {
   Proxy proxy(allowing_replication());
   Client replica(proxy);
