@@ -128,7 +128,9 @@ void ClientSession::follow_scripts_and_queue(const Request& request, const Resol
     queued_pause_flags_ = 0;
     queued_commands_ = 0;
     queued_locals_.clear();
-  } else if (was_in_multi) {
+  } else if (was_in_multi && row.change != StateChange::multi && row.change != StateChange::watch) {
+    // Redis answers a nested MULTI and a WATCH inside MULTI at once, with an error that leaves
+    // the transaction as it was: EXEC's reply has no element for them.
     queued_pause_flags_ |= pause_flags(row, request.argv);
     ++queued_commands_;
   }

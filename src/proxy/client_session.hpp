@@ -35,6 +35,9 @@ class ClientSession final : public session::ClientHandler {
     return dispatcher_.relay_input(state_, bytes);
   }
   void hold_relay(bool held) override { dispatcher_.hold_relay(state_, held); }
+  bool hold_relay_input(std::size_t limit, std::function<void()> resume) override {
+    return dispatcher_.hold_relay_input(state_, limit, std::move(resume));
+  }
   bool authenticated() const override { return state_.authenticated; }
   void end_session() override;
   void drain() override;

@@ -122,6 +122,9 @@ struct ClientState {
   ReplyMode reply_mode = ReplyMode::on;
   // The last SYNC/PSYNC was sent under CLIENT REPLY OFF/SKIP: Redis's refusal is not shown.
   bool replica_refusal_withheld = false;
+  // The open transaction queued an ACL command that may change users: its EXEC forgets what was
+  // learned of the rules once it has run (local/acl_verdicts.hpp).
+  bool acl_change_queued = false;
   // A valid SELECT queued in the open transaction (-1: none), and the database an EXEC that ran
   // it chose, set when EXEC's reply comes (proxy/links/queued_select.hpp).
   int queued_database = -1;

@@ -180,6 +180,9 @@ Action Dispatcher::handle_command(ClientState& client, const Request& request,
     append_not_allowed(scratch_, resolved.row().name);
   } else if (resolved.row().route == Route::refused) {
     append_refused(scratch_, resolved.row().name);
+  } else if (client.monitoring && (resolved.row().flags & (kWrite | kReadOnly | kMayReplicate))) {
+    // Redis's monitor is a replica, which may not touch the keyspace.
+    resp::append_error(scratch_, "ERR Replica can't interact with the keyspace");
   } else if (resolved.row().route == Route::local && client.mode.in_multi() &&
              !(resolved.row().flags & kQueuedInMulti) &&
              resolved.row().change != StateChange::quit &&
@@ -406,9 +409,21 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     reply_to = follow_local_latency(row, request.argv, local_latency(), std::move(reply_to));
   }
   if (row.change == StateChange::discard) client.queued_database = -1;
+  if (AclVerdicts::changes_rules(row)) {
+    // Now, for this io thread's next check, and again once it has run (queued: once EXEC has).
+    forget_acl_rules();
+    if (client.mode.in_multi()) {
+      client.acl_change_queued = true;
+    } else {
+      reply_to = forget_acl_rules_at_reply(std::move(reply_to));
+    }
+  } else if (row.change == StateChange::exec || row.change == StateChange::discard) {
+    if (std::exchange(client.acl_change_queued, false) && row.change == StateChange::exec) {
+      reply_to = forget_acl_rules_at_reply(std::move(reply_to));
+    }
+  }
   const auto& named =
       client.tracking_redirect ? redirect_naming_target(client, row, reply_to) : reply_to;
-  AclVerdicts::note_forwarded(row);
   if (!send(client, row, command, path, tag, named, target)) {
     target->on_failure(tag, upstream::kErrUnavailable);
   }

@@ -111,6 +111,8 @@ class Dispatcher : public session::Handler {
   bool relay_input(ClientState& client, std::string_view bytes);
   // Relay mode: the client is behind (held) or has caught up; its upstream bytes wait meanwhile.
   void hold_relay(ClientState& client, bool held);
+  // Relay mode, the other way: see upstream::Link::hold_relay_input.
+  bool hold_relay_input(ClientState& client, std::size_t limit, std::function<void()> resume);
 
   void end_session(ClientState& client);
 

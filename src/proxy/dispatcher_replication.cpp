@@ -5,7 +5,6 @@
 #include "proxy/commands/command_shape.hpp"
 #include "proxy/dispatcher.hpp"
 #include "proxy/errors.hpp"
-#include "proxy/resp3.hpp"
 #include "resp/encoder.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/link.hpp"
@@ -47,7 +46,9 @@ Action Dispatcher::forward_replication(ClientState& client, const Request& reque
   }
   if (!client.dedicated) {
     const TableShape shape(row);
-    const upstream::Routed command{shape, request.argv, {}, client.database, client.id, kResp2};
+    // The client's protocol: after a REPLCONF its ordinary commands run on this link too.
+    const upstream::Routed command{shape,           request.argv, {},
+                                   client.database, client.id,    client.protocol};
     // A cluster upstream without its first slot map yet: the SYNC waits for it, as a keyed
     // command does, and then learns that a cluster cannot stream.
     if (!open_dedicated(client, upstream::kAnyPartition, command)) return Action::wait_then_retry;
@@ -110,6 +111,12 @@ bool Dispatcher::relay_input(ClientState& client, std::string_view bytes) {
 
 void Dispatcher::hold_relay(ClientState& client, bool held) {
   if (client.mode.relaying() && client.dedicated) client.dedicated->hold_raw_relay(held);
+}
+
+bool Dispatcher::hold_relay_input(ClientState& client, std::size_t limit,
+                                  std::function<void()> resume) {
+  return client.mode.relaying() && client.dedicated &&
+         client.dedicated->hold_relay_input(limit, std::move(resume));
 }
 
 }  // namespace corral::proxy

@@ -34,7 +34,9 @@ class WithheldReply final : public upstream::ReplyTarget {
  public:
   explicit WithheldReply(std::shared_ptr<upstream::ReplyTarget> client)
       : client_(std::move(client)) {}
-  void on_reply(std::uint64_t tag, std::string_view) override { client_->on_reply(tag, {}); }
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    client_->on_withheld_reply(tag, reply);
+  }
   void on_failure(std::uint64_t tag, std::string_view) override { client_->on_reply(tag, {}); }
 
  private:

@@ -1,5 +1,5 @@
 // Strict decimal parsing of RESP lengths and integers, shared by the request parser and the reply
-// framer and decoder (internal to resp/).
+// framer and decoder, and of the integer arguments of Corral's own commands.
 #pragma once
 
 #include <cstdint>
@@ -39,3 +39,12 @@ inline std::optional<std::int64_t> parse_int64(std::string_view text) {
 }
 
 }  // namespace corral::resp::detail
+
+namespace corral::resp {
+
+// An integer argument of a command Corral answers itself, read as Redis reads it.
+inline std::optional<std::int64_t> parse_integer_argument(std::string_view text) {
+  return detail::parse_int64(text);
+}
+
+}  // namespace corral::resp

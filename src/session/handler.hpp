@@ -107,6 +107,11 @@ class ClientHandler {
   // Relay mode: the client is past client.max_output_buffer (held) or back under it; the
   // upstream's bytes should wait meanwhile.
   virtual void hold_relay(bool /*held*/) {}
+  // Relay mode: true when more than `limit` of the client's bytes wait unwritten upstream; the
+  // session then reads no more until `resume` runs (see upstream::Link::hold_relay_input).
+  virtual bool hold_relay_input(std::size_t /*limit*/, std::function<void()> /*resume*/) {
+    return false;
+  }
   // False while the client still has to AUTH: its requests then get Redis 6.2's small limits.
   virtual bool authenticated() const { return true; }
 

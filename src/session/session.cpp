@@ -280,6 +280,7 @@ awaitable<void> Session<Stream>::process_input() {
     while (relay_verdict_due_ && !stop_reading_ && !closed_) co_await slots_drained().wait();
     if (relaying_) {
       if (!closed_ && !input_.empty()) relay_input();
+      while (!closed_ && relay_input_held()) co_await relay_input_room().wait();
       co_return;
     }
     // Back-pressure: a client behind on its replies sends no more work until it catches up (or
@@ -554,6 +555,7 @@ void Session<Stream>::abort() {
   want_write();
   if (slots_drained_) slots_drained_->notify();
   if (output_room_) output_room_->notify();
+  if (relay_input_room_) relay_input_room_->notify();
 }
 
 template <class Stream>

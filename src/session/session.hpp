@@ -116,8 +116,11 @@ class Session : public upstream::ReplyTarget,
   // process_input go on with the client's bytes (settle_relay).
   RelayVerdict take_relay_verdict();
   void settle_relay(metrics::CommandResult result);
-  // Relay mode: hands every byte read to the handler; false (after closing) when it cannot go on.
+  // Relay mode: hands every byte read to the handler; false when it cannot go on (closed), or
+  // when the upstream holds more of them unwritten than it should (process_input then waits).
   bool relay_input();
+  bool relay_input_held();
+  upstream::AsyncEvent& relay_input_room();
   // Relay mode: the upstream's bytes for the client; past client.max_output_buffer the upstream
   // side is held (session_backpressure.cpp) instead of the client being cut, as for pushes.
   void relay_output(std::string_view bytes);
@@ -188,7 +191,8 @@ class Session : public upstream::ReplyTarget,
   // holds no timer for it.
   std::unique_ptr<upstream::AsyncEvent> slots_drained_;
   // Back-pressure, made when a client first goes over client.max_output_buffer (rare).
-  std::unique_ptr<upstream::AsyncEvent> output_room_;  // buffered() fell to the limit
+  std::unique_ptr<upstream::AsyncEvent> output_room_;       // buffered() fell to the limit
+  std::unique_ptr<upstream::AsyncEvent> relay_input_room_;  // relay_input_held() let go
   std::unique_ptr<boost::asio::steady_timer> slow_reader_clock_;
   std::chrono::steady_clock::time_point taken_at_;  // the client last took bytes (clock running)
   std::size_t written_ = 0;                         // bytes of writing_ the socket took

@@ -55,7 +55,26 @@ bool Session<Stream>::relay_input() {
   const bool passed = handler_->relay_input(input_.pending());
   input_.consume(input_.pending().size());
   if (!passed) abort();
-  return passed;
+  return passed && !relay_input_held();
+}
+
+// A replica that sends faster than the server takes its bytes (a stopped or busy server, a slow
+// network) stops being read past client.max_output_buffer unwritten, as its replies would.
+template <class Stream>
+bool Session<Stream>::relay_input_held() {
+  return handler_->hold_relay_input(worker_.client.max_output_buffer,
+                                    [weak = this->weak_from_this()] {
+                                      if (auto self = weak.lock())
+                                        self->relay_input_room().notify();
+                                    });
+}
+
+template <class Stream>
+upstream::AsyncEvent& Session<Stream>::relay_input_room() {
+  if (!relay_input_room_) {
+    relay_input_room_ = std::make_unique<upstream::AsyncEvent>(stream_.get_executor());
+  }
+  return *relay_input_room_;
 }
 
 // session.cpp instantiates the rest of Session.
@@ -64,7 +83,9 @@ bool Session<Stream>::relay_input() {
   template RelayVerdict Session<Stream>::take_relay_verdict();         \
   template void Session<Stream>::settle_relay(metrics::CommandResult); \
   template void Session<Stream>::relay_reply(std::string_view);        \
-  template bool Session<Stream>::relay_input();
+  template bool Session<Stream>::relay_input();                        \
+  template bool Session<Stream>::relay_input_held();                   \
+  template upstream::AsyncEvent& Session<Stream>::relay_input_room();
 CORRAL_SESSION_RELAY(PlainStream)
 CORRAL_SESSION_RELAY(TlsStream)
 #undef CORRAL_SESSION_RELAY

@@ -32,6 +32,8 @@ std::vector<bool> redacted_arguments(std::span<const std::string_view> argv) {
       if (same(argv[i], "auth") && i + 2 < argv.size()) {
         hide[i + 1] = hide[i + 2] = true;
         i += 2;
+      } else if (same(argv[i], "setname") && i + 1 < argv.size()) {
+        ++i;  // a client named "auth" is no AUTH option, as in Redis's helloCommand
       }
     }
   } else if (same(argv[0], "migrate")) {

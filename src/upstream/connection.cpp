@@ -170,6 +170,7 @@ void Connection::break_connection() {
   socket_.close(ignored);
   broken_.notify();
   if (relay_resumed_) relay_resumed_->notify();  // a held read loop sees its generation end
+  resume_relay_input();
 }
 
 awaitable<void> Connection::run() {
@@ -511,6 +512,7 @@ void Connection::start_flush() {
 void Connection::write_batch(std::uint64_t generation) {
   if (write_buffer_.empty() || generation != generation_ || state_ != State::ready) {
     flushing_ = false;
+    resume_relay_input();  // all written, or the socket is gone: either way, no longer held
     if (!write_buffer_.empty() && state_ == State::ready) start_flush();
     return;
   }

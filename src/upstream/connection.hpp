@@ -105,6 +105,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool start_raw_relay() override;
   RelayState relay_state() const override { return relay_; }
   void hold_raw_relay(bool held) override;
+  bool hold_relay_input(std::size_t limit, std::function<void()> resume) override;
 
   State state() const override { return state_; }
   // Counts the sockets connected so far: a new value means a reconnect.
@@ -138,6 +139,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   // SYNC/PSYNC or its stream; after a refusal, what follows the error line is framed as usual.
   enum class RelayStep : std::uint8_t { delivered, frame_rest, invalid };
   RelayStep deliver_relayed();
+  void resume_relay_input();  // hold_relay_input's client may send again
   void start_flush();
   void write_batch(std::uint64_t generation);
   // Writes the queued commands to the socket now, as far as it takes them without waiting.
@@ -179,6 +181,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   RelayState relay_ = RelayState::off;         // SYNC/PSYNC sent: see Link::start_raw_relay
   bool relay_held_ = false;                    // the relay's client is behind: the read loop waits
   std::unique_ptr<AsyncEvent> relay_resumed_;  // made by the first hold
+  std::function<void()> relay_input_written_;  // hold_relay_input's resume, while it holds
   std::uint64_t tick_ = 0;
   // The last tick that saw a forwarded CLIENT PAUSE in force (server_pause.hpp): what waits in
   // Redis for the pause's end gets its command_timeout from there.

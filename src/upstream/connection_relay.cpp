@@ -1,5 +1,6 @@
 // A connection that carries a replica's SYNC/PSYNC: Redis's verdict first (keep-alives passed on
 // meanwhile), then either the raw replication stream or, after a refusal, framed replies again.
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,18 @@ void Connection::hold_raw_relay(bool held) {
   relay_held_ = held;
   if (!relay_resumed_) relay_resumed_ = std::make_unique<AsyncEvent>(executor_);
   if (!held) relay_resumed_->notify();
+}
+
+bool Connection::hold_relay_input(std::size_t limit, std::function<void()> resume) {
+  if (closing_ || state_ != State::ready || write_buffer_.size() + writing_.size() <= limit) {
+    return false;
+  }
+  relay_input_written_ = std::move(resume);
+  return true;
+}
+
+void Connection::resume_relay_input() {
+  if (auto resume = std::exchange(relay_input_written_, nullptr)) resume();
 }
 
 Connection::RelayStep Connection::deliver_relayed() {

@@ -75,6 +75,13 @@ class Link {
   // Relay mode: while held, the server's bytes stay in the socket (the client is behind on what
   // it got), so that TCP slows the server down rather than Corral buffering without bound.
   virtual void hold_raw_relay(bool /*held*/) {}
+  // Relay mode, the other way: true when more than `limit` bytes sent with send_untracked() wait
+  // unwritten (the server takes the replica's bytes slower than it sends them); `resume` then runs
+  // once they are all written or the connection breaks, and the client's bytes wait in its socket
+  // meanwhile, so that TCP slows the replica down rather than Corral buffering without bound.
+  virtual bool hold_relay_input(std::size_t /*limit*/, std::function<void()> /*resume*/) {
+    return false;
+  }
 };
 
 // One io thread's upstream as the dispatcher sees it. The shared path is one call (one virtual

@@ -20,6 +20,12 @@ class ReplyTarget {
   // `reply` is one complete RESP2 reply (possibly an error reply from Redis); valid only during the
   // call.
   virtual void on_reply(std::uint64_t tag, std::string_view reply) = 0;
+  // The reply came, but the client's CLIENT REPLY mode withholds it: the client gets nothing, and
+  // a wrapper that acts on what the reply says (EXEC's, for the commands queued in Corral) still
+  // sees it and passes it on the same way.
+  virtual void on_withheld_reply(std::uint64_t tag, std::string_view /*reply*/) {
+    on_reply(tag, {});
+  }
   // No reply will come: `error` is the text of an error line without the leading '-' (e.g.
   // "ERR upstream connection lost"). The command may or may not have run on Redis.
   virtual void on_failure(std::uint64_t tag, std::string_view error) = 0;

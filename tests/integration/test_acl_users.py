@@ -290,6 +290,23 @@ def test_an_acl_change_through_corral_is_seen_at_once(stack):
             admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
 
 
+def test_an_acl_change_queued_in_multi_is_seen_once_exec_ran_it(stack):
+    """Queued, ACL SETUSER runs at EXEC: what Corral learns in between is of the old rules."""
+    admin(stack).set("app:c:4", "v4")
+    with stack.raw() as app, stack.raw() as operator:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        assert operator.call("AUTH", CLIENT_PASSWORD) == b"OK"
+        try:
+            assert operator.call("MULTI") == b"OK"
+            assert operator.call("ACL", "SETUSER", "app", "resetkeys", "~app:x*") == b"QUEUED"
+            cached_for(stack, app, "app:c:4", b"v4")  # still allowed: the change has not run
+            assert operator.call("EXEC") == [b"OK"]
+            reply = app.call("GET", "app:c:4")
+            assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
+        finally:
+            admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
+
+
 def test_a_reload_forgets_what_was_learned(stack):
     admin(stack).set("app:c:3", "v3")
     with stack.raw() as app:

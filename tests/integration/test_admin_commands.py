@@ -1,8 +1,9 @@
 # Admin commands that client.allow_commands lets through behave as Redis's own: SWAPDB keeps the
 # cache coherent, CLIENT PAUSE holds what Redis holds and counts the held clients in INFO's
 # blocked_clients, and reaches Redis too (its expiry stops, its other clients are held) without
-# Corral taking the paused server for a stalled one, CLIENT KILL USER knows the upstream's users
-# (SYNC/PSYNC: test_replication_relay.py).
+# Corral taking the paused server for a stalled one, CLIENT KILL USER knows the upstream's users;
+# Corral's own commands queued in MULTI answer in their places and run (past a nested MULTI or
+# WATCH, under CLIENT REPLY OFF) (SYNC/PSYNC: test_replication_relay.py).
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_admin_commands.py [-k name]
 import time
 
@@ -294,5 +295,56 @@ def test_client_kill_user_knows_the_upstreams_users(stack):
                 harness.wait_until(lambda: " name=bob " not in admin.call("CLIENT", "LIST").decode(),
                                    5, what="bob's client gone")
                 eq(admin.call("PING"), b"PONG", "the caller stays")
+            with stack.raw() as bob, stack.raw() as bob_too:
+                for c in (bob, bob_too):
+                    eq(c.call("AUTH", "adm_bob", "any"), b"OK", "AUTH as the upstream's user")
+                # SKIPME no: the caller is one of them, answered and then disconnected.
+                bob.send_command("CLIENT", "KILL", "USER", "adm_bob", "SKIPME", "no")
+                eq(bob.read_until_closed(), b":2\r\n", "both of bob's clients, the caller too")
+                eq(bob_too.read_until_closed(), b"", "the other one")
     finally:
         stack.direct().execute_command("ACL", "DELUSER", "adm_bob")
+
+
+def test_queued_local_commands_keep_their_places_past_a_nested_multi_or_watch(stack):
+    """Redis answers MULTI and WATCH inside MULTI with an error that queues nothing, so EXEC's
+    reply has no element for them: a local command queued after them answers in its own place."""
+    with stack.raw() as tx:
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(tx.call("SET", "q:a", "1"), b"QUEUED", "SET queued")
+        is_err(tx.call("MULTI"), "ERR MULTI calls can not be nested", "a nested MULTI")
+        is_err(tx.call("WATCH", "q:w"), "ERR WATCH inside MULTI is not allowed", "WATCH in MULTI")
+        eq(tx.call("CLIENT", "GETNAME"), b"QUEUED", "CLIENT GETNAME queued")
+        eq(tx.call("CLIENT", "SETNAME", "nested"), b"QUEUED", "CLIENT SETNAME queued")
+        eq(tx.call("GET", "q:a"), b"QUEUED", "GET queued")
+        eq(tx.call("EXEC"), [b"OK", None, b"OK", b"1"], "EXEC's answers in their places")
+        eq(tx.call("CLIENT", "GETNAME"), b"nested", "the queued SETNAME ran")
+
+
+def test_pause_queued_after_a_nested_multi_holds_corrals_clients_too(stack):
+    with stack.raw() as tx, stack.raw() as writer:
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        is_err(tx.call("MULTI"), "ERR MULTI calls can not be nested", "a nested MULTI")
+        eq(tx.call("CLIENT", "PAUSE", "60000", "WRITE"), b"QUEUED", "CLIENT PAUSE queued")
+        eq(tx.call("EXEC"), [b"OK"], "EXEC pauses")
+        writer.send_command("SET", "p:n", "1")
+        wait_blocked(stack, 1, "a write after EXEC held by Corral")
+        eq(tx.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE")
+        eq(writer.read(), b"OK", "SET after the pause")
+
+
+def test_local_commands_queued_under_client_reply_off_still_run(stack):
+    """CLIENT REPLY OFF withholds EXEC's reply, not the transaction: its queued local commands
+    (CLIENT SETNAME, CLIENT PAUSE) run, as in Redis."""
+    with stack.raw() as tx, stack.raw() as writer:
+        tx.send(b"CLIENT REPLY OFF\r\nMULTI\r\nCLIENT SETNAME silent\r\nSET q:s v\r\nEXEC\r\n"
+                b"CLIENT REPLY ON\r\nCLIENT GETNAME\r\n")
+        eq(tx.read(), b"OK", "CLIENT REPLY ON, the only reply before it")
+        eq(tx.read(), b"silent", "the SETNAME queued under REPLY OFF ran")
+        tx.send(b"CLIENT REPLY OFF\r\nMULTI\r\nCLIENT PAUSE 60000 WRITE\r\nEXEC\r\n"
+                b"CLIENT REPLY ON\r\n")
+        eq(tx.read(), b"OK", "CLIENT REPLY ON")
+        writer.send_command("SET", "p:off", "1")
+        wait_blocked(stack, 1, "a write after the silent EXEC held by Corral")
+        eq(tx.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE")
+        eq(writer.read(), b"OK", "SET after the pause")

@@ -174,6 +174,15 @@ def test_refused_unless_allowed(kept):
         eq(r.call("PING"), b"PONG", "the client carries on")
 
 
+def test_a_monitoring_client_may_not_touch_the_keyspace(stack):
+    # Redis's monitor is a replica: reads, writes and scripts are refused it, other commands not.
+    with stack.raw() as mon:
+        eq(mon.call("MONITOR"), b"OK", "MONITOR")
+        for command in (("GET", "m:k"), ("SET", "m:k", "v"), ("EVAL", "return 1", "0")):
+            is_err(mon.call(*command), "ERR Replica can't interact with the keyspace", command[0])
+    eq(stack.direct().get("m:k"), None, "the SET did not run")
+
+
 def test_monitor_that_does_not_read_is_cut(stack):
     before = stack.corral.metric("corral_client_output_overflow_total")
     silent = Raw(stack.port, rcvbuf=4096)

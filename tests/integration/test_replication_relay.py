@@ -6,9 +6,11 @@
 # a reload to another upstream, end the relayed connection; with routes the default upstream
 # streams; a Redis Cluster upstream refuses SYNC (after its first slot map, if it came first); a
 # SYNC/PSYNC that Redis refuses leaves an ordinary client (its error withheld under CLIENT REPLY
-# OFF/SKIP).
+# OFF/SKIP); a replica sending faster than Redis reads is held, not buffered without bound; a
+# RESP3 client stays one after REPLCONF.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_replication_relay.py
 import os
+import select
 import signal
 
 import pytest
@@ -156,6 +158,20 @@ def test_a_refused_psync_leaves_an_ordinary_client(kept):
     eq(replication_info(direct)["connected_slaves"], 0, "no replica attached")
 
 
+def test_a_resp3_client_keeps_resp3_after_replconf(stack):
+    # After REPLCONF the client's commands run on its own upstream connection: RESP3 there too.
+    stack.direct().hset("rr:h", "f", "v")
+    with stack.raw() as client:
+        client.call("HELLO", "3")
+        eq(client.call("REPLCONF", "listening-port", "1"), b"OK", "REPLCONF")
+        client.send_command("GET", "rr:none")
+        eq(client._line(), b"_", "RESP3's null for a missing key")
+        client.send_command("HGETALL", "rr:h")
+        eq(client._line(), b"%1", "RESP3's map for HGETALL")
+        eq(client.read(), b"f", "the field")
+        eq(client.read(), b"v", "the value")
+
+
 def relay_backlog(port):
     """CLIENT LIST's obl of Corral's replica client (0 when it has none)."""
     with Raw(port) as admin:
@@ -183,6 +199,53 @@ def test_a_replica_behind_holds_the_stream_instead_of_being_cut(stack):
         eq(next_write(replica, b"set"), [b"SET", b"rr:after-rdb", b"1"], "the stream goes on")
     for i in range(values):
         direct.delete("rr:big:%d" % i)
+
+
+ACK = b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n"
+ACKS = ACK * ((1 << 16) // len(ACK))
+
+
+def send_acks_until_stalled(sock, sent, end, stall=2.0):
+    """Sends bytes [sent, end) of an endless stream of REPLCONF ACKs as fast as the socket takes
+    them; stops early once it takes nothing for `stall` seconds. Returns where it stopped."""
+    sock.setblocking(False)
+    try:
+        while sent < end:
+            if not select.select([], [sock], [], stall)[1]:
+                break
+            offset = sent % len(ACKS)
+            try:
+                sent += sock.send(ACKS[offset:offset + end - sent])
+            except BlockingIOError:
+                continue
+    finally:
+        sock.settimeout(10)
+    return sent
+
+
+@pytest.mark.corral_only
+def test_a_replica_sending_faster_than_redis_takes_is_held(stack):
+    """With Redis stopped, a replica's bytes wait in its own socket once more than
+    client.max_output_buffer (1 MB in the harness) of them wait in Corral: Corral's memory does
+    not grow with what the replica sends (it grew by 300 MB before), and nothing is lost."""
+    total = len(ACKS) * 3000  # 196 MB
+    with Raw(stack.port) as replica:
+        replica.send_command("SYNC")
+        read_rdb_payload(replica)
+        peak_before = stack.corral.rss_peak_kb()
+        stack.redis.signal(signal.SIGSTOP)
+        try:
+            sent = send_acks_until_stalled(replica.sock, 0, total)
+            grown_mb = (stack.corral.rss_peak_kb() - peak_before) >> 10
+            check(grown_mb < 64, "Corral's peak RSS grew by %d MB while the replica sent %d MB"
+                  % (grown_mb, sent >> 20))
+        finally:
+            stack.redis.signal(signal.SIGCONT)
+        eq(send_acks_until_stalled(replica.sock, sent, total, stall=30.0), total,
+           "the rest of the replica's bytes go through once Redis reads again")
+        harness.wait_until(lambda: stack.redis.alive() and
+                           replication_info(stack.direct())["connected_slaves"] == 1, 10,
+                           what="the replica still attached")
 
 
 @pytest.mark.corral_only

@@ -51,6 +51,27 @@ CASES = {
                          [["GET", "{k}"]]],
     "select at exec": [[["SELECT", "2"]], [["MULTI"], ["SELECT", "1"], ["EXEC"], ["SET", "{k}", "v"]],
                        [["GET", "{k}"], ["SELECT", "2"], ["GET", "{k}"]]],
+    # A nested MULTI and a WATCH inside MULTI queue nothing in Redis: Corral counted them, and
+    # put the queued CLIENT commands' answers in the wrong places of EXEC's reply.
+    "local commands past a nested multi": [[["MULTI"], ["SET", "{k}", "1"], ["MULTI"],
+                                            ["WATCH", "{k}"], ["CLIENT", "GETNAME"],
+                                            ["CLIENT", "SETNAME", "nested"], ["GET", "{k}"],
+                                            ["EXEC"]], [["CLIENT", "GETNAME"]]],
+    # Under CLIENT REPLY OFF the queued local commands did not run at all.
+    "local commands queued under reply off": [[["CLIENT", "REPLY", "OFF"], ["MULTI"],
+                                               ["CLIENT", "SETNAME", "silent"], ["EXEC"],
+                                               ["CLIENT", "REPLY", "ON"]],
+                                              [["CLIENT", "GETNAME"]]],
+    # Corral's own CLIENT LIST and SLOWLOG GET read their arguments as Redis 7.0 does.
+    "client list arguments": [[["CLIENT", "LIST", "TYPE", "bogus"],
+                               ["CLIENT", "LIST", "TYPE", "normal", "ID", "1"],
+                               ["CLIENT", "LIST", "ID", "0"], ["CLIENT", "LIST", "ID", "-3"],
+                               ["CLIENT", "LIST", "ID", "x"], ["CLIENT", "LIST", "ID"],
+                               ["CLIENT", "LIST", "TYPE"]]],
+    "slowlog get counts": [[["SLOWLOG", "GET", "abc"], ["SLOWLOG", "GET", "+1"],
+                            ["SLOWLOG", "GET", "05"], ["SLOWLOG", "GET", "-2"],
+                            ["SLOWLOG", "GET", "99999999999999999999"],
+                            ["SLOWLOG", "get", "1", "2"]]],
 }
 
 

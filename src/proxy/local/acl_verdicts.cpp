@@ -2,6 +2,7 @@
 #include "proxy/local/acl_verdicts.hpp"
 
 #include <atomic>
+#include <utility>
 
 #include "resp/encoder.hpp"
 #include "upstream/upstream.hpp"
@@ -16,6 +17,38 @@ constexpr std::string_view kDryRunAllowed = "+OK\r\n";
 }  // namespace
 
 void forget_acl_rules() { rules_epoch.fetch_add(1, std::memory_order_relaxed); }
+
+namespace {
+class ForgetAtReply final : public upstream::ReplyTarget {
+ public:
+  explicit ForgetAtReply(std::shared_ptr<upstream::ReplyTarget> client)
+      : client_(std::move(client)) {}
+
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    forget_acl_rules();
+    client_->on_reply(tag, reply);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    forget_acl_rules();  // it may have run all the same
+    client_->on_failure(tag, error);
+  }
+  void on_error(std::uint64_t tag, upstream::ErrorKind kind, std::string_view error) override {
+    forget_acl_rules();
+    client_->on_error(tag, kind, error);
+  }
+  void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override {
+    client_->note_phases(tag, phases);
+  }
+
+ private:
+  std::shared_ptr<upstream::ReplyTarget> client_;
+};
+}  // namespace
+
+std::shared_ptr<upstream::ReplyTarget> forget_acl_rules_at_reply(
+    std::shared_ptr<upstream::ReplyTarget> target) {
+  return std::make_shared<ForgetAtReply>(std::move(target));
+}
 
 AclVerdicts::AclVerdicts(upstream::Upstream& upstream, std::size_t capacity)
     : upstream_(upstream),

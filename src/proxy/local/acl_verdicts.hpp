@@ -16,14 +16,21 @@
 #include "proxy/commands/command_table.hpp"
 
 namespace corral::upstream {
+class ReplyTarget;
 class Upstream;
-}
+}  // namespace corral::upstream
 
 namespace corral::proxy {
 
 // Everything learned of the upstream's ACL rules is forgotten (on every io thread) when they may
 // have changed: a SIGHUP reload, or an ACL command that went through Corral.
 void forget_acl_rules();
+
+// `target`, after forgetting the rules again when the reply comes: by then the command that may
+// change them (or the EXEC that ran it, queued) has run, and a DRYRUN that Redis answered in
+// between, on another connection, was judged by the old rules.
+std::shared_ptr<upstream::ReplyTarget> forget_acl_rules_at_reply(
+    std::shared_ptr<upstream::ReplyTarget> target);
 
 class AclVerdicts {
  public:
@@ -48,11 +55,10 @@ class AclVerdicts {
   Verdict may_run(std::string_view user, const CommandSpec& row,
                   std::span<const std::string_view> argv);
 
-  // Every command on its way upstream: after an ACL command that may change users (every ACL
-  // subcommand but WHOAMI, CAT, GENPASS and HELP, which are not kDangerous), what was learned may
-  // be wrong. Inline: the flag test is all most commands cost.
-  static void note_forwarded(const CommandSpec& row) {
-    if ((row.flags & kDangerous) && row.name.starts_with("acl|")) forget_acl_rules();
+  // An ACL command that may change users: every ACL subcommand but WHOAMI, CAT, GENPASS and HELP,
+  // which are not kDangerous. Inline: the flag test is all most commands cost.
+  static bool changes_rules(const CommandSpec& row) {
+    return (row.flags & kDangerous) && row.name.starts_with("acl|");
   }
 
   std::size_t size() const { return table_->size(); }

@@ -9,6 +9,7 @@
 #include "proxy/local/client_registry.hpp"
 #include "proxy/local/function_flags.hpp"
 #include "resp/encoder.hpp"
+#include "resp/int_parse.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/reply_target.hpp"
 #include "upstream/upstream.hpp"
@@ -35,9 +36,9 @@ bool valid_type(std::string_view type) {
 }
 
 // CLIENT KILL's filters as name/value pairs from argv[2]; an error text, or empty.
-std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) {
+std::string parse_kill_filter(const LocalCall& call, ClientFilter& filter) {
   const auto argv = call.argv;
-  if ((argv.size() - 2) % 2 != 0) return kSyntaxError;
+  if ((argv.size() - 2) % 2 != 0) return std::string(kSyntaxError);
   filter.skip_id = call.client.id;  // SKIPME defaults to yes
   for (std::size_t i = 2; i + 1 < argv.size(); i += 2) {
     const std::string_view name = argv[i];
@@ -55,16 +56,16 @@ std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) 
     } else if (iequals(name, "user")) {
       filter.user = value;
     } else if (iequals(name, "type")) {
-      if (!valid_type(value)) return "ERR Unknown client type";
+      if (!valid_type(value)) return "ERR Unknown client type '" + std::string(value) + "'";
       filter.type = lower(value);
     } else if (iequals(name, "skipme")) {
-      if (!iequals(value, "yes") && !iequals(value, "no")) return kSyntaxError;
+      if (!iequals(value, "yes") && !iequals(value, "no")) return std::string(kSyntaxError);
       filter.skip_id = iequals(value, "yes") ? call.client.id : 0;
     } else if (iequals(name, "maxage")) {
-      if (!parse_integer(value, number) || number < 0) return kSyntaxError;
+      if (!parse_integer(value, number) || number < 0) return std::string(kSyntaxError);
       filter.max_age_seconds = number;
     } else {
-      return kSyntaxError;
+      return std::string(kSyntaxError);
     }
   }
   // "slave" is Redis's old name for "replica".
@@ -75,28 +76,31 @@ std::string_view parse_kill_filter(const LocalCall& call, ClientFilter& filter) 
 // upstream ACL user, but whether the user exists is the upstream's to say, and Redis answers an
 // error for one that does not. ACL DRYRUN answers an error only for a missing user (or -NOPERM
 // when Corral's own user may not run it: then the matching clients, as for an existing user).
-// The caller is never among them here (SKIPME no included): its answer comes after the ask.
-Action kill_upstream_user(LocalCall& call, const ClientFilter& filter) {
+// The caller, when it matches (SKIPME no), is counted here and closed after its reply: the others
+// are killed when the answer comes.
+Action kill_upstream_user(LocalCall& call, const ClientFilter& filter, bool kills_self) {
   const std::string& user = filter.user;
   std::string dryrun;
   const std::string_view argv[] = {"ACL", "DRYRUN", user, "PING"};
   resp::append_command(dryrun, argv);
-  auto answer = upstream::CallbackTarget::make(
-      [target = *call.target, tag = call.tag, filter](std::string_view reply, bool failed) {
-        if (failed) return target->on_failure(tag, reply);
-        std::string out;
-        if (reply.starts_with("-ERR")) {
-          resp::append_error(out, "ERR No such user '" + filter.user + "'");
-        } else {
-          resp::append_integer(out, static_cast<std::int64_t>(client_registry().kill(filter)));
-        }
-        target->on_reply(tag, out);
-      });
+  auto answer = upstream::CallbackTarget::make([target = *call.target, tag = call.tag, filter,
+                                                kills_self](std::string_view reply, bool failed) {
+    if (failed) return target->on_failure(tag, reply);
+    std::string out;
+    if (reply.starts_with("-ERR")) {
+      resp::append_error(out, "ERR No such user '" + filter.user + "'");
+    } else {
+      const std::size_t killed = client_registry().kill(filter) + (kills_self ? 1 : 0);
+      resp::append_integer(out, static_cast<std::int64_t>(killed));
+    }
+    target->on_reply(tag, out);
+  });
   call.deferred = true;
   if (!call.upstream->ask_server(dryrun, call.tag, answer)) {
     (*call.target)->on_failure(call.tag, upstream::kErrUnavailable);
+    return Action::done;
   }
-  return Action::done;
+  return kills_self ? Action::close_after_reply : Action::done;
 }
 }  // namespace
 
@@ -110,29 +114,38 @@ void show_own_buffers(const LocalCall& call) {
 }
 }  // namespace
 
-// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
+// CLIENT LIST [TYPE normal|master|replica|pubsub | ID id ...], parsed as Redis 7.0 does: one
+// filter or the other; an ID that is an integer but names no client lists nothing.
 Action client_list(LocalCall& call) {
   ClientFilter filter;
   const auto argv = call.argv;
-  for (std::size_t i = 2; i < argv.size(); ++i) {
-    long long number = 0;
-    if (iequals(argv[i], "type") && i + 1 < argv.size() && valid_type(argv[i + 1])) {
-      filter.type = lower(argv[++i]);
-      if (filter.type == "slave") filter.type = "replica";
-    } else if (iequals(argv[i], "id") && i + 1 < argv.size()) {
-      for (++i; i < argv.size(); ++i) {
-        if (!parse_integer(argv[i], number) || number <= 0) {
-          resp::append_error(call.reply, "ERR Invalid client ID");
-          return Action::done;
-        }
-        filter.ids.push_back(static_cast<std::uint64_t>(number));
-      }
-    } else {
-      resp::append_error(call.reply, kSyntaxError);
+  bool no_such_id = false;
+  if (argv.size() == 4 && iequals(argv[2], "type")) {
+    if (!valid_type(argv[3])) {
+      resp::append_error(call.reply, "ERR Unknown client type '" + std::string(argv[3]) + "'");
       return Action::done;
     }
+    filter.type = lower(argv[3]);
+    if (filter.type == "slave") filter.type = "replica";
+  } else if (argv.size() > 3 && iequals(argv[2], "id")) {
+    for (std::size_t i = 3; i < argv.size(); ++i) {
+      const auto number = resp::parse_integer_argument(argv[i]);
+      if (!number) {
+        resp::append_error(call.reply, "ERR Invalid client ID");
+        return Action::done;
+      }
+      if (*number > 0) filter.ids.push_back(static_cast<std::uint64_t>(*number));
+    }
+    no_such_id = filter.ids.empty();
+  } else if (argv.size() != 2) {
+    resp::append_error(call.reply, kSyntaxError);
+    return Action::done;
   }
   show_own_buffers(call);
+  if (no_such_id) {
+    resp::append_bulk(call.reply, "");
+    return Action::done;
+  }
   resp::append_bulk(call.reply, client_registry().list(filter));
   return Action::done;
 }
@@ -154,12 +167,6 @@ Action client_kill(LocalCall& call) {
     resp::append_error(call.reply, error);
     return Action::done;
   }
-  if (!filter.user.empty() && filter.user != "default" && call.upstream != nullptr &&
-      call.target != nullptr) {
-    ClientFilter others = filter;
-    others.skip_id = call.client.id;
-    return kill_upstream_user(call, others);
-  }
   ClientFilter self = filter;
   self.ids = {call.client.id};
   self.skip_id = 0;
@@ -167,6 +174,10 @@ Action client_kill(LocalCall& call) {
                                                            call.client.id) != filter.ids.end()) &&
                           filter.skip_id != call.client.id && !client_registry().list(self).empty();
   filter.skip_id = call.client.id;
+  if (!filter.user.empty() && filter.user != "default" && call.upstream != nullptr &&
+      call.target != nullptr) {
+    return kill_upstream_user(call, filter, kills_self);
+  }
   const std::size_t killed = client_registry().kill(filter) + (kills_self ? 1 : 0);
   if (old_form) {
     if (killed == 0) {

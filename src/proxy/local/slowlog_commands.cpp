@@ -2,11 +2,12 @@
 // address, client name), and CORRAL.SLOWLOG's, which adds the phases as name/microseconds pairs.
 #include "proxy/local/slowlog_commands.hpp"
 
-#include <charconv>
 #include <limits>
+#include <string>
 
 #include "proxy/local/admin_commands.hpp"
 #include "resp/encoder.hpp"
+#include "resp/int_parse.hpp"
 #include "slowlog/slow_log.hpp"
 
 namespace corral::proxy {
@@ -22,26 +23,26 @@ bool unavailable(LocalCall& call) {
   return true;
 }
 
-// The optional count at argv[index]: Redis's rules (-1: all; below that, or not a number: error).
+// The optional count at argv[index]: Redis's rules (-1: all; below that, or not an integer as
+// Redis reads one: error). An argument after it is SLOWLOG GET's wrong number of arguments.
 bool read_count(LocalCall& call, std::size_t index, std::size_t& count) {
   count = kDefaultCount;
   if (call.argv.size() <= index) return true;
   if (call.argv.size() > index + 1) {
-    resp::append_error(call.reply, "ERR syntax error");
+    if (index == 2) {
+      resp::append_error(call.reply, "ERR unknown subcommand or wrong number of arguments for '" +
+                                         std::string(call.argv[1]) + "'. Try SLOWLOG HELP.");
+    } else {
+      resp::append_error(call.reply, "ERR syntax error");
+    }
     return false;
   }
-  const auto text = call.argv[index];
-  long long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-    resp::append_error(call.reply, "ERR value is not an integer or out of range");
-    return false;
-  }
-  if (value < -1) {
+  const auto value = resp::parse_integer_argument(call.argv[index]);
+  if (!value || *value < -1) {
     resp::append_error(call.reply, "ERR count should be greater than or equal to -1");
     return false;
   }
-  count = value == -1 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(value);
+  count = *value == -1 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(*value);
   return true;
 }
 

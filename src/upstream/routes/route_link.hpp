@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +53,9 @@ class RouteLink final : public Link {
   bool start_raw_relay() override { return inner_->start_raw_relay(); }
   RelayState relay_state() const override { return inner_->relay_state(); }
   void hold_raw_relay(bool held) override { inner_->hold_raw_relay(held); }
+  bool hold_relay_input(std::size_t limit, std::function<void()> resume) override {
+    return inner_->hold_relay_input(limit, std::move(resume));
+  }
 
   const std::shared_ptr<Link>& inner() const { return inner_; }
   std::size_t upstream() const { return upstream_; }

@@ -64,15 +64,23 @@ TEST_CASE("ACL changes through Corral and reloads drop what was learned", "[acl]
   link.answer("+OK\r\n");
   REQUIRE(may_get(verdicts, "app:1"));
 
-  AclVerdicts::note_forwarded(row("acl", "whoami"));  // reads nothing: nothing forgotten
-  CHECK(may_get(verdicts, "app:1"));
-  AclVerdicts::note_forwarded(row("acl", "setuser"));
+  CHECK_FALSE(AclVerdicts::changes_rules(row("acl", "whoami")));  // reads nothing
+  REQUIRE(AclVerdicts::changes_rules(row("acl", "setuser")));
+  forget_acl_rules();  // what the dispatcher does as it forwards one
   CHECK_FALSE(may_get(verdicts, "app:1"));
   CHECK(link.sent.size() == 2);  // asked again
 
   // An answer to a question asked before a change is not kept.
   forget_acl_rules();
   link.answer("+OK\r\n");
+  CHECK_FALSE(may_get(verdicts, "app:1"));
+
+  // Learned while the change was on its way (queued in MULTI, or on another connection): its
+  // reply (EXEC's) forgets it again.
+  const auto change = forget_acl_rules_at_reply(std::make_shared<upstream::DiscardTarget>());
+  link.answer("+OK\r\n");
+  REQUIRE(may_get(verdicts, "app:1"));
+  change->on_reply(0, "+OK\r\n");
   CHECK_FALSE(may_get(verdicts, "app:1"));
 }
 

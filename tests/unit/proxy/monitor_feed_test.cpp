@@ -33,6 +33,9 @@ TEST_CASE("monitor lines: AUTH, HELLO AUTH and MIGRATE AUTH/AUTH2 secrets are re
   CHECK(line({"HELLO", "3", "AUTH", "u", "pw", "SETNAME", "n"}) ==
         prefix + "\"HELLO\" \"3\" \"AUTH\" \"(redacted)\" \"(redacted)\" \"SETNAME\" \"n\"\r\n");
   CHECK(line({"HELLO", "2"}) == prefix + "\"HELLO\" \"2\"\r\n");
+  // A client named "auth" (SETNAME's value), then the AUTH option: the password stays hidden.
+  CHECK(line({"HELLO", "3", "SETNAME", "auth", "AUTH", "u", "pw"}) ==
+        prefix + "\"HELLO\" \"3\" \"SETNAME\" \"auth\" \"AUTH\" \"(redacted)\" \"(redacted)\"\r\n");
   CHECK(line({"MIGRATE", "h", "1", "k", "0", "1", "AUTH", "p"}) ==
         prefix + "\"MIGRATE\" \"h\" \"1\" \"k\" \"0\" \"1\" \"AUTH\" \"(redacted)\"\r\n");
   CHECK(line({"MIGRATE", "h", "1", "", "0", "1", "AUTH2", "u", "p", "KEYS", "a"}) ==

@@ -103,6 +103,9 @@ TEST_CASE("secrets are redacted as Redis redacts them", "[slowlog]") {
   CHECK(rendered({"auth", "user", "pw"}) == V{"auth", r, r});
   CHECK(rendered({"HELLO", "3", "AUTH", "u", "pw", "SETNAME", "n"}) ==
         V{"HELLO", "3", "AUTH", r, r, "SETNAME", "n"});
+  // A client named "auth": the name is SETNAME's value, and the AUTH after it is the option.
+  CHECK(rendered({"HELLO", "3", "SETNAME", "AUTH", "AUTH", "u", "pw"}) ==
+        V{"HELLO", "3", "SETNAME", "AUTH", "AUTH", r, r});
   CHECK(rendered({"MIGRATE", "h", "1", "k", "0", "5000", "AUTH2", "u", "pw", "KEYS", "auth"}) ==
         V{"MIGRATE", "h", "1", "k", "0", "5000", "AUTH2", r, r, "KEYS", "auth"});
   CHECK(rendered({"MIGRATE", "h", "1", "k", "0", "5000", "auth", "pw"}) ==
