@@ -22,13 +22,23 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       subscribe_queued_ = false;
       [[fallthrough]];
     case StateChange::exec:
-      // Both end any WATCH too; outside a transaction Redis just answers with an error.
-      if (in_multi() || state_ == State::watching) state_ = State::plain;
+      // Both end any WATCH too; outside a transaction Redis just answers with an error, and
+      // the keys stay watched.
+      if (in_multi()) {
+        state_ = State::plain;
+        pins_ &= ~kWatching;
+      }
       break;
     case StateChange::watch:
+      // Inside MULTI it is Redis's error. A subscribed client's WATCH (RESP3) outlives the
+      // subscription, as in Redis.
+      if (in_multi()) break;
+      pins_ |= kWatching;
       if (state_ == State::plain) state_ = State::watching;
       break;
     case StateChange::unwatch:
+      if (in_multi()) break;
+      pins_ &= ~kWatching;
       if (state_ == State::watching) state_ = State::plain;
       break;
     case StateChange::tracking:
@@ -64,7 +74,8 @@ void ConnectionMode::refused_in_multi() {
 }
 
 void ConnectionMode::ended_subscriptions() {
-  if (state_ == State::subscribed) state_ = State::plain;
+  // Keys watched before SUBSCRIBE stay watched on this connection: its EXEC must see them.
+  if (state_ == State::subscribed) state_ = (pins_ & kWatching) ? State::watching : State::plain;
 }
 
 void ConnectionMode::reset() {

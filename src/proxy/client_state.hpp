@@ -56,7 +56,7 @@ class ConnectionMode {
   bool replica_handshake() const { return (pins_ & kReplica) != 0; }
   // Losing the dedicated connection now would silently lose state the client relies on.
   bool holds_redis_state() const {
-    return state_ == State::watching || in_multi() || (pins_ & kTracking) != 0;
+    return state_ == State::watching || in_multi() || (pins_ & (kTracking | kWatching)) != 0;
   }
   // The dedicated connection may be released (once idle) only when this is false.
   bool holds_connection() const { return state_ != State::plain || pins_ != 0; }
@@ -92,7 +92,8 @@ class ConnectionMode {
   void reset();
 
  private:
-  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2, kPushes = 4, kReplica = 8 };
+  // kWatching: keys are watched, whatever the state says (a subscription ends into `watching`).
+  enum Pin : std::uint8_t { kTracking = 1, kSticky = 2, kPushes = 4, kReplica = 8, kWatching = 16 };
 
   State state_ = State::plain;
   std::uint8_t pins_ = 0;

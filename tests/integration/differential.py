@@ -299,7 +299,7 @@ class ClientGen:
             inner += self.pick(INNER_FAMILIES, transaction=True)
         if r.random() < 0.1:
             inner.append(["GET"])  # a queueing error: EXECABORT
-        if r.random() < 0.05:
+        if r.random() < 0.15:
             # A nested MULTI is an error that changes nothing (Corral once let it revive a
             # transaction doomed by a queueing error: a mismatch this test found, fixed).
             inner.insert(r.randint(0, len(inner)), ["MULTI"])
@@ -322,6 +322,13 @@ class ClientGen:
         return [r.choice([["SELECT", str(r.randrange(4))], ["SELECT", str(r.randrange(4))],
                           ["SELECT", "99"], ["SELECT", "x"]])]
 
+    def local(self):
+        # Commands Corral answers itself that Redis queues inside MULTI (their answers then sit
+        # in EXEC's reply), and WATCH, which inside MULTI is an error that queues nothing.
+        r = self.rng
+        return [r.choice([["CLIENT", "SETNAME", "l%d" % r.randrange(3)], ["CLIENT", "GETNAME"],
+                          ["PING"], ["ECHO", self.val()], ["WATCH", self.key("s")]])]
+
     def connection(self):
         r = self.rng
         names = [["CLIENT", "SETNAME", "c%d" % r.randrange(3)], ["CLIENT", "GETNAME"]]
@@ -337,6 +344,8 @@ class ClientGen:
         body = []
         for _ in range(r.randint(1, 3)):
             body += self.pick(INNER_FAMILIES, transaction=False)
+        if r.random() < 0.3:
+            body += self.transaction()  # its local commands run though EXEC's reply is withheld
         mode = r.choice(["OFF", "SKIP"])
         return [["CLIENT", "REPLY", mode]] + body + ([["CLIENT", "REPLY", "ON"]]
                                                    if mode == "OFF" else [])
@@ -447,7 +456,7 @@ SCRIPTS = [
 
 INNER_FAMILIES = [("strings", 5), ("hashes", 3), ("lists", 3), ("blocking", 1), ("sets", 2),
                   ("zsets", 2), ("streams", 2), ("scripting", 1), ("errors", 1),
-                  ("databases", 1)]
+                  ("databases", 1), ("local", 1)]
 BATCH_FAMILIES = INNER_FAMILIES + [("transaction", 3), ("connection", 2), ("reply_modes", 2)]
 _DROP = os.environ.get("DIFF_DROP_FAMILIES", "").split(",")  # bisecting a mismatch by family
 BATCH_FAMILIES = [f for f in BATCH_FAMILIES if f[0] not in _DROP]

@@ -14,7 +14,8 @@ from differential import Action, Cmd, Conn, run_action  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="compares Corral with Redis")
 
-# Round trips (each a list of commands sent together); {k} is a key of the case's own.
+# Round trips (each a list of commands sent together, after the number of replies to read when
+# it starts with one: a RESP2 subscriber answers no ECHO); {k} is a key of the case's own.
 CASES = {
     # Corral sent the client's commands to an upstream link of its own after CLIENT REPLY, and
     # answered CLIENT GETNAME from there: nil instead of the name set before.
@@ -68,6 +69,20 @@ CASES = {
                                ["CLIENT", "LIST", "ID", "0"], ["CLIENT", "LIST", "ID", "-3"],
                                ["CLIENT", "LIST", "ID", "x"], ["CLIENT", "LIST", "ID"],
                                ["CLIENT", "LIST", "TYPE"]]],
+    # SUBSCRIBE made Corral forget the WATCH before it: after the last UNSUBSCRIBE the client's
+    # connection was let go, and its EXEC ran on another, where no key was watched.
+    "watch kept across a subscription": [[["WATCH", "{k}"]], [1, ["SUBSCRIBE", "{k}:ch"]],
+                                         [1, ["UNSUBSCRIBE", "{k}:ch"]], [["SET", "{k}", "1"]],
+                                         [["MULTI"], ["GET", "{k}"], ["EXEC"]]],
+    # EXEC and DISCARD without MULTI are errors that leave the keys watched; Corral let the link
+    # go, and the EXEC that followed ran unwatched.
+    "watch kept past exec without multi": [[["WATCH", "{k}"], ["EXEC"], ["DISCARD"]],
+                                           [["SET", "{k}", "1"]],
+                                           [["MULTI"], ["GET", "{k}"], ["EXEC"]]],
+    "watch kept across a resp3 subscription": [[["HELLO", "3"]], [["WATCH", "{k}"]],
+                                               [["SUBSCRIBE", "{k}:ch"]],
+                                               [["UNSUBSCRIBE", "{k}:ch"]], [["SET", "{k}", "1"]],
+                                               [["MULTI"], ["GET", "{k}"], ["EXEC"]]],
     "slowlog get counts": [[["SLOWLOG", "GET", "abc"], ["SLOWLOG", "GET", "+1"],
                             ["SLOWLOG", "GET", "05"], ["SLOWLOG", "GET", "-2"],
                             ["SLOWLOG", "GET", "99999999999999999999"],
@@ -89,8 +104,9 @@ def replies(port, case, key):
     try:
         out = []
         for i, trip in enumerate(CASES[case]):
-            cmds = [Cmd([a.replace("{k}", key) for a in args]) for args in trip]
-            out.append(run_action(conns, Action("a", cmds), "end-%d" % i))
+            count = trip[0] if isinstance(trip[0], int) else None
+            cmds = [Cmd([a.replace("{k}", key) for a in args]) for args in trip[count is not None:]]
+            out.append(run_action(conns, Action("a", cmds, count), "end-%d" % i))
         return out
     finally:
         conns["a"].close()

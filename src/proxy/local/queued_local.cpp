@@ -2,9 +2,11 @@
 // that reply arrives: the transaction has run by then.
 #include "proxy/local/queued_local.hpp"
 
+#include <string>
 #include <utility>
 
-#include "resp/reply.hpp"
+#include "resp/array_elements.hpp"
+#include "resp/encoder.hpp"
 
 namespace corral::proxy {
 
@@ -37,26 +39,30 @@ class RunAtExec final : public upstream::ReplyTarget {
  private:
   // When EXEC's reply is the transaction's results, runs the queued commands and returns that
   // reply with the placeholders' answers in their places (in `out`); else the reply as it is.
+  // The other elements are copied byte for byte (a decoded reply would lose RESP2's *-1 / $-1).
   std::string_view run_queued(std::string_view reply, std::string& out) {
-    auto decoded = resp::decode_reply(reply);
     const auto runner = runner_.lock();
     if (runner) runner->exec_answered();
     // A nil (WATCH failed) or an error (EXECABORT): nothing of the transaction ran.
-    if (!decoded || decoded->type != resp::Reply::Type::array || !runner) return reply;
+    const auto elements = runner ? resp::array_elements(reply) : std::nullopt;
+    if (!elements) return reply;
+    std::vector<std::string> answers(elements->size());
+    std::vector<bool> answered(elements->size(), false);
     for (const auto& queued : queued_) {
-      if (queued.position >= decoded->elements.size()) continue;
+      if (queued.position >= elements->size()) continue;
       const std::vector<std::string_view> argv(queued.argv.begin(), queued.argv.end());
-      auto& element = decoded->elements[queued.position];
       if (queued.forwarded) {
-        runner->ran_in_exec(argv, element.type != resp::Reply::Type::error &&
-                                      element.type != resp::Reply::Type::blob_error);
+        const char kind = (*elements)[queued.position].front();
+        runner->ran_in_exec(argv, kind != '-' && kind != '!');
         continue;
       }
-      std::string answer;
-      runner->run_queued(argv, answer);
-      if (auto answered = resp::decode_reply(answer)) element = std::move(*answered);
+      runner->run_queued(argv, answers[queued.position]);
+      answered[queued.position] = true;
     }
-    resp::append_reply(out, *decoded);
+    resp::append_array_header(out, elements->size());
+    for (std::size_t i = 0; i < elements->size(); ++i) {
+      out.append(answered[i] ? std::string_view(answers[i]) : (*elements)[i]);
+    }
     return out;
   }
 

@@ -78,6 +78,34 @@ TEST_CASE("tunnels: subscribed ends with the subscriptions, MONITOR never", "[co
   CHECK_FALSE(mode.tunneling());
 }
 
+TEST_CASE("watched keys outlive a subscription, and EXEC or DISCARD without MULTI",
+          "[connection_mode]") {
+  ConnectionMode mode;
+  // EXEC or DISCARD without MULTI is Redis's error: the keys stay watched.
+  apply(mode, StateChange::watch, {"WATCH", "k"});
+  apply(mode, StateChange::exec, {"EXEC"});
+  apply(mode, StateChange::discard, {"DISCARD"});
+  CHECK(mode.state() == State::watching);
+
+  apply(mode, StateChange::watch, {"WATCH", "k"});
+  apply(mode, StateChange::subscribe, {"SUBSCRIBE", "c"});
+  CHECK(mode.tunneling());
+  mode.ended_subscriptions();
+  CHECK(mode.state() == State::watching);
+  CHECK(mode.holds_redis_state());
+  apply(mode, StateChange::multi, {"MULTI"});
+  apply(mode, StateChange::exec, {"EXEC"});
+  CHECK_FALSE(mode.holds_connection());
+
+  // UNWATCH while subscribed (RESP3) leaves nothing watched.
+  apply(mode, StateChange::watch, {"WATCH", "k"});
+  apply(mode, StateChange::subscribe, {"SUBSCRIBE", "c"});
+  apply(mode, StateChange::unwatch, {"UNWATCH"});
+  mode.ended_subscriptions();
+  CHECK(mode.state() == State::plain);
+  CHECK_FALSE(mode.holds_connection());
+}
+
 TEST_CASE("changes that are not the mode's leave it alone", "[connection_mode]") {
   // CLIENT REPLY among them: Corral emulates it, Redis's connection never sees it.
   for (auto change : {StateChange::none, StateChange::select, StateChange::quit, StateChange::reset,
