@@ -171,8 +171,8 @@ session::RelayVerdict ClientSession::relay_verdict() {
   const auto verdict = dispatcher_.relay_verdict(state_);
   if (verdict == session::RelayVerdict::refused ||
       verdict == session::RelayVerdict::refused_unanswered) {
-    publish();
-  }  // CLIENT LIST: no flags=S now
+    publish();  // CLIENT LIST: no flags=S now
+  }
   return verdict;
 }
 

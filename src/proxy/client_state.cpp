@@ -104,6 +104,7 @@ void release_dedicated(ClientState& client) {
   client.queued_write_keys.clear();
   client.queued_flush_all = false;
   client.queued_database = -1;  // a transaction lost with its connection runs nothing
+  client.acl_change_queued = false;
   client.database_after_exec.reset();
   client.tunnel_barriers_due = 0;
   client.tunnel_checked = false;

@@ -328,6 +328,10 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     target->on_reply(tag, replies);
     return Action::done;
   }
+  if (AclVerdicts::changes_rules(row)) {
+    forget_acl_rules();  // for this io thread's next check already; see below for the rest
+    if (client.mode.in_multi()) client.acl_change_queued = true;
+  }
   if (upstream_.partitioned()) {
     // A session link serves one partition: once it holds no state, the next command (maybe for
     // another partition) goes without it, after the client's earlier replies.
@@ -409,14 +413,10 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
     reply_to = follow_local_latency(row, request.argv, local_latency(), std::move(reply_to));
   }
   if (row.change == StateChange::discard) client.queued_database = -1;
-  if (AclVerdicts::changes_rules(row)) {
-    // Now, for this io thread's next check, and again once it has run (queued: once EXEC has).
-    forget_acl_rules();
-    if (client.mode.in_multi()) {
-      client.acl_change_queued = true;
-    } else {
-      reply_to = forget_acl_rules_at_reply(std::move(reply_to));
-    }
+  // An ACL change forgets what was learned of the rules again once it has run (queued: once
+  // EXEC has): a verdict learned while it was on its way was of the old rules.
+  if (AclVerdicts::changes_rules(row) && !client.mode.in_multi()) {
+    reply_to = forget_acl_rules_at_reply(std::move(reply_to));
   } else if (row.change == StateChange::exec || row.change == StateChange::discard) {
     if (std::exchange(client.acl_change_queued, false) && row.change == StateChange::exec) {
       reply_to = forget_acl_rules_at_reply(std::move(reply_to));

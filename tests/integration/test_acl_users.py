@@ -6,6 +6,7 @@
 import os
 import signal
 import sys
+import types
 
 import pytest
 
@@ -14,6 +15,9 @@ import harness  # noqa: E402
 from resp_client import Err  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's user modes")
+pytest_plugins = ("routed_servers",)
+pytest.register_assert_rewrite("routed_servers")
+from routed_servers import routed_config  # noqa: E402
 
 ADMIN_PASSWORD = "users-admin-pw"
 CORRAL_USER_PASSWORD = "users-corral-pw"
@@ -305,6 +309,30 @@ def test_an_acl_change_queued_in_multi_is_seen_once_exec_ran_it(stack):
             assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
         finally:
             admin(stack).execute_command("ACL", "SETUSER", "app", "resetkeys", "~app:*")
+
+
+def test_with_routes_an_acl_change_queued_in_multi_is_seen_once_exec_ran_it(servers,
+                                                                            start_corral):
+    """Under routes a transaction's keyless commands (ACL SETUSER) are held until its first key
+    binds it to an upstream: the change was never seen, and the cache kept serving the user."""
+    default = servers[0].client()
+    default.execute_command(*USERS[1])  # app, on the default upstream, which serves app:c:
+    default.set("app:c:r", "vr")
+    config = routed_config(
+        servers, routes=[{"prefix": "session:", "upstream": "sessions"}], threads=1,
+        client={"password": CLIENT_PASSWORD, "allow_commands": ["ACL SETUSER"]},
+        policies=[{"prefix": "app:c:", "origin": "redis", "ttl": "60s"}])
+    del config["upstreams"]["mirror"]
+    corral = start_corral(servers[0].port, config)
+    with harness.Raw(corral.port) as app, harness.Raw(corral.port) as operator:
+        assert app.call("AUTH", "app", "app-pw") == b"OK"
+        assert operator.call("AUTH", CLIENT_PASSWORD) == b"OK"
+        assert operator.call("MULTI") == b"OK"
+        assert operator.call("ACL", "SETUSER", "app", "resetkeys", "~app:x*") == b"QUEUED"
+        cached_for(types.SimpleNamespace(corral=corral), app, "app:c:r", b"vr")
+        assert operator.call("EXEC") == [b"OK"]
+        reply = app.call("GET", "app:c:r")
+        assert isinstance(reply, Err) and reply.startswith(b"NOPERM"), reply
 
 
 def test_a_reload_forgets_what_was_learned(stack):

@@ -227,8 +227,9 @@ def send_acks_until_stalled(sock, sent, end, stall=2.0):
 def test_a_replica_sending_faster_than_redis_takes_is_held(stack):
     """With Redis stopped, a replica's bytes wait in its own socket once more than
     client.max_output_buffer (1 MB in the harness) of them wait in Corral: Corral's memory does
-    not grow with what the replica sends (it grew by 300 MB before), and nothing is lost."""
-    total = len(ACKS) * 3000  # 196 MB
+    not grow with what the replica sends (it grew by 255 MB for 187 MB sent before), and nothing
+    is lost. (A replica that hangs up meanwhile is seen once Redis takes the bytes again.)"""
+    total = len(ACKS) * 1000  # 65 MB: Corral held the replica after 7-9 MB
     with Raw(stack.port) as replica:
         replica.send_command("SYNC")
         read_rdb_payload(replica)
@@ -237,7 +238,7 @@ def test_a_replica_sending_faster_than_redis_takes_is_held(stack):
         try:
             sent = send_acks_until_stalled(replica.sock, 0, total)
             grown_mb = (stack.corral.rss_peak_kb() - peak_before) >> 10
-            check(grown_mb < 64, "Corral's peak RSS grew by %d MB while the replica sent %d MB"
+            check(grown_mb < 16, "Corral's peak RSS grew by %d MB while the replica sent %d MB"
                   % (grown_mb, sent >> 20))
         finally:
             stack.redis.signal(signal.SIGCONT)

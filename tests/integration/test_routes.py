@@ -72,6 +72,22 @@ def test_keys_of_two_upstreams_in_one_command_are_refused(servers, start_corral)
     assert default.client().get("other:2") is None
 
 
+def test_a_nested_multi_in_a_held_transaction_is_redis_s_error(servers, start_corral):
+    # Keyless commands wait for the transaction's first key to choose the upstream; a nested
+    # MULTI among them is answered at once, as Redis answers it, and queues nothing.
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    with harness.Raw(corral.port) as c:
+        assert c.call("MULTI") == b"OK"
+        reply = c.call("MULTI")
+        assert reply == b"ERR MULTI calls can not be nested", reply
+        assert c.call("CLIENT", "SETNAME", "held") == b"QUEUED"
+        assert c.call("SET", "session:nested", "1") == b"QUEUED"
+        assert c.call("EXEC") == [b"OK", b"OK"]
+        assert c.call("CLIENT", "GETNAME") == b"held"
+    assert sessions.client(db=2).get("session:nested") == b"1"
+
+
 def test_transactions_and_blocking_pops_run_on_the_route_s_upstream(servers, start_corral):
     default, sessions, _ = servers
     corral = start_corral(default.port, routed_config(servers))

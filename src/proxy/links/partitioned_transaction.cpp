@@ -63,9 +63,14 @@ TransactionStep held_transaction_step(upstream::Upstream& upstream, ClientState&
     refuse_cross_slot(upstream, client, tag, target);
     return TransactionStep::answered;
   }
+  if (row.change == StateChange::multi) {
+    answer_error(target, tag, "ERR MULTI calls can not be nested");  // Redis's, nothing held
+    return TransactionStep::answered;
+  }
   if (row.change == StateChange::discard) {
     client.held_commands.clear();
     client.mode.apply(StateChange::discard, {});
+    client.acl_change_queued = false;
     answer_status(target, tag, "OK");
     return TransactionStep::answered;
   }
@@ -73,6 +78,7 @@ TransactionStep held_transaction_step(upstream::Upstream& upstream, ClientState&
       client.mode.state() == ConnectionMode::State::multi_aborted) {
     client.held_commands.clear();
     client.mode.apply(StateChange::discard, {});
+    client.acl_change_queued = false;
     answer_error(target, tag, "EXECABORT Transaction discarded because of previous errors.");
     return TransactionStep::answered;
   }

@@ -36,6 +36,7 @@ Action abort_transaction(ClientState& client, std::uint64_t tag,
                          const std::shared_ptr<upstream::ReplyTarget>& target) {
   client.mode.apply(StateChange::discard, {});
   client.queued_database = -1;
+  client.acl_change_queued = false;
   client.queued_write_keys.clear();
   client.queued_flush_all = false;
   std::string reply;
@@ -58,6 +59,7 @@ Action answer_lost_transaction(ClientState& client, const CommandSpec& row, std:
     client.queued_write_keys.clear();
     client.queued_flush_all = false;
     client.queued_database = -1;
+    client.acl_change_queued = false;
     if (row.change == StateChange::exec) {
       resp::append_error(reply, "EXECABORT Transaction discarded because of previous errors.");
     } else {

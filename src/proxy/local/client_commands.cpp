@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <vector>
 
 #include "proxy/ascii.hpp"
 #include "proxy/local/client_registry.hpp"
@@ -115,11 +116,13 @@ void show_own_buffers(const LocalCall& call) {
 }  // namespace
 
 // CLIENT LIST [TYPE normal|master|replica|pubsub | ID id ...], parsed as Redis 7.0 does: one
-// filter or the other; an ID that is an integer but names no client lists nothing.
+// filter or the other; with IDs, a line per ID that names a client, in their order (repeated
+// when repeated).
 Action client_list(LocalCall& call) {
   ClientFilter filter;
   const auto argv = call.argv;
-  bool no_such_id = false;
+  std::vector<std::uint64_t> ids;
+  bool by_id = false;
   if (argv.size() == 4 && iequals(argv[2], "type")) {
     if (!valid_type(argv[3])) {
       resp::append_error(call.reply, "ERR Unknown client type '" + std::string(argv[3]) + "'");
@@ -134,19 +137,24 @@ Action client_list(LocalCall& call) {
         resp::append_error(call.reply, "ERR Invalid client ID");
         return Action::done;
       }
-      if (*number > 0) filter.ids.push_back(static_cast<std::uint64_t>(*number));
+      if (*number > 0) ids.push_back(static_cast<std::uint64_t>(*number));
     }
-    no_such_id = filter.ids.empty();
+    by_id = true;
   } else if (argv.size() != 2) {
     resp::append_error(call.reply, kSyntaxError);
     return Action::done;
   }
   show_own_buffers(call);
-  if (no_such_id) {
-    resp::append_bulk(call.reply, "");
+  if (!by_id) {
+    resp::append_bulk(call.reply, client_registry().list(filter));
     return Action::done;
   }
-  resp::append_bulk(call.reply, client_registry().list(filter));
+  std::string lines;
+  for (const auto id : ids) {
+    filter.ids = {id};
+    lines += client_registry().list(filter);
+  }
+  resp::append_bulk(call.reply, lines);
   return Action::done;
 }
 

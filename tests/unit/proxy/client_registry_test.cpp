@@ -91,6 +91,15 @@ TEST_CASE("CLIENT LIST and INFO show Corral's clients", "[client]") {
   // Redis 7.0 takes one filter or the other; an integer that names no client lists nothing.
   CHECK(a.send({"CLIENT", "LIST", "TYPE", "normal", "ID", "1"}) == Action::done);
   CHECK(a.reply() == "-ERR syntax error\r\n");
+  // A line per ID, in their order, repeated when repeated.
+  const std::string a_id = std::to_string(a.handler->client_id());
+  const std::string b_id = std::to_string(b.handler->client_id());
+  CHECK(a.send({"CLIENT", "LIST", "ID", b_id, a_id, b_id}) == Action::done);
+  const std::string ordered = a.reply();
+  const auto first_b = ordered.find("id=" + b_id + " ");
+  const auto the_a = ordered.find("id=" + a_id + " ");
+  const auto second_b = ordered.find("id=" + b_id + " ", first_b + 1);
+  CHECK((first_b < the_a && the_a < second_b && second_b != std::string::npos));
   CHECK(a.send({"CLIENT", "LIST", "ID", "0", "-1"}) == Action::done);
   CHECK(a.reply() == "$0\r\n\r\n");
   CHECK(a.send({"CLIENT", "LIST", "ID", "01"}) == Action::done);
