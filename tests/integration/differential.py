@@ -3,7 +3,6 @@
 # and the normalisation of what may legitimately differ between Corral and redis-server.
 import hashlib
 import os
-import random
 import re
 import socket
 
