@@ -183,6 +183,8 @@ class Dispatcher : public session::Handler {
   std::string_view wire_bytes(const Request& request);
   // Sends a tunnel barrier on the client's dedicated connection; false when it is gone.
   bool send_tunnel_barrier(ClientState& client);
+  // handle_tunnel before CLIENT REPLY OFF is applied to Corral's own answer.
+  Action tunnel_request(ClientState& client, const Request& request, std::string& reply);
   bool command_allowed(const Resolved& resolved) const;
   // A client of an upstream ACL user gets a cached value only for a read the upstream said that
   // user may run (a value cached from another user's read must not widen its rights).

@@ -20,6 +20,15 @@ Action connection_lost(std::string& reply) {
 }  // namespace
 
 Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, std::string& reply) {
+  const Action action = tunnel_request(client, request, reply);
+  // CLIENT REPLY OFF, sent before SUBSCRIBE (a RESP2 subscriber may not send CLIENT), withholds
+  // Corral's own answers too, as Redis withholds every reply but the pushed confirmations; RESET,
+  // which leaves OFF before it answers, is answered after the tunnel (drain_then_retry).
+  if (client.reply_mode == ReplyMode::off && action != Action::drain_then_retry) reply.clear();
+  return action;
+}
+
+Action Dispatcher::tunnel_request(ClientState& client, const Request& request, std::string& reply) {
   const Resolved resolved = resolve(request);
   if (resolved.spec != nullptr && resolved.row().change == StateChange::quit) {
     resp::append_simple(reply, "OK");
@@ -47,6 +56,8 @@ Action Dispatcher::handle_tunnel(ClientState& client, const Request& request, st
     }
     return Action::done;
   }
+  // Its only effect is its reply, which would reach the client unsolicited: not sent at all.
+  if (client.reply_mode == ReplyMode::off && resolved.row().name == "ping") return Action::done;
   if (!client.dedicated->send_untracked(wire_bytes(request))) return connection_lost(reply);
   client.tunnel_checked = false;
   if (is_unsubscribe(resolved.row()) && !send_tunnel_barrier(client)) {

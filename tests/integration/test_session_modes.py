@@ -83,6 +83,12 @@ CASES = {
                                                [["SUBSCRIBE", "{k}:ch"]],
                                                [["UNSUBSCRIBE", "{k}:ch"]], [["SET", "{k}", "1"]],
                                                [["MULTI"], ["GET", "{k}"], ["EXEC"]]],
+    # A RESP2 subscriber under CLIENT REPLY OFF got Corral's answers (PING's, errors) all the
+    # same; Redis sends it only the pushed confirmations, and RESET's answer.
+    "reply off while subscribed": [[1, ["CLIENT", "REPLY", "OFF"], ["SUBSCRIBE", "{k}:ch"]],
+                                   [1, ["PING"], ["PING", "x"], ["GET", "{k}"], ["FOOBAR", "x"],
+                                    ["CLIENT", "REPLY", "ON"], ["RESET"]],
+                                   [["GET", "{k}"]]],
     "slowlog get counts": [[["SLOWLOG", "GET", "abc"], ["SLOWLOG", "GET", "+1"],
                             ["SLOWLOG", "GET", "05"], ["SLOWLOG", "GET", "-2"],
                             ["SLOWLOG", "GET", "99999999999999999999"],
