@@ -237,6 +237,29 @@ def test_a_new_client_per_blocking_command_takes_the_link_its_predecessor_left(s
                                                                                  stack.threads)
 
 
+def test_a_link_moved_by_a_queued_select_serves_the_next_client_in_that_database(stack):
+    """A client's blocking link, moved to database 2 by a SELECT its EXEC ran, left clean when
+    the client leaves: it was filed under the client's database before the SELECT, and the next
+    client's transaction in database 0 wrote to database 2 (found by the differential test)."""
+    direct = stack.direct()
+    with stack.raw() as observer:
+        for i in range(2 * stack.threads):  # a link left on every io thread
+            with stack.raw() as leaver:
+                eq(leaver.call("BLPOP", "moved:none", "0.01"), None, "BLPOP times out")
+                eq(leaver.call("MULTI"), b"OK", "MULTI")
+                eq(leaver.call("SELECT", "2"), b"QUEUED", "SELECT queued")
+                eq(leaver.call("EXEC"), [b"OK"], "EXEC runs the SELECT")
+            harness.wait_until(lambda: observer.call("CLIENT", "LIST").count(b"\n") == 1, 3.0,
+                               0.005, what="Corral to see client %d leave" % i)
+            with stack.raw() as writer:
+                eq(writer.call("MULTI"), b"OK", "MULTI in database 0")
+                eq(writer.call("SET", "moved:%d" % i, "v"), b"QUEUED", "SET queued")
+                eq(writer.call("EXEC"), [b"OK"], "EXEC")
+            eq(direct.get("moved:%d" % i), b"v", "the write in database 0")
+            eq(stack.redis.client(db=2, password=PASSWORD).get("moved:%d" % i), None,
+               "nothing in database 2")
+
+
 def test_client_unblock_reaches_a_command_on_a_kept_link(stack):
     """The kept link carries Redis's id from its first use: CLIENT UNBLOCK from another client
     still finds the client's next blocked command there."""

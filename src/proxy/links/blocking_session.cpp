@@ -5,6 +5,7 @@
 #include <atomic>
 #include <utility>
 
+#include "proxy/links/queued_select.hpp"
 #include "proxy/local/client_registry.hpp"
 #include "upstream/link.hpp"
 
@@ -67,6 +68,9 @@ bool blocked_in_redis(const ClientState& client) {
 }
 
 void set_dedicated_aside(ClientState& client) {
+  // A SELECT that an EXEC ran moved the link: the client follows it at its next command, which
+  // may never come (end_session), and the link must be filed under the database it is in.
+  apply_database_after_exec(client);
   auto& link = client.dedicated;
   // Known clean: Redis answered everything sent on it and keeps no state for it (no WATCH,
   // transaction, subscription, tracking or reply mode), so it is as good as a new connection.
