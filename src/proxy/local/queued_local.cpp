@@ -2,6 +2,7 @@
 // that reply arrives: the transaction has run by then.
 #include "proxy/local/queued_local.hpp"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -46,8 +47,7 @@ class RunAtExec final : public upstream::ReplyTarget {
     // A nil (WATCH failed) or an error (EXECABORT): nothing of the transaction ran.
     const auto elements = runner ? resp::array_elements(reply) : std::nullopt;
     if (!elements) return reply;
-    std::vector<std::string> answers(elements->size());
-    std::vector<bool> answered(elements->size(), false);
+    std::vector<std::optional<std::string>> answers(elements->size());
     for (const auto& queued : queued_) {
       if (queued.position >= elements->size()) continue;
       const std::vector<std::string_view> argv(queued.argv.begin(), queued.argv.end());
@@ -56,12 +56,11 @@ class RunAtExec final : public upstream::ReplyTarget {
         runner->ran_in_exec(argv, kind != '-' && kind != '!');
         continue;
       }
-      runner->run_queued(argv, answers[queued.position]);
-      answered[queued.position] = true;
+      runner->run_queued(argv, answers[queued.position].emplace());
     }
     resp::append_array_header(out, elements->size());
     for (std::size_t i = 0; i < elements->size(); ++i) {
-      out.append(answered[i] ? std::string_view(answers[i]) : (*elements)[i]);
+      out.append(answers[i] ? std::string_view(*answers[i]) : (*elements)[i]);
     }
     return out;
   }
