@@ -399,7 +399,7 @@ void Engine::refresh_invalidated(std::string_view key) {
   refresh(policy, cache::CacheKey{key, variant_}, versioned_argv_, cache::Duration{}, false);
 }
 
-void Engine::refresh_shared_copy(std::string_view key) {
+void Engine::refresh_shared_copy(std::string_view key, cache::Duration delta) {
   const PolicySet& set = snapshot();
   const auto index = set.match(key);
   if (!index || !set.settings[*index].shared) return;
@@ -407,8 +407,8 @@ void Engine::refresh_shared_copy(std::string_view key) {
   const auto now = runtime_.clock().now();
   const cache::CacheKey cache_key{key, "GET"};
   const auto entry = runtime_.store().peek(cache_key, now);
-  if (!entry || entry->state(now) != cache::EntryState::stale) return;
-  refresh(policy_refs_[*index], cache_key, argv, entry->delta, false);
+  if (entry && entry->state(now) == cache::EntryState::fresh) return;  // refreshed meanwhile
+  refresh(policy_refs_[*index], cache_key, argv, entry ? entry->delta : delta, false);
 }
 
 void Engine::flush_all() {

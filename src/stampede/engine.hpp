@@ -78,8 +78,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // on_invalidate: refresh: fetches a just-invalidated key's GET reply again in the background
   // (other cached variants of it are simply refetched on their next read).
   void refresh_invalidated(std::string_view key);
-  // Fleet mode: a miss was answered with the shared copy in grace; refresh it in the background.
-  void refresh_shared_copy(std::string_view key);
+  // Fleet mode: a miss was answered with the shared copy in grace; refresh it in the background
+  // (`delta`: the copy's recompute time, used when this process kept no copy of it).
+  void refresh_shared_copy(std::string_view key, cache::Duration delta);
 
  private:
   bool serve_key(const PolicyRef& policy, cache::CacheKey key,

@@ -292,10 +292,12 @@ void Fetch::store_key(KeyFetch& key, std::string_view reply, bool negative,
   const auto stored = runtime_.store().store(key.key(), entry, key.flight->ticket);
   if (stored == cache::StoreResult::superseded) refetch_after_invalidation(key);
   if (shared && shared->fresh_for.count() == 0 && !key.background) {
-    // After finish_key: a refresh started before the flight ends would see it in flight.
+    // Whether or not the local copy was kept: the expiry of the shared copy's plain key is an
+    // invalidation too, and may refuse it. After finish_key: a refresh started before the
+    // flight ends would see it in flight.
     if (auto engine = refresh_again.lock()) {
-      boost::asio::post(executor_, [engine, user_key = std::string(key.user_key)] {
-        engine->refresh_shared_copy(user_key);
+      boost::asio::post(executor_, [engine, user_key = std::string(key.user_key), delta] {
+        engine->refresh_shared_copy(user_key, delta);
       });
     }
   }

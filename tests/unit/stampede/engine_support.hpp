@@ -97,6 +97,18 @@ class ManualOrigin final : public origin::Origin {
       done({outcome, reply, duration});
     });
   }
+  // Answers fetch number `call` as fleet mode does: with the shared copy and its lifetime.
+  void answer_shared(std::size_t call, std::string_view value, origin::SharedLifetime lifetime) {
+    origin::FetchCallback done;
+    {
+      std::lock_guard lock(mutex_);
+      done = std::move(calls_.at(call).done);
+    }
+    REQUIRE(done);
+    asio::post(executor_, [done = std::move(done), reply = bulk(value), lifetime] {
+      done({origin::Outcome::value, reply, std::chrono::milliseconds(1), lifetime});
+    });
+  }
   void value(std::size_t call, std::string_view value, std::chrono::nanoseconds d = 100ms) {
     answer(call, origin::Outcome::value, bulk(value), d);
   }

@@ -169,6 +169,33 @@ TEST_CASE("in fleet mode a miss does not queue behind a background refresh", "[f
   }
 }
 
+TEST_CASE(
+    "in fleet mode a shared copy read in grace is refreshed even if an invalidation "
+    "refused its local copy",
+    "[fleet]") {
+  // The shared copy's plain key expiring is itself an invalidation (Redis tracks expiries):
+  // when it reaches this process during the read, the local copy is refused, the refresh not.
+  auto p = policy();
+  p.grace = 30s;
+  p.shared = true;
+  p.origin = config::OriginKind::http;
+  Fixture f({p});
+  REQUIRE(f.get("p:1", 1));
+  REQUIRE(f.origin().calls() == 1);
+  f.runtime->invalidate_key("p:1", stampede::InvalidationSource::tracking);
+  f.origin().answer_shared(0, "v1", {0ms, 30s, 200ms, false, std::nullopt});
+  f.run();
+  CHECK(f.client->reply(1) == bulk("v1"));
+  CHECK_FALSE(f.runtime->store().peek({"p:1", "GET"}, f.clock.now()));
+  REQUIRE(f.origin().calls() == 2);
+  CHECK(f.stats().background_refreshes == 1);
+  f.origin().answer_shared(1, "v2", {10s, 40s, 200ms, true, std::nullopt});
+  f.run();
+  REQUIRE(f.get("p:1", 2));
+  CHECK(f.client->reply(2) == bulk("v2"));
+  CHECK(f.origin().calls() == 2);
+}
+
 TEST_CASE("a failed fetch serves the stale-if-error copy and backs off", "[stale_if_error]") {
   auto p = policy();
   p.stale_if_error = 60s;
