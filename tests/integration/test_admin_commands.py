@@ -348,3 +348,12 @@ def test_local_commands_queued_under_client_reply_off_still_run(stack):
         wait_blocked(stack, 1, "a write after the silent EXEC held by Corral")
         eq(tx.call("CLIENT", "UNPAUSE"), b"OK", "CLIENT UNPAUSE")
         eq(writer.read(), b"OK", "SET after the pause")
+
+
+def test_client_kill_and_pause_read_numbers_as_redis_does(stack):
+    # Corral read "007" and "+5" as 7 and 5 (std::from_chars); Redis's string2ll refuses them.
+    commands = [["CLIENT", "KILL", "ID", n] for n in ("007", "+5", "0", "-3", "x", " 5")]
+    commands += [["CLIENT", "PAUSE", n] for n in ("+10", "010", "-1", " 10", "1x")]
+    with stack.raw() as corral, harness.Raw(stack.redis.port) as direct:
+        for command in commands:
+            eq(corral.call(*command), direct.call(*command), " ".join(command))

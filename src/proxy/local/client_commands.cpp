@@ -2,7 +2,6 @@
 #include "proxy/local/client_commands.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <vector>
 
@@ -20,9 +19,11 @@ namespace corral::proxy {
 namespace {
 constexpr std::string_view kSyntaxError = "ERR syntax error";
 
+// Redis's string2ll: no '+', no leading zeros, no spaces.
 bool parse_integer(std::string_view text, long long& value) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  const auto parsed = resp::parse_integer_argument(text);
+  if (parsed) value = *parsed;
+  return parsed.has_value();
 }
 
 std::string lower(std::string_view text) {
@@ -203,8 +204,12 @@ Action client_kill(LocalCall& call) {
 std::optional<PauseRequest> parse_pause(std::span<const std::string_view> argv,
                                         std::string& error) {
   long long ms = 0;
-  if (!parse_integer(argv[2], ms) || ms < 0) {
+  if (!parse_integer(argv[2], ms)) {
     resp::append_error(error, "ERR timeout is not an integer or out of range");
+    return std::nullopt;
+  }
+  if (ms < 0) {
+    resp::append_error(error, "ERR timeout is negative");
     return std::nullopt;
   }
   bool all = true;
