@@ -67,12 +67,7 @@ class ManualOrigin final : public origin::Origin {
   // Answers fetch number `call` with what an HTTP origin's headers said about it.
   void answer_caching(std::size_t call, origin::Outcome outcome, std::string reply,
                       origin::ResponseCaching caching) {
-    origin::FetchCallback done;
-    {
-      std::lock_guard lock(mutex_);
-      done = std::move(calls_.at(call).done);
-    }
-    REQUIRE(done);
+    origin::FetchCallback done = take(call);
     asio::post(executor_, [done = std::move(done), outcome, reply = std::move(reply),
                            caching = std::move(caching)] {
       origin::FetchResult result{outcome, reply, std::chrono::milliseconds(100)};
@@ -87,24 +82,14 @@ class ManualOrigin final : public origin::Origin {
   // Answers fetch number `call` (posted to the fetching thread, as a real origin would).
   void answer(std::size_t call, origin::Outcome outcome, std::string reply,
               std::chrono::nanoseconds duration = 100ms) {
-    origin::FetchCallback done;
-    {
-      std::lock_guard lock(mutex_);
-      done = std::move(calls_.at(call).done);
-    }
-    REQUIRE(done);
+    origin::FetchCallback done = take(call);
     asio::post(executor_, [done = std::move(done), outcome, reply = std::move(reply), duration] {
       done({outcome, reply, duration});
     });
   }
   // Answers fetch number `call` as fleet mode does: with the shared copy and its lifetime.
   void answer_shared(std::size_t call, std::string_view value, origin::SharedLifetime lifetime) {
-    origin::FetchCallback done;
-    {
-      std::lock_guard lock(mutex_);
-      done = std::move(calls_.at(call).done);
-    }
-    REQUIRE(done);
+    origin::FetchCallback done = take(call);
     asio::post(executor_, [done = std::move(done), reply = bulk(value), lifetime] {
       done({origin::Outcome::value, reply, std::chrono::milliseconds(1), lifetime});
     });
@@ -117,6 +102,16 @@ class ManualOrigin final : public origin::Origin {
   }
 
  private:
+  // The callback of fetch number `call`, taken once.
+  origin::FetchCallback take(std::size_t call) {
+    origin::FetchCallback done;
+    {
+      std::lock_guard lock(mutex_);
+      done = std::move(calls_.at(call).done);
+    }
+    REQUIRE(done);
+    return done;
+  }
   struct Call {
     std::vector<std::string> argv;
     origin::FetchCallback done;
