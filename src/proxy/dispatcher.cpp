@@ -276,8 +276,13 @@ Action Dispatcher::forward(ClientState& client, const Request& request, const Co
   // A countdown per request; a key is looked at only when it reaches zero.
   if (hot_sampler_ && hot_sampler_->due()) sample_hot_key(row, request.argv);
   if (client.dedicated && client.dedicated->state() == upstream::Link::State::closed) {
-    const bool state_lost = client.mode.holds_redis_state();
     const bool in_multi = client.mode.in_multi();
+    // A link that never reached Redis failed every command sent on it: the client has had its
+    // error for the WATCH (or tracking) it asked for, which Redis never held. A transaction is
+    // still refused to the end, and a MULTI still opens doomed.
+    const bool state_lost =
+        client.mode.holds_redis_state() &&
+        (in_multi || row.change == StateChange::multi || client.dedicated->reached_server());
     release_dedicated(client);
     if (state_lost && row.change == StateChange::multi && !in_multi) {
       // MULTI on a lost WATCH (or tracking state): the transaction opens, doomed, as one whose
@@ -457,6 +462,10 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
     }
   }
   const bool was_tunneling = client.mode.tunneling();
+  // Redis never sees a command the link refuses: the state it would have set is not the client's
+  // (a WATCH answered "upstream unavailable" must not fail the client's next command as a lost
+  // WATCH).
+  const ConnectionMode before = client.mode;
   if (path == Path::pushed) {
     client.mode.keep_for_pushes();
   } else {
@@ -473,7 +482,10 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
     client.dedicated->set_unsolicited_target(pushes_to_ != nullptr ? *pushes_to_ : target);
   }
   if (path == Path::pushed) {
-    if (!client.dedicated->send_untracked(bytes)) return false;
+    if (!client.dedicated->send_untracked(bytes)) {
+      client.mode = before;
+      return false;
+    }
     client.pushed_requests.emplace_back(tag, target);
     return true;
   }
@@ -482,11 +494,13 @@ bool Dispatcher::send(ClientState& client, const CommandSpec& row, const upstrea
                     : (row.flags & kBlocking) && !client.mode.in_multi()
                         ? upstream::SessionCommand::blocking
                         : upstream::SessionCommand::other;
-  if (kind == upstream::SessionCommand::blocking) {
-    return client.dedicated->send_in_session(kind, bytes, track_blocking_reply(client, reply_to),
-                                             tag, exempt);
+  const auto& session_target = kind == upstream::SessionCommand::blocking
+                                   ? track_blocking_reply(client, reply_to)
+                                   : reply_to;
+  if (!client.dedicated->send_in_session(kind, bytes, session_target, tag, exempt)) {
+    client.mode = before;
+    return false;
   }
-  if (!client.dedicated->send_in_session(kind, bytes, reply_to, tag, exempt)) return false;
   // Redis may refuse the SUBSCRIBE (an ACL): the barrier tells whether the tunnel holds.
   if (!was_tunneling && client.mode.tunneling()) send_tunnel_barrier(client);
   return true;

@@ -141,6 +141,7 @@ void Connection::set_state(State next) {
     ready_connections_->fetch_add(next == State::ready ? 1 : -1, std::memory_order_relaxed);
   }
   state_ = next;
+  reached_server_ = reached_server_ || next == State::ready;
 }
 
 void Connection::fail_all(ErrorKind kind, std::string_view error) {

@@ -108,6 +108,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   bool hold_relay_input(std::size_t limit, std::function<void()> resume) override;
 
   State state() const override { return state_; }
+  bool reached_server() const override { return reached_server_; }
   // Counts the sockets connected so far: a new value means a reconnect.
   std::uint64_t generation() const { return generation_; }
   // The io thread the connection lives on: awaitable calls on it run there.
@@ -173,6 +174,7 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   boost::asio::steady_timer backoff_timer_;
   AsyncEvent broken_;
   State state_ = State::connecting;
+  bool reached_server_ = false;  // ever ready
   std::uint64_t generation_ = 0;
   bool closing_ = false;
   bool flushing_ = false;

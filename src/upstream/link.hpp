@@ -45,6 +45,9 @@ class Link {
   virtual void set_unsolicited_target(std::shared_ptr<ReplyTarget> target) = 0;
   virtual State state() const = 0;
   virtual std::size_t in_flight() const = 0;
+  // Whether the link ever got as far as a server that could run a command (connected, handshake
+  // done). A session link that never did held no state there, whatever the client sent on it.
+  virtual bool reached_server() const { return true; }
   // Fails every pending command and stops for good.
   virtual void close() = 0;
 

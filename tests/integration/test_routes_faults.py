@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # Several upstreams routed by key prefix when one of them fails: a named upstream or a mirror
 # down (at start, under load), a stalled mirror, readiness per upstream, a reload naming an
-# upstream that does not exist. The healthy routes never see the failure.
+# upstream that does not exist, a WATCH on an upstream that is down. The healthy routes never
+# see the failure.
 # Run: CORRAL_BIN=build/release/src/corral /usr/bin/python3 -m pytest -q test_routes_faults.py
 import os
 import signal
@@ -14,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import wait_until  # noqa: E402
+from resp_client import Err, Raw  # noqa: E402
 pytest.register_assert_rewrite("routed_servers")  # before the import: its fixtures assert
 from routed_servers import (address, corral_client, incr_clients, routed_config,  # noqa: E402
                             stop_clients)
@@ -165,3 +167,26 @@ def test_a_mirror_down_keeps_corral_ready(servers, start_corral):
     wait_until(lambda: c.set("user:2", "after") and mirror.client().get("user:2") == b"after",
                timeout=10, what="a copy on the mirror")
     assert mirror.client().get("user:1") is None
+
+
+
+def test_a_watch_on_a_down_upstream_fails_alone(servers, start_corral):
+    # The WATCH's session link never reaches the sessions upstream: the client gets the WATCH's
+    # error, and its next command, for another upstream, must not fail as a lost WATCH.
+    default, sessions, _ = servers
+    corral = start_corral(default.port, routed_config(servers))
+    wait_until(lambda: corral.http("/readyz")[0] == 200, what="ready")
+    sessions.kill()
+    wait_until(lambda: corral.metric("corral_route_upstream_ready", upstream="sessions") == 0,
+               timeout=10, what="the sessions upstream down")
+    with Raw(corral.port) as c:
+        assert c.call("WATCH", "session:1") == Err(b"ERR upstream unavailable")
+        assert c.call("SET", "other:1", "x") == b"OK"
+        assert c.call("GET", "other:1") == b"x"
+        sessions.restart()
+        wait_until(lambda: corral.http("/readyz")[0] == 200, timeout=10, what="ready again")
+        assert c.call("WATCH", "session:1") == b"OK"
+        assert c.call("MULTI") == b"OK"
+        assert c.call("SET", "session:1", "v") == b"QUEUED"
+        assert c.call("EXEC") == [b"OK"]
+    assert sessions.client(db=2).get("session:1") == b"v"  # the route's database

@@ -21,22 +21,19 @@ class BlockingReply final : public upstream::ReplyTarget {
     ++*due_;
     if (shown_) shown_->fetch_add(1, std::memory_order_relaxed);
   }
-  // A target dropped unanswered (a test's, a link torn down without failing it) must not leave
-  // CLIENT LIST showing the client blocked for good.
-  ~BlockingReply() override { unshow(); }
+  // A target dropped unanswered (a send the link refused, a test's, a link torn down without
+  // failing it) must not leave the client blocked for good, in CLIENT LIST or for its session.
+  ~BlockingReply() override { settle(); }
   void on_reply(std::uint64_t tag, std::string_view reply) override {
-    --*due_;
-    unshow();
+    settle();
     client_->on_reply(tag, reply);
   }
   void on_failure(std::uint64_t tag, std::string_view error) override {
-    --*due_;
-    unshow();
+    settle();
     client_->on_failure(tag, error);
   }
   void on_error(std::uint64_t tag, upstream::ErrorKind kind, std::string_view error) override {
-    --*due_;
-    unshow();
+    settle();
     client_->on_error(tag, kind, error);
   }
   void note_phases(std::uint64_t tag, const slowlog::Phases& phases) override {
@@ -44,7 +41,8 @@ class BlockingReply final : public upstream::ReplyTarget {
   }
 
  private:
-  void unshow() {
+  void settle() {
+    if (due_) --*std::exchange(due_, nullptr);
     if (shown_) std::exchange(shown_, nullptr)->fetch_sub(1, std::memory_order_relaxed);
   }
 

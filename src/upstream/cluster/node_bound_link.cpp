@@ -123,6 +123,7 @@ class Resubscribe final : public ReplyTarget {
 bool NodeBoundLink::move_to(int node) {
   auto next = links_.dedicated_node_link(node, protocol_);
   if (!next) return false;
+  reached_earlier_ = reached_earlier_ || connection_->reached_server();
   connection_->set_unsolicited_target(nullptr);
   connection_->close();
   connection_ = std::move(next);

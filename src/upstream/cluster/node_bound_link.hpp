@@ -41,6 +41,7 @@ class NodeBoundLink final : public Link, public std::enable_shared_from_this<Nod
                        bool exempt_from_timeout) override;
   void follow_connections(ConnectionObserver observer) override;
   State state() const override { return connection_->state(); }
+  bool reached_server() const override { return reached_earlier_ || connection_->reached_server(); }
   std::size_t in_flight() const override { return connection_->in_flight(); }
   void close() override { connection_->close(); }
 
@@ -66,7 +67,8 @@ class NodeBoundLink final : public Link, public std::enable_shared_from_this<Nod
   std::shared_ptr<Link> connection_;
   int node_;
   int protocol_;
-  ConnectionObserver observer_;  // told of each connection the link uses
+  bool reached_earlier_ = false;  // a connection the link left behind had reached its node
+  ConnectionObserver observer_;   // told of each connection the link uses
   // The client's unsolicited target, wrapped: see follow_unsolicited.
   std::shared_ptr<ReplyTarget> follower_;
   std::set<std::string, std::less<>> shard_channels_;  // SSUBSCRIBEd and not SUNSUBSCRIBEd

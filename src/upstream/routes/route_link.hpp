@@ -36,6 +36,7 @@ class RouteLink final : public Link {
     inner_->set_unsolicited_target(std::move(target));
   }
   State state() const override { return inner_->state(); }
+  bool reached_server() const override { return inner_->reached_server(); }
   std::size_t in_flight() const override { return inner_->in_flight(); }
   void close() override { inner_->close(); }
   bool send_in_session(SessionCommand kind, std::string_view command,

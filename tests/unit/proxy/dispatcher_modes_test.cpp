@@ -209,6 +209,44 @@ TEST_CASE("a dedicated connection lost while it held state fails the next comman
   CHECK(proxy.links.dedicated.size() == dedicated_before_blpop + 2);
 }
 
+TEST_CASE("a WATCH that never reached Redis fails alone, not the client's next command",
+          "[dispatcher]") {
+  Proxy proxy;
+  proxy.links.refuse_dedicated = true;  // the link takes nothing: the WATCH fails at once
+  Client refused(proxy);
+  CHECK(refused.send({"WATCH", "k"}) == Action::done);
+  CHECK(refused.failure() == "ERR upstream unavailable");
+  CHECK(refused.send({"GET", "k"}) == Action::done);
+  CHECK(refused.failure().empty());
+  CHECK(proxy.links.shared_of(0).sent.size() == 1);
+  CHECK(refused.send({"BLPOP", "l", "0"}) == Action::done);
+  CHECK(refused.failure() == "ERR upstream unavailable");
+  CHECK_FALSE(refused.handler->blocked());
+
+  proxy.links.refuse_dedicated = false;
+  proxy.links.unreachable_dedicated = true;  // taken, then failed: the connect never succeeds
+  Client unreached(proxy);
+  CHECK(unreached.send({"WATCH", "k"}) == Action::done);
+  proxy.links.last_dedicated().die_failing("ERR upstream unavailable");
+  CHECK(unreached.failure() == "ERR upstream unavailable");
+  CHECK(unreached.send({"GET", "k"}) == Action::done);
+  CHECK(unreached.failure().empty());
+  CHECK(proxy.links.shared_of(0).sent.size() == 2);
+
+  // A transaction that follows such a WATCH still opens doomed: a client that pipelined WATCH,
+  // MULTI and its writes has not read the WATCH's error yet.
+  Client pipelined(proxy);
+  CHECK(pipelined.send({"WATCH", "k"}) == Action::done);
+  proxy.links.last_dedicated().die_failing("ERR upstream unavailable");
+  CHECK(pipelined.send({"MULTI"}) == Action::done);
+  CHECK(pipelined.reply() == "+OK\r\n");
+  CHECK(pipelined.send({"SET", "k", "v"}) == Action::done);
+  CHECK(pipelined.reply().starts_with("-ERR upstream connection lost"));
+  CHECK(pipelined.send({"EXEC"}) == Action::done);
+  CHECK(pipelined.reply().starts_with("-EXECABORT"));
+  CHECK(proxy.links.shared_of(0).sent.size() == 2);
+}
+
 TEST_CASE("CLIENT TRACKING holds the dedicated connection until turned off", "[dispatcher]") {
   Proxy proxy;
   Client client(proxy);

@@ -74,6 +74,7 @@ class RecordingLink final : public upstream::Link {
     unsolicited = std::move(target);
   }
   State state() const override { return state_; }
+  bool reached_server() const override { return reached; }
   std::size_t in_flight() const override { return pending.size(); }
   void close() override {
     state_ = State::closed;
@@ -96,6 +97,15 @@ class RecordingLink final : public upstream::Link {
   }
   // The connection dies by itself (not closed by the dispatcher).
   void die() { state_ = State::closed; }
+  // ... failing what it was sent, as a connection that never got to Redis does.
+  void die_failing(std::string_view error) {
+    die();
+    while (!pending.empty()) {
+      const Sent oldest = pending.front();
+      pending.pop_front();
+      oldest.target->on_failure(oldest.tag, error);
+    }
+  }
   // At the end of a test: targets left waiting for a reply that never comes (a command a test
   // did not answer) may hold this link in turn; drop them so that nothing outlives the test.
   void forget_targets() {
@@ -118,6 +128,7 @@ class RecordingLink final : public upstream::Link {
   std::deque<Sent> pending;
   std::shared_ptr<upstream::ReplyTarget> unsolicited;
   bool refuse = false;
+  bool reached = true;                 // reached_server(): it connected to Redis at some point
   bool raw_relay = false;              // start_raw_relay() was called
   RelayState relay = RelayState::off;  // a test plays Redis's verdict by setting it
   int closes = 0;
@@ -151,6 +162,8 @@ class RecordingLinks final : public upstream::Links {
     dedicated_protocols.push_back(protocol);
     dedicated.push_back(std::make_shared<RecordingLink>(database));
     dedicated.back()->hold_client_id = hold_client_ids;
+    dedicated.back()->refuse = refuse_dedicated;
+    dedicated.back()->reached = !unreachable_dedicated;
     return dedicated.back();
   }
 
@@ -171,6 +184,8 @@ class RecordingLinks final : public upstream::Links {
   std::map<int, std::unique_ptr<RecordingLink>> shared;
   std::vector<std::shared_ptr<RecordingLink>> dedicated;
   bool hold_client_ids = false;          // for the dedicated links handed out from now on
+  bool refuse_dedicated = false;         // ... they refuse every send
+  bool unreachable_dedicated = false;    // ... they never reach Redis (see die_failing)
   std::vector<std::size_t> affinities;   // of every shared send, in order
   std::vector<int> protocols;            // of every shared send, in order
   std::vector<int> dedicated_protocols;  // of every dedicated link handed out
