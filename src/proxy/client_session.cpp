@@ -180,6 +180,14 @@ void ClientSession::on_unsolicited(std::string_view reply) {
   dispatcher_.on_unsolicited(state_, reply);
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
+  publish_subscriptions();
+}
+
+void ClientSession::publish_subscriptions() {
+  const SubscriptionCounts& counts = state_.subscriptions;
+  record_->channels.store(counts.channels, std::memory_order_relaxed);
+  record_->patterns.store(counts.patterns, std::memory_order_relaxed);
+  record_->shard_channels.store(counts.shard_channels, std::memory_order_relaxed);
 }
 
 void ClientSession::end_session() {
@@ -213,7 +221,8 @@ void ClientSession::publish() {
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
   record_->monitoring.store(state_.monitoring, std::memory_order_relaxed);
-  record_->in_multi.store(state_.mode.in_multi(), std::memory_order_relaxed);
+  record_->queued_in_multi.store(state_.mode.queued(), std::memory_order_relaxed);
+  publish_subscriptions();  // a released link took them with it
   record_->replica.store(state_.mode.relaying(), std::memory_order_relaxed);
   if (state_.name != published_name_) {
     published_name_ = state_.name;

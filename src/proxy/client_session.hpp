@@ -50,6 +50,7 @@ class ClientSession final : public session::ClientHandler {
   void show_command(const Resolved& resolved);
   // Publishes what CLIENT LIST shows after each command (relaxed stores; the name rarely).
   void publish();
+  void publish_subscriptions();
   // True when CLIENT PAUSE holds this request now.
   bool held_by_pause(const Request& request, const Resolved& resolved) const;
   // How a local command inside MULTI is queued (queued_local.hpp): not at all (Corral answers

@@ -12,11 +12,20 @@
 
 namespace corral::proxy {
 void ConnectionMode::apply(StateChange change, std::span<const std::string_view> argv) {
+  // What Redis queues: all but the commands that run at once inside MULTI.
+  if (state_ == State::multi && change != StateChange::multi && change != StateChange::exec &&
+      change != StateChange::discard && change != StateChange::watch &&
+      change != StateChange::quit && change != StateChange::reset) {
+    ++queued_;
+  }
   switch (change) {
     case StateChange::multi:
       // A nested MULTI is Redis's error and changes nothing: a transaction already doomed (a
       // queued command was refused) must still abort at EXEC.
-      if (!in_multi()) state_ = State::multi;
+      if (!in_multi()) {
+        state_ = State::multi;
+        queued_ = 0;
+      }
       break;
     case StateChange::discard:
       subscribe_queued_ = false;
@@ -109,6 +118,7 @@ void release_dedicated(ClientState& client) {
   client.tunnel_barriers_due = 0;
   client.tunnel_checked = false;
   client.last_confirmation_ended = false;
+  client.subscriptions = {};
   client.cluster_slot = -1;
   client.held_commands.clear();
   // Their confirmations will not come now: answer their slots rather than leave them waiting.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "proxy/commands/command_table.hpp"
+#include "proxy/links/subscriptions.hpp"
 #include "proxy/reply_mode.hpp"
 
 namespace corral::upstream {
@@ -48,6 +49,9 @@ class ConnectionMode {
   bool in_multi() const {
     return state_ == State::multi || state_ == State::multi_aborted || state_ == State::multi_lost;
   }
+  // CLIENT LIST's multi=: the commands queued in the open transaction, -1 outside one. Like
+  // Redis, a doomed transaction queues nothing more.
+  int queued() const { return in_multi() ? queued_ : -1; }
   // Every reply from the dedicated connection goes straight to the client, unmatched to requests.
   bool tunneling() const { return state_ == State::subscribed || state_ == State::tunnel; }
   // The connection relays a replication stream: no request is framed any more.
@@ -98,6 +102,7 @@ class ConnectionMode {
   State state_ = State::plain;
   std::uint8_t pins_ = 0;
   bool subscribe_queued_ = false;
+  int queued_ = 0;
 };
 
 // A session link kept open, idle and clean, after the client's blocking command ended: the next
@@ -156,6 +161,7 @@ struct ClientState {
   std::size_t tunnel_barriers_due = 0;
   bool tunnel_checked = false;
   bool last_confirmation_ended = false;
+  SubscriptionCounts subscriptions;  // what the dedicated connection's confirmations said
   // RESP3 (un)subscribe requests whose reply slot waits for their first confirmation push, so the
   // client's later replies cannot overtake it (Redis sends the confirmation first).
   std::deque<std::pair<std::uint64_t, std::shared_ptr<upstream::ReplyTarget>>> pushed_requests;

@@ -93,6 +93,7 @@ void Dispatcher::on_unsolicited(ClientState& client, std::string_view reply) {
   // Each confirmation carries the count of subscriptions Redis holds after it: at 0 the
   // connection holds nothing for the client (it may be released, HELLO may switch protocols).
   // An (un)subscribe still due keeps its reply slot open, so nothing is released before it runs.
+  client.subscriptions.follow(reply);
   if (is_subscription_push(reply)) {
     ends_subscriptions(reply) ? client.mode.ended_pushes() : client.mode.keep_for_pushes();
   }

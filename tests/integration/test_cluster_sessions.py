@@ -1,7 +1,8 @@
 # Corral on a real Redis Cluster, the stateful side of issue 10: MULTI/WATCH bound to one slot's
-# node, pub/sub (classic, broadcast by the cluster, and sharded), BLPOP on each node (its session
-# link kept between blocking commands, closed when a client leaves while blocked), a write
-# straight to a primary invalidating Corral's cached copy, and hiredis (ctypes) over all slots.
+# node, pub/sub (classic, broadcast by the cluster, queued in a keyless MULTI, and sharded), BLPOP
+# on each node (its session link kept between blocking commands, closed when a client leaves while
+# blocked), a write straight to a primary invalidating Corral's cached copy, and hiredis (ctypes)
+# over all slots.
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_cluster_sessions.py [-k name]
 import ctypes
 import ctypes.util
@@ -38,9 +39,13 @@ def clean(stack):
 def test_multi_exec_in_one_slot(stack):
     raw = stack.raw()
     t = "{%s}" % slot_tags()[9000]
+    eq(raw.call("CLIENT", "SETNAME", "tx"), b"OK", "SETNAME")
     eq(raw.call("MULTI"), b"OK", "MULTI")
     eq(raw.call("PING"), b"QUEUED", "a keyless command before the first key is held")
     eq(raw.call("SET", t + "a", "1"), b"QUEUED", "SET")
+    with stack.raw() as observer:
+        line = [x for x in observer.call("CLIENT", "LIST").decode().splitlines() if "name=tx" in x]
+        check(" multi=2 " in line[0], "CLIENT LIST counts the held PING too: %r" % line)
     eq(raw.call("INCR", t + "a"), b"QUEUED", "INCR")
     eq(raw.call("GET", t + "b"), b"QUEUED", "GET")
     eq(raw.call("EXEC"), [b"PONG", b"OK", 2, None], "EXEC")
@@ -100,6 +105,18 @@ def test_pubsub_classic_reaches_across_nodes(stack):
         msg = ps.get_message(timeout=5)
         eq(msg and msg["data"], b"hello", "message on node %d" % port)
         ps.close()
+
+
+def test_subscribe_queued_in_a_keyless_transaction_subscribes_at_exec(stack):
+    # Held until EXEC picks a node (no key chose one): EXEC's SUBSCRIBE must still put the client
+    # in subscribed mode, or its messages never reach it.
+    with stack.raw() as sub:
+        eq(sub.call("MULTI"), b"OK", "MULTI")
+        eq(sub.call("SUBSCRIBE", "cps:held"), b"QUEUED", "SUBSCRIBE")
+        eq(sub.call("EXEC"), [[b"subscribe", b"cps:held", 1]], "EXEC")
+        stack.client().publish("cps:held", "after-exec")
+        eq(sub.read(), [b"message", b"cps:held", b"after-exec"], "the message")
+        eq(sub.call("PING"), [b"pong", b""], "PING in subscribed mode")
 
 
 def test_pubsub_sharded_by_slot(stack):

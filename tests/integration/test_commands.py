@@ -273,6 +273,51 @@ def test_client_info_shows_its_own_request_bytes(stack):
         eq(a.read(), b"PONG", "PING")
 
 
+def test_client_list_counts_subscriptions_and_queued_commands(stack):
+    # sub, psub and ssub: the subscriptions Redis holds for the client; multi: the commands queued
+    # in its transaction, -1 outside one. The same on both targets, RESP2 and RESP3.
+    with stack.raw() as observer, stack.raw() as resp2, stack.raw() as resp3, \
+            stack.raw() as tx:
+        def counts(name):
+            lines = observer.call("CLIENT", "LIST").decode().splitlines()
+            f = client_fields([x for x in lines if " name=%s " % name in x][0])
+            return f["sub"], f["psub"], f["ssub"], f["multi"]
+
+        def replies(client, n, *command):
+            client.send(harness_encode(*command))
+            return [client.read() for _ in range(n)]
+
+        eq(resp2.call("CLIENT", "SETNAME", "resp2"), b"OK", "SETNAME")
+        replies(resp2, 2, "SUBSCRIBE", "a", "b")
+        replies(resp2, 1, "PSUBSCRIBE", "p*")
+        replies(resp2, 1, "SSUBSCRIBE", "s1")
+        eq(counts("resp2"), ("2", "1", "1", "-1"), "RESP2 subscribed")
+        replies(resp2, 1, "SUBSCRIBE", "a")  # held already: no change
+        replies(resp2, 1, "UNSUBSCRIBE", "a")
+        eq(counts("resp2"), ("1", "1", "1", "-1"), "after UNSUBSCRIBE a")
+        replies(resp2, 1, "PUNSUBSCRIBE")
+        replies(resp2, 1, "SUNSUBSCRIBE")
+        replies(resp2, 1, "UNSUBSCRIBE")
+        eq(counts("resp2"), ("0", "0", "0", "-1"), "after the last UNSUBSCRIBE")
+
+        check(isinstance(resp3.call("HELLO", "3"), dict), "HELLO 3")
+        eq(resp3.call("CLIENT", "SETNAME", "resp3"), b"OK", "SETNAME")
+        replies(resp3, 1, "SUBSCRIBE", "a")
+        replies(resp3, 2, "PSUBSCRIBE", "p1", "p2")
+        eq(counts("resp3"), ("1", "2", "0", "-1"), "RESP3 subscribed")
+        replies(resp3, 2, "PUNSUBSCRIBE")
+        eq(counts("resp3"), ("1", "0", "0", "-1"), "RESP3 after PUNSUBSCRIBE")
+
+        eq(tx.call("CLIENT", "SETNAME", "tx"), b"OK", "SETNAME")
+        eq(tx.call("MULTI"), b"OK", "MULTI")
+        eq(counts("tx")[3], "0", "nothing queued yet")
+        eq(tx.call("SET", "k", "v"), b"QUEUED", "SET")
+        eq(tx.call("GET", "k"), b"QUEUED", "GET")
+        eq(counts("tx")[3], "2", "two queued")
+        eq(tx.call("EXEC"), [b"OK", b"v"], "EXEC")
+        eq(counts("tx")[3], "-1", "the transaction is over")
+
+
 @pytest.mark.corral_only
 def test_client_list_shows_a_partial_request_then_no_buffer(stack):
     # Another client's qbuf is the bytes Corral holds for it: half of a large request while the

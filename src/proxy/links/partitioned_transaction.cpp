@@ -83,6 +83,7 @@ TransactionStep held_transaction_step(upstream::Upstream& upstream, ClientState&
     return TransactionStep::answered;
   }
   if (slot == upstream::kAnyPartition && row.change != StateChange::exec) {
+    client.mode.apply(row.change, command.argv);  // queued, as if sent
     client.held_commands.emplace_back(command.bytes);
     answer_status(target, tag, "QUEUED");
     return TransactionStep::answered;

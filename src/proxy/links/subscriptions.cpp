@@ -50,6 +50,36 @@ bool is_subscription_push(std::string_view push) {
   return false;
 }
 
+void SubscriptionCounts::follow(std::string_view reply) {
+  // Most are messages ("message", "pmessage", "smessage"): the first bytes tell.
+  if (!reply.starts_with("*3\r\n$") && !reply.starts_with(">3\r\n$")) return;
+  const auto kind = reply.substr(4);
+  int* counted = nullptr;
+  if (kind.starts_with("$9\r\nsubscribe\r\n") || kind.starts_with("$11\r\nunsubscribe\r\n")) {
+    counted = &channels;
+  } else if (kind.starts_with("$10\r\npsubscribe\r\n") ||
+             kind.starts_with("$12\r\npunsubscribe\r\n")) {
+    counted = &patterns;
+  } else if (kind.starts_with("$10\r\nssubscribe\r\n") ||
+             kind.starts_with("$12\r\nsunsubscribe\r\n")) {
+    counted = &shard_channels;
+  } else {
+    return;
+  }
+  const auto decoded = resp::decode_reply(reply);
+  if (!decoded || decoded->elements.size() != 3 ||
+      decoded->elements[2].type != resp::Reply::Type::integer) {
+    return;
+  }
+  const auto left = decoded->elements[2].integer;
+  if (counted == &shard_channels) {
+    shard_channels = static_cast<int>(left);
+  } else {
+    *counted += static_cast<int>(left) - (channels + patterns);
+    if (*counted < 0) *counted = 0;
+  }
+}
+
 bool confirms_subscription(std::string_view reply) {
   return reply.starts_with("*3\r\n$9\r\nsubscribe\r\n") ||
          reply.starts_with("*3\r\n$10\r\npsubscribe\r\n") ||

@@ -28,4 +28,17 @@ void append_unsubscribed_replies(std::string& out, std::string_view command,
 // True for a RESP3 push that confirms a (p|s)(un)subscribe (not a message or an invalidation).
 bool is_subscription_push(std::string_view push);
 
+// The subscriptions Redis holds for a client, as CLIENT LIST's sub, psub and ssub show them,
+// followed from its confirmations: each carries the count left after it, of channels and
+// patterns together (of shard channels for SSUBSCRIBE), so the kind it names takes the change.
+struct SubscriptionCounts {
+  int channels = 0;
+  int patterns = 0;
+  int shard_channels = 0;
+
+  // One reply or push the client's connection received; messages and other replies change
+  // nothing.
+  void follow(std::string_view reply);
+};
+
 }  // namespace corral::proxy

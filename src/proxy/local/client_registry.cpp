@@ -121,7 +121,8 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
   const bool pubsub = r.pubsub.load(std::memory_order_relaxed);
   const bool monitoring = r.monitoring.load(std::memory_order_relaxed);
   const bool replica = r.replica.load(std::memory_order_relaxed);
-  const bool multi = r.in_multi.load(std::memory_order_relaxed);
+  const int queued_in_multi = r.queued_in_multi.load(std::memory_order_relaxed);
+  const bool multi = queued_in_multi >= 0;
   // Redis flags a client that CLIENT PAUSE holds as blocked, like one in a blocking command.
   const bool blocked = r.blocked_commands.load(std::memory_order_relaxed) > 0 ||
                        (r.held_by_pause.load(std::memory_order_relaxed) && paused());
@@ -144,7 +145,10 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
           : blocked    ? "b"
                        : "N") +
          " db=" + std::to_string(r.database.load(std::memory_order_relaxed)) +
-         " sub=0 psub=0 ssub=0 multi=" + (multi ? "0" : "-1");
+         " sub=" + std::to_string(r.channels.load(std::memory_order_relaxed)) +
+         " psub=" + std::to_string(r.patterns.load(std::memory_order_relaxed)) +
+         " ssub=" + std::to_string(r.shard_channels.load(std::memory_order_relaxed)) +
+         " multi=" + std::to_string(queued_in_multi);
   field("qbuf", b.load(b.query));
   field("qbuf-free", b.load(b.query_free));
   field("argv-mem", b.load(b.argv_memory));

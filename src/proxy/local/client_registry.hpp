@@ -38,7 +38,10 @@ struct ClientRecord {
   std::atomic<bool> monitoring{false};                    // MONITOR (flags=O)
   std::atomic<bool> replica{false};      // relays a replication stream: SYNC/PSYNC (flags=S)
   std::atomic<int> blocked_commands{0};  // blocking commands Redis holds (flags=b)
-  std::atomic<bool> in_multi{false};
+  std::atomic<int> queued_in_multi{-1};  // commands queued in the open transaction; -1: none open
+  std::atomic<int> channels{0};          // subscriptions: sub=, psub=, ssub=
+  std::atomic<int> patterns{0};
+  std::atomic<int> shard_channels{0};
   std::atomic<bool> held_by_pause{false};                 // a command waits for CLIENT PAUSE to end
   std::shared_ptr<const session::ClientBuffers> buffers;  // null for sessions without one
   std::function<void()> show_buffers;  // see session::Peer: the client's own thread only

@@ -43,6 +43,28 @@ TEST_CASE("a transaction: MULTI, a refusal, EXEC", "[connection_mode]") {
   CHECK(mode.state() == State::plain);
 }
 
+TEST_CASE("CLIENT LIST's multi: the commands Redis queues, -1 outside a transaction",
+          "[connection_mode]") {
+  ConnectionMode mode;
+  CHECK(mode.queued() == -1);
+  apply(mode, StateChange::multi, {"MULTI"});
+  CHECK(mode.queued() == 0);
+  apply(mode, StateChange::none, {"SET", "k", "v"});
+  apply(mode, StateChange::unwatch, {"UNWATCH"});
+  // Run at once inside MULTI, not queued: a nested MULTI, WATCH.
+  apply(mode, StateChange::multi, {"MULTI"});
+  apply(mode, StateChange::watch, {"WATCH", "k"});
+  CHECK(mode.queued() == 2);
+  // A doomed transaction queues nothing more, as in Redis.
+  mode.refused_in_multi();
+  apply(mode, StateChange::none, {"GET", "k"});
+  CHECK(mode.queued() == 2);
+  apply(mode, StateChange::exec, {"EXEC"});
+  CHECK(mode.queued() == -1);
+  apply(mode, StateChange::multi, {"MULTI"});
+  CHECK(mode.queued() == 0);
+}
+
 TEST_CASE("pins outlive transactions", "[connection_mode]") {
   ConnectionMode mode;
   apply(mode, StateChange::tracking, {"CLIENT", "TRACKING", "ON"});
