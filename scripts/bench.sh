@@ -12,7 +12,7 @@
 #      PREDIXY_BIN (a predixy binary: measured as "predixy" in front of the same redis-server),
 #      BENCH_TARGETS (the passthrough targets, default all: redis twemproxy corral predixy io_only
 #      corral_tls io_only_tls redis_tls corral_resp3 redis_resp3), BENCH_SYSCALL_RUNS (1: perf runs per cell),
-#      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure),
+#      BENCH_IDLE_CLIENTS (10000: connections held open for the memory-per-client figure; 0: none),
 #      BASELINE_BIN (another corral binary, e.g. an older build: measured in the same run as "baseline"),
 #      BASELINE_EXTRA (YAML lines added to the baseline's config, e.g. "hot_keys: { detect: false }")
 #
@@ -432,15 +432,18 @@ kill -0 "$corral_pid" 2>/dev/null || { echo "corral died during the run:" >&2; t
 corral_rss_after=$(rss_kb "$corral_pid")
 load_end=$(cat /proc/loadavg)
 # Memory per idle client: RSS with N connections that each did one GET, minus RSS before, / N.
-echo "== $idle_clients idle clients" >&2
-idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "$corral_port" "$corral_pid" \
-  "$idle_clients" 2>&1) || { echo "idle client measurement failed: $idle_line" >&2; failures=$((failures + 1)); }
+idle_line="not measured (BENCH_IDLE_CLIENTS=0)"
 baseline_idle_line=""
-if [ -n "${BASELINE_BIN:-}" ]; then
-  baseline_idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "${port_of[baseline]}" \
-    "$baseline_pid" "$idle_clients" 2>&1) || baseline_idle_line="failed: $baseline_idle_line"
-  stop_pid "$baseline_pid"
+if [ "$idle_clients" -gt 0 ]; then
+  echo "== $idle_clients idle clients" >&2
+  idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "$corral_port" "$corral_pid" \
+    "$idle_clients" 2>&1) || { echo "idle client measurement failed: $idle_line" >&2; failures=$((failures + 1)); }
+  if [ -n "${BASELINE_BIN:-}" ]; then
+    baseline_idle_line=$(python3 "$CORRAL_ROOT/tests/bench/idle_clients.py" "$host" "${port_of[baseline]}" \
+      "$baseline_pid" "$idle_clients" 2>&1) || baseline_idle_line="failed: $baseline_idle_line"
+  fi
 fi
+[ -z "${BASELINE_BIN:-}" ] || stop_pid "$baseline_pid"
 
 if [ "$cache_section" = 1 ]; then
   stop_pid "$corral_pid"
