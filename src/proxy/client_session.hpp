@@ -68,6 +68,7 @@ class ClientSession final : public session::ClientHandler {
   std::shared_ptr<ClientRecord> record_;
   std::string published_name_;
   std::string published_user_;
+  bool subscriptions_shown_ = false;  // CLIENT LIST shows a subscription count that is not 0
   // Held by a pause, and not yet let go in turn (ClientRegistry::waits_for_pause).
   bool waits_behind_held_ = false;
   // kWrite / kMayReplicate of the commands queued in the open MULTI, for EXEC under a pause.

@@ -307,6 +307,9 @@ def test_client_list_counts_subscriptions_and_queued_commands(stack):
         eq(counts("resp3"), ("1", "2", "0", "-1"), "RESP3 subscribed")
         replies(resp3, 2, "PUNSUBSCRIBE")
         eq(counts("resp3"), ("1", "0", "0", "-1"), "RESP3 after PUNSUBSCRIBE")
+        eq(resp3.call("RESET"), b"RESET", "RESET")  # ends the subscriptions without a push
+        eq(resp3.call("CLIENT", "SETNAME", "resp3"), b"OK", "SETNAME again")
+        eq(counts("resp3"), ("0", "0", "0", "-1"), "RESP3 after RESET")
 
         eq(tx.call("CLIENT", "SETNAME", "tx"), b"OK", "SETNAME")
         eq(tx.call("MULTI"), b"OK", "MULTI")
