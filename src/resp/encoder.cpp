@@ -52,6 +52,18 @@ void append_bulk(std::string& out, std::string_view value) {
   out.append("\r\n", 2);
 }
 
+void append_text(std::string& out, std::string_view text, int protocol) {
+  if (protocol != 3) return append_bulk(out, text);
+  constexpr std::string_view kFormat = "txt:";
+  HeaderBuffer buffer;
+  const std::string_view header = format_header(buffer, '=', kFormat.size() + text.size());
+  out.reserve(out.size() + header.size() + kFormat.size() + text.size() + 2);
+  out.append(header);
+  out.append(kFormat);
+  out.append(text);
+  out.append("\r\n", 2);
+}
+
 void append_null(std::string& out) { out.append("$-1\r\n", 5); }
 
 void append_null_array(std::string& out) { out.append("*-1\r\n", 5); }

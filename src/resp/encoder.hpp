@@ -14,6 +14,9 @@ void append_error(
     std::string_view message);  // -message\r\n (message has its prefix, e.g. "ERR ...")
 void append_integer(std::string& out, std::int64_t value);
 void append_bulk(std::string& out, std::string_view value);
+// Text meant for people (INFO, CLIENT LIST): RESP3's verbatim string of format "txt" when
+// `protocol` is 3, else a bulk string, as Redis's addReplyVerbatim.
+void append_text(std::string& out, std::string_view text, int protocol);
 // One name/value entry of a flat field list (admin replies): the name as a bulk string, then the
 // value as a bulk string or an integer.
 void append_field(std::string& out, std::string_view name, std::string_view value);

@@ -18,6 +18,12 @@ class Err(bytes):
         return self.decode("utf-8", "replace")
 
 
+class Verbatim(bytes):
+    """A RESP3 verbatim string (=), without its format; the format ("txt") is in .format."""
+
+    format = b""
+
+
 class Map(dict):
     """A RESP3 map (%)."""
 
@@ -147,7 +153,11 @@ class Raw:
             return int(rest)
         if kind in (b"=", b"!"):
             data = self._exact(int(rest))
-            return Err(data) if kind == b"!" else data[4:]
+            if kind == b"!":
+                return Err(data)
+            text = Verbatim(data[4:])
+            text.format = data[:3]
+            return text
         if kind == b"|":
             for _ in range(2 * int(rest)):
                 self.read()

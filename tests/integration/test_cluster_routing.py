@@ -9,6 +9,7 @@ import pytest
 from cluster_process import (ClusterStack, commandstat_calls, each_primary_key,
                              nodes_get, nodes_keys, slot_tags, tagged_keys, write_direct)
 from harness import Err, check, eq, is_err
+from resp_client import Verbatim
 
 
 CONFIG = {"client": {"max_request": "32mb", "max_output_buffer": "64mb",
@@ -191,6 +192,12 @@ def test_local_and_informational_commands(stack):
     check(isinstance(info, bytes) and not isinstance(info, Err), "INFO answers: %r" % (info,))
     for port in stack.cluster.primaries():
         check(b":%d" % port in info, "INFO's per-node summary names primary %d" % port)
+    with stack.raw() as three:
+        three.call("HELLO", "3")
+        for section in ("proxy", "clusternodes"):
+            text = three.call("INFO", section)
+            check(isinstance(text, Verbatim) and text.format == b"txt",
+                  "RESP3 INFO %s: a verbatim string, got %r" % (section, text[:40]))
     eq(raw.call("SELECT", "0"), b"OK", "SELECT 0")
     is_err(raw.call("SELECT", "1"), None, "SELECT 1 on a cluster")
     eq(raw.call("SET", "after-select", "1"), b"OK", "the session still works after the refusal")

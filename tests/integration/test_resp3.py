@@ -8,7 +8,7 @@ import pytest
 
 import harness
 from harness import Raw, check, eq, is_err
-from resp_client import Closed, Map, Push, Set
+from resp_client import Closed, Map, Push, Set, Verbatim
 
 
 CACHED = ["GET", "MGET", "HGET", "HGETALL", "HMGET", "SMEMBERS", "LRANGE", "ZRANGE", "EXISTS",
@@ -255,6 +255,26 @@ def test_dedicated_connection_loss_ends_subscriptions(stack):
         except Closed:
             data = b""
         check(b"message" not in data, "nothing after the error")
+
+
+def test_text_replies_are_verbatim_strings(stack):
+    # Redis 7.0 answers INFO, CLIENT INFO and CLIENT LIST with addReplyVerbatim: a RESP3 client
+    # gets "=<n>\r\ntxt:<text>", a RESP2 client a bulk string; also inside EXEC's reply.
+    with resp3(stack) as c, Raw(stack.port) as two:
+        own_id = c.call("CLIENT", "ID")
+        for command in (["INFO", "server"], ["CLIENT", "INFO"], ["CLIENT", "LIST"],
+                        ["CLIENT", "LIST", "ID", str(own_id)]):
+            text = c.call(*command)
+            check(isinstance(text, Verbatim) and text.format == b"txt",
+                  "RESP3 %s: a verbatim txt string, got %r" % (command, text[:40]))
+            check(b"\n" in text or b"=" in text, "%s has text: %r" % (command, text[:40]))
+            plain = two.call(*command)
+            check(type(plain) is bytes, "RESP2 %s: a bulk string, got %r" % (command, plain[:40]))
+        eq(c.call("MULTI"), b"OK", "MULTI")
+        eq(c.call("CLIENT", "INFO"), b"QUEUED", "CLIENT INFO queued")
+        (info,) = c.call("EXEC")
+        check(isinstance(info, Verbatim) and info.startswith(b"id=%d " % own_id),
+              "CLIENT INFO in EXEC's reply: a verbatim string, got %r" % (info[:40],))
 
 
 @pytest.mark.corral_only

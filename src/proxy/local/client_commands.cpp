@@ -147,7 +147,7 @@ Action client_list(LocalCall& call) {
   }
   show_own_buffers(call);
   if (!by_id) {
-    resp::append_bulk(call.reply, client_registry().list(filter));
+    resp::append_text(call.reply, client_registry().list(filter), call.client.protocol);
     return Action::done;
   }
   std::string lines;
@@ -155,13 +155,13 @@ Action client_list(LocalCall& call) {
     filter.ids = {id};
     lines += client_registry().list(filter);
   }
-  resp::append_bulk(call.reply, lines);
+  resp::append_text(call.reply, lines, call.client.protocol);
   return Action::done;
 }
 
 Action client_info(LocalCall& call) {
   show_own_buffers(call);
-  resp::append_bulk(call.reply, client_registry().info(call.client.id));
+  resp::append_text(call.reply, client_registry().info(call.client.id), call.client.protocol);
   return Action::done;
 }
 

@@ -185,6 +185,25 @@ class MergeInfo : public upstream::ReplyTarget {
   std::shared_ptr<upstream::ReplyTarget> client_;
   Rendered rendered_;
 };
+// A RESP3 client's INFO: the upstream layer answers a bulk string (RESP2, as it asks Redis),
+// which Redis 7 sends a RESP3 client as a verbatim string of format txt.
+class AsVerbatim final : public upstream::ReplyTarget {
+ public:
+  explicit AsVerbatim(std::shared_ptr<upstream::ReplyTarget> client) : client_(std::move(client)) {}
+  void on_reply(std::uint64_t tag, std::string_view reply) override {
+    const auto decoded = resp::decode_reply(reply);
+    if (!decoded || decoded->type != resp::Reply::Type::bulk) return client_->on_reply(tag, reply);
+    std::string out;
+    resp::append_text(out, decoded->text, kResp3);
+    client_->on_reply(tag, out);
+  }
+  void on_failure(std::uint64_t tag, std::string_view error) override {
+    client_->on_failure(tag, error);
+  }
+
+ private:
+  std::shared_ptr<upstream::ReplyTarget> client_;
+};
 }  // namespace
 
 std::string merge_info_text(std::string_view upstream, std::string_view overrides) {
@@ -215,16 +234,18 @@ std::string merge_info_text(std::string_view upstream, std::string_view override
 Action info(LocalCall& call) {
   Rendered rendered = render(call);
   if (call.upstream == nullptr || call.target == nullptr) {
-    resp::append_bulk(call.reply, rendered.fallback);
+    resp::append_text(call.reply, rendered.fallback, call.client.protocol);
     return Action::done;
   }
   std::string command;
   resp::append_command(command, call.argv);
   call.deferred = true;
   std::string corral_only = rendered.fallback;
-  auto merge = std::make_shared<MergeInfo>(*call.target, std::move(rendered));
+  std::shared_ptr<upstream::ReplyTarget> client = *call.target;
+  if (call.client.protocol == kResp3) client = std::make_shared<AsVerbatim>(std::move(client));
+  auto merge = std::make_shared<MergeInfo>(client, std::move(rendered));
   call.upstream->answer_info(command, std::move(corral_only), wants(call.argv, "clusternodes"),
-                             call.client.id, call.tag, merge, *call.target);
+                             call.client.id, call.tag, merge, client);
   return Action::done;
 }
 

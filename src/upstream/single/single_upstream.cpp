@@ -53,7 +53,8 @@ void SingleUpstream::answer_info(std::string_view info_command, std::string, boo
                                  const std::shared_ptr<ReplyTarget>&) {
   // A client's commands keep their order on its affinity connection; INFO reads nothing of
   // theirs, but a shared connection also answers it without waiting for a dedicated one. RESP2:
-  // the merge reads a bulk string (RESP3 would send a verbatim one), and a bulk suits both.
+  // the merge reads a bulk string (RESP3 would send a verbatim one); INFO's handler shows it to
+  // a RESP3 client as Redis would, verbatim.
   if (!links_.send_shared(database_, affinity, info_command, merge, tag, 2)) {
     merge->on_failure(tag, kErrUnavailable);
   }

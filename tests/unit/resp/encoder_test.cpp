@@ -47,6 +47,9 @@ TEST_CASE("encoder writes each RESP2 type", "[encoder]") {
   CHECK(encoded([](auto& o) { append_bulk(o, ""); }) == "$0\r\n\r\n");
   CHECK(encoded([](auto& o) { append_bulk(o, std::string_view("a\0\r\n", 4)); }) ==
         std::string("$4\r\na\0\r\n\r\n", 10));
+  CHECK(encoded([](auto& o) { append_text(o, "a:1\r\n", 2); }) == "$5\r\na:1\r\n\r\n");
+  CHECK(encoded([](auto& o) { append_text(o, "a:1\r\n", 3); }) == "=9\r\ntxt:a:1\r\n\r\n");
+  CHECK(encoded([](auto& o) { append_text(o, "", 3); }) == "=4\r\ntxt:\r\n");
   CHECK(encoded([](auto& o) { append_null(o); }) == "$-1\r\n");
   CHECK(encoded([](auto& o) { append_null_array(o); }) == "*-1\r\n");
   CHECK(encoded([](auto& o) { append_array_header(o, 0); }) == "*0\r\n");
