@@ -99,9 +99,28 @@ LOCAL = [
 ]
 
 # Local rows whose answer Redis gives as well: inside MULTI they are queued with the rest (their
-# replies belong in EXEC's). Every other local row is refused inside MULTI: forwarding AUTH,
-# CLIENT or INFO there would answer with the upstream's credentials, clients or state.
-QUEUED_IN_MULTI = ["ping", "echo", "select"]
+# replies belong in EXEC's). CLIENT PAUSE/UNPAUSE also go upstream as themselves, so that Redis's
+# pause starts at the end of the transaction (RUNS_AT_EXEC: Corral's part runs then).
+QUEUED_IN_MULTI = ["ping", "echo", "select", "client|pause", "client|unpause"]
+
+# Local rows that Corral answers at once, without asking the upstream or another thread: inside
+# MULTI a PING holds their place upstream and they run when EXEC's reply comes
+# (proxy/local/queued_local.hpp).
+RUNS_AT_EXEC = [
+    "client|id", "client|getname", "client|setname", "client|list", "client|info",
+    "client|pause", "client|unpause", "slowlog|*",
+    "corral.info", "corral.stats", "corral.cluster", "corral.slowlog", "corral.hotkeys",
+    # The built-in table answers them when the upstream is partitioned (MERGED_AT_EXEC otherwise).
+    "command", "command|count", "command|info", "command|list", "command|docs", "command|getkeys",
+    "command|getkeysandflags",
+]
+
+# Local rows whose answer is the upstream's with Corral's part merged in (INFO, COMMAND): inside
+# MULTI, on an upstream of one server, they go upstream as themselves and Corral merges its part
+# into their element of EXEC's reply. Every other local row is refused inside MULTI: forwarding
+# AUTH, CLIENT KILL or MONITOR there would act on or answer with the upstream's credentials,
+# clients or state.
+MERGED_AT_EXEC = ["info", "command", "command|*"]
 
 # Never run anywhere, allowed or not: they change the state of the upstream connection in a way
 # no route can contain (SCRIPT DEBUG turns the connection into a Lua debugger session).
@@ -212,7 +231,8 @@ REDIS_FLAGS = {
 }
 FLAG_ORDER = ["kRunsScript", "kWrite", "kReadOnly", "kAdmin", "kBlocking", "kPubSub", "kTransaction",
               "kDangerous", "kNoAuth", "kMovableKeys", "kFast", "kLoading", "kStale",
-              "kDeletesKeys", "kFlushesAll", "kQueuedInMulti", "kMayReplicate"]
+              "kDeletesKeys", "kFlushesAll", "kQueuedInMulti", "kMayReplicate", "kRunsAtExec",
+              "kMergedAtExec"]
 
 # Movable-key commands whose key specs are not one of the generic shapes derived below.
 SPECIAL_KEYSPECS = {
@@ -380,7 +400,10 @@ def flatten(reply):
 def expand(names, rows):
     """Resolves a Corral table to row names, failing on a name the server does not know."""
     out = set()
+    own = {own_name for own_name, _ in CORRAL_COMMANDS}
     for name in names:
+        if name in own:
+            continue  # Corral's own commands get their flags with CORRAL_COMMANDS
         if name.endswith("|*"):
             subs = [n for n in rows if n.startswith(name[:-1])]
             if not subs:
@@ -427,7 +450,8 @@ def build_rows(reply):
                         (MAY_WRITE, "kWrite"), (PUBSUB, "kPubSub"), (DANGEROUS, "kDangerous"),
                         (DELETES_KEYS, "kDeletesKeys"), (FLUSHES_ALL, "kFlushesAll"),
                         (QUEUED_IN_MULTI, "kQueuedInMulti"), (RUNS_SCRIPT, "kRunsScript"),
-                        (MAY_REPLICATE, "kMayReplicate")):
+                        (MAY_REPLICATE, "kMayReplicate"), (RUNS_AT_EXEC, "kRunsAtExec"),
+                        (MERGED_AT_EXEC, "kMergedAtExec")):
         for name in expand(table, rows):
             extra.setdefault(name, set()).add(flag)
     local = expand(LOCAL, rows)
@@ -446,7 +470,8 @@ def build_rows(reply):
                            "dedicated" if "kBlocking" in flags else "shared")
         specs[name] = (arity, flags, first, last, step, keyspec, route, changes.get(name, "none"))
     for name, arity in CORRAL_COMMANDS:
-        specs[name] = (arity, set(CORRAL_FLAGS), 0, 0, 0, "positions", "local", "none")
+        flags = set(CORRAL_FLAGS) | ({"kRunsAtExec"} if name in RUNS_AT_EXEC else set())
+        specs[name] = (arity, flags, 0, 0, 0, "positions", "local", "none")
     effects = decide_effects(specs, rows)
     specs = {name: spec + (effects[name],) for name, spec in specs.items()}
 

@@ -18,6 +18,10 @@ class ClientSession::ExecRunner final : public QueuedLocalRunner {
   void ran_in_exec(std::span<const std::string_view> argv, bool taken) override {
     pause_ran_in_exec(argv, taken, &session_.dispatcher_.upstream_for(session_.state_));
   }
+  void merge_queued(std::span<const std::string_view> argv, std::string_view upstream_answer,
+                    std::string& answer) override {
+    session_.dispatcher_.merge_queued_local(session_.state_, argv, upstream_answer, answer);
+  }
   void exec_answered() override { --session_.execs_running_locals_; }
 
  private:
@@ -71,8 +75,9 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   }
   const bool was_in_multi = state_.mode.in_multi();
   Action action;
-  const Queueing queueing = was_in_multi ? queueing_in_multi(request, resolved) : Queueing::none;
-  if (queueing == Queueing::placeholder) {
+  using Kind = QueuedLocalCommands::Kind;
+  const auto queueing = was_in_multi ? queueing_in_multi(request, resolved) : std::nullopt;
+  if (queueing == Kind::placeholder) {
     const std::string_view placeholder[] = {"PING"};
     const Request in_its_place{placeholder, QueuedLocalCommands::kPlaceholder};
     action = dispatcher_.handle(state_, in_its_place, dispatcher_.resolve(in_its_place), tag,
@@ -87,9 +92,8 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   } else {
     action = dispatcher_.handle(state_, request, resolved, tag, target, awaiting);
   }
-  if (queueing != Queueing::none && action != Action::wait_then_retry &&
-      action != Action::drain_then_retry) {
-    queued_locals_.add(queued_commands_, request.argv, queueing == Queueing::forwarded);
+  if (queueing && action != Action::wait_then_retry && action != Action::drain_then_retry) {
+    queued_locals_.add(queued_commands_, request.argv, *queueing);
   }
   // A request asked to come again (a command name the upstream is asked about) is not queued yet.
   if (action != Action::wait_then_retry && action != Action::drain_then_retry) {
@@ -137,20 +141,24 @@ void ClientSession::follow_scripts_and_queue(const Request& request, const Resol
 }
 
 // Redis queues every command it answers itself inside MULTI and runs it in EXEC; Corral too for
-// the local rows marked kRunsAtExec, when it may answer them. A placeholder's command runs in
-// Corral only, so not for a client of an upstream ACL user, whose rights Redis would check first;
-// one forwarded as itself (CLIENT PAUSE) Redis checks.
-ClientSession::Queueing ClientSession::queueing_in_multi(const Request& request,
-                                                         const Resolved& resolved) const {
-  if (resolved.spec == nullptr) return Queueing::none;
+// the local rows marked kRunsAtExec or kMergedAtExec, when it may answer them. A placeholder's
+// command runs in Corral only, so not for a client of an upstream ACL user, whose rights Redis
+// would check first; one forwarded as itself (CLIENT PAUSE, INFO) Redis checks.
+std::optional<QueuedLocalCommands::Kind> ClientSession::queueing_in_multi(
+    const Request& request, const Resolved& resolved) const {
+  using Kind = QueuedLocalCommands::Kind;
+  if (resolved.spec == nullptr) return std::nullopt;
   const CommandSpec& row = resolved.row();
-  if (!(row.flags & kRunsAtExec) || !arity_ok(*resolved.spec, request.argv.size()) ||
+  if (!arity_ok(*resolved.spec, request.argv.size()) ||
       (resolved.sub && !arity_ok(*resolved.sub, request.argv.size())) ||
       dispatcher_.refuses(resolved)) {
-    return Queueing::none;
+    return std::nullopt;
   }
-  if (row.flags & kQueuedInMulti) return Queueing::forwarded;
-  return state_.user_upstream ? Queueing::none : Queueing::placeholder;
+  if (dispatcher_.merges_at_exec(state_, row)) return Kind::merged;
+  if (!(row.flags & kRunsAtExec)) return std::nullopt;
+  if (row.flags & kQueuedInMulti) return Kind::forwarded;
+  if (state_.user_upstream) return std::nullopt;
+  return Kind::placeholder;
 }
 
 Action ClientSession::handle_tunnel(const Request& request, std::string& reply) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "proxy/client_state.hpp"
@@ -53,10 +54,10 @@ class ClientSession final : public session::ClientHandler {
   void publish_subscriptions();
   // True when CLIENT PAUSE holds this request now.
   bool held_by_pause(const Request& request, const Resolved& resolved) const;
-  // How a local command inside MULTI is queued (queued_local.hpp): not at all (Corral answers
-  // or refuses it now), in a placeholder's place, or forwarded as itself.
-  enum class Queueing : std::uint8_t { none, placeholder, forwarded };
-  Queueing queueing_in_multi(const Request& request, const Resolved& resolved) const;
+  // How a local command inside MULTI is queued (queued_local.hpp), or not at all (nullopt:
+  // Corral answers or refuses it now).
+  std::optional<QueuedLocalCommands::Kind> queueing_in_multi(const Request& request,
+                                                             const Resolved& resolved) const;
   // Runs the transaction's queued local commands for EXEC while this session lives.
   class ExecRunner;
   // Remembers scripts that declare flags (EVALSHA under a pause) and what MULTI queued.

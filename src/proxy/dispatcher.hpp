@@ -116,6 +116,13 @@ class Dispatcher : public session::Handler {
 
   void end_session(ClientState& client);
 
+  // True when `row` queued inside MULTI goes upstream as itself and Corral merges its part into
+  // Redis's answer at EXEC (kMergedAtExec, on an upstream of one server).
+  bool merges_at_exec(const ClientState& client, const CommandSpec& row) const;
+  // That merge: appends to `answer` the reply `argv` gets from Corral given `upstream_answer`,
+  // Redis's (no error) element of EXEC's reply.
+  void merge_queued_local(ClientState& client, std::span<const std::string_view> argv,
+                          std::string_view upstream_answer, std::string& answer);
   // A local command queued inside MULTI, run once EXEC has run the transaction (queued_local.hpp):
   // its one reply appended to `answer`. For rows marked kRunsAtExec, whose handlers answer at once.
   void run_queued_local(ClientState& client, std::span<const std::string_view> argv,

@@ -2,6 +2,7 @@
 // LATENCY HISTOGRAM, and those queued inside MULTI run when EXEC's reply comes.
 #include <cassert>
 #include <chrono>
+#include <optional>
 
 #include "proxy/dispatcher.hpp"
 #include "proxy/errors.hpp"
@@ -67,6 +68,44 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   local_latency().record(command_id(row), std::chrono::steady_clock::now() - started);
   if (!call.deferred) target->on_reply(tag, scratch_);
   return action;
+}
+
+bool Dispatcher::merges_at_exec(const ClientState& client, const CommandSpec& row) const {
+  return (row.flags & kMergedAtExec) && !upstream_for(client).partitioned();
+}
+
+namespace {
+// Takes the merged answer a handler gives its target: at once, the upstream's answer being known.
+class CapturedAnswer final : public upstream::ReplyTarget {
+ public:
+  void on_reply(std::uint64_t, std::string_view reply) override { answer = reply; }
+  void on_failure(std::uint64_t, std::string_view error) override {
+    resp::append_error(answer.emplace(), error);
+  }
+  std::optional<std::string> answer;
+};
+}  // namespace
+
+void Dispatcher::merge_queued_local(ClientState& client, std::span<const std::string_view> argv,
+                                    std::string_view upstream_answer, std::string& answer) {
+  const Resolved resolved = resolve(Request{argv, {}});
+  const LocalHandler local =
+      resolved.spec != nullptr ? find_local_handler(resolved.row()) : nullptr;
+  // A local row without a handler (COMMAND HELP) is Redis's to answer.
+  if (local == nullptr) {
+    answer.append(upstream_answer);
+    return;
+  }
+  const auto captured = std::make_shared<CapturedAnswer>();
+  const std::shared_ptr<upstream::ReplyTarget> target = captured;
+  LocalCall call = local_call(client, argv, 0, answer);
+  call.target = &target;
+  call.upstream_answer = upstream_answer;
+  local(call);
+  if (!call.deferred) return;  // answered into `answer` (Corral's own table: COMMAND GETKEYS ...)
+  // A handler that asked anyway would answer too late for EXEC's reply: Redis's answer stands.
+  assert(captured->answer.has_value());
+  answer.append(captured->answer ? std::string_view(*captured->answer) : upstream_answer);
 }
 
 void Dispatcher::run_queued_local(ClientState& client, std::span<const std::string_view> argv,

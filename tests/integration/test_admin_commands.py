@@ -10,7 +10,8 @@ import time
 import pytest
 
 import harness
-from harness import eq, is_err
+from harness import check, eq, is_err
+from resp_client import Verbatim
 
 # One io thread: every client shares the same upstream links, so a command that broke one would
 # show in the other clients' replies.
@@ -252,6 +253,51 @@ def test_local_commands_queued_in_multi_answer_in_exec(stack):
             tx.send_command(*command)
         eq([tx.read() for _ in range(4)], [b"OK", b"QUEUED", [b"OK"], b"piped"],
            "a pipelined transaction, then GETNAME")
+
+
+def info_field(text, name):
+    for line in text.decode().splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1]
+    raise AssertionError("no %s in INFO: %r" % (name, text[:200]))
+
+
+def test_info_and_command_queued_in_multi_answer_in_exec(stack):
+    # Redis queues INFO and COMMAND like any command (ioredis sends INFO inside a transaction
+    # queued before its ready check). Through Corral they reach Redis in the transaction and Corral
+    # merges its part into their elements of EXEC's reply, as outside MULTI: INFO's process is the
+    # one the client talks to, COMMAND counts the commands it can send.
+    for protocol in (2, 3):
+        with stack.raw() as tx:
+            if protocol == 3:
+                tx.call("HELLO", "3")
+            pid = info_field(tx.call("INFO", "server"), "process_id")
+            count = tx.call("COMMAND", "COUNT")
+            entry = tx.call("COMMAND", "INFO", "get")
+            eq(tx.call("MULTI"), b"OK", "MULTI")
+            for command in (("INFO", "server"), ("COMMAND", "COUNT"), ("COMMAND", "INFO", "get"),
+                            ("SET", "q:info", "1")):
+                eq(tx.call(*command), b"QUEUED", "RESP%d %s queued" % (protocol, command))
+            info, exec_count, exec_entry, written = tx.call("EXEC")
+            check(isinstance(info, Verbatim) == (protocol == 3),
+                  "RESP%d INFO in EXEC: a %s string" % (protocol, "verbatim" if protocol == 3
+                                                         else "bulk"))
+            eq(info_field(info, "process_id"), pid, "RESP%d INFO in EXEC: the same process" % protocol)
+            eq(exec_count, count, "RESP%d COMMAND COUNT in EXEC" % protocol)
+            eq(exec_entry, entry, "RESP%d COMMAND INFO get in EXEC" % protocol)
+            eq(written, b"OK", "RESP%d the transaction's SET" % protocol)
+    # Redis checks the user's rights when it queues: a user without INFO gets NOPERM, then
+    # EXECABORT, as direct.
+    stack.direct().execute_command("ACL", "SETUSER", "q_noinfo", "on", "nopass", "+@all", "-info",
+                                   "~*")
+    try:
+        with stack.raw() as limited:
+            eq(limited.call("AUTH", "q_noinfo", "any"), b"OK", "AUTH as the upstream's user")
+            eq(limited.call("MULTI"), b"OK", "MULTI")
+            is_err(limited.call("INFO"), "NOPERM", "INFO queued without the right")
+            is_err(limited.call("EXEC"), "EXECABORT", "EXEC aborted")
+    finally:
+        stack.direct().execute_command("ACL", "DELUSER", "q_noinfo")
 
 
 def test_local_commands_queued_in_multi_do_not_run_when_exec_fails(stack):

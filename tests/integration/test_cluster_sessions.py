@@ -62,6 +62,23 @@ def test_multi_exec_in_one_slot(stack):
     eq(stack.cluster.node(stack.cluster.owner_of(t)).get(t + "a"), b"changed", "not overwritten")
 
 
+def test_command_queued_in_a_cluster_transaction_answers_from_corrals_table(stack):
+    # A cluster's nodes may differ, so Corral answers COMMAND from its own table there: queued in
+    # MULTI it answers the same in EXEC's reply. INFO on a cluster asks every node, which cannot
+    # happen inside EXEC's reply: refused in MULTI, with the reason.
+    t = "{%s}" % slot_tags()[4000]
+    with stack.raw() as raw:
+        count = raw.call("COMMAND", "COUNT")
+        eq(raw.call("MULTI"), b"OK", "MULTI")
+        eq(raw.call("COMMAND", "COUNT"), b"QUEUED", "COMMAND COUNT queued")
+        eq(raw.call("SET", t + "cmd", "1"), b"QUEUED", "SET")
+        eq(raw.call("EXEC"), [count, b"OK"], "COMMAND COUNT in EXEC, as outside")
+        eq(raw.call("MULTI"), b"OK", "MULTI")
+        is_err(raw.call("INFO"), "ERR command 'info' is answered by this proxy and cannot be "
+               "queued inside MULTI", "INFO in a cluster transaction")
+        is_err(raw.call("EXEC"), "EXECABORT", "EXEC aborted")
+
+
 def test_multi_across_slots_aborts(stack):
     raw = stack.raw()
     tags = slot_tags()

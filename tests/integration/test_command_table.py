@@ -2,6 +2,10 @@
 # Corral's own commands (CORRAL.*): the same bytes for what Redis knows, asked directly and through
 # Corral, in RESP2 and RESP3, with raw RESP and with redis-py (issue 22).
 # Run: CORRAL_BIN=build/x/src/corral /usr/bin/python3 -m pytest -q test_command_table.py [-k name]
+import os
+import subprocess
+import sys
+
 import pytest
 
 import harness
@@ -9,6 +13,7 @@ from harness import Raw, check, eq, is_err
 from resp_client import encode_command
 
 pytestmark = pytest.mark.corral_only
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 OWN = [b"corral.cluster", b"corral.hotkeys", b"corral.info", b"corral.invalidate",
        b"corral.purge", b"corral.rollover", b"corral.slowlog", b"corral.stats"]
@@ -146,3 +151,13 @@ def test_redis_py(stack):
     commands = through.command()
     check("get" in commands and "corral.info" in commands, "command(): %d entries" % len(commands))
     eq(commands["get"], direct.command()["get"], "command()['get']")
+
+
+def test_generated_table_matches_its_generator():
+    # command_table_data.cpp is generated from a live redis-server and the script's tables of
+    # Corral's flags; a hand edit of the data (or of the tables without a rerun) fails here.
+    script = os.path.join(os.environ.get("CORRAL_SOURCE_DIR", SOURCE_DIR),
+                          "scripts", "gen_command_table.py")
+    done = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True,
+                          timeout=60, cwd=os.path.dirname(os.path.dirname(script)))
+    eq(done.returncode, 0, "gen_command_table.py --check: %s%s" % (done.stdout, done.stderr))

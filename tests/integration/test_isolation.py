@@ -51,7 +51,7 @@ def test_script_debug_is_refused_and_other_clients_are_unaffected(stack):
 
 
 @pytest.mark.parametrize("command", [("AUTH", "guess"), ("AUTH", "default", "guess"),
-                                     ("INFO",), ("HELLO", "2"), ("CLIENT", "UNBLOCK", "999")])
+                                     ("HELLO", "2"), ("CLIENT", "UNBLOCK", "999")])
 def test_corral_commands_inside_multi_never_reach_the_upstream(stack, command):
     with client(stack) as c:
         assert c.call("MULTI") == b"OK"
@@ -61,6 +61,24 @@ def test_corral_commands_inside_multi_never_reach_the_upstream(stack, command):
         assert isinstance(exec_reply, Err) and exec_reply.startswith(b"EXECABORT"), exec_reply
         # The connection is usable and still authenticated as Corral's client.
         assert c.call("PING") == b"PONG"
+
+
+def test_info_inside_multi_describes_corral_as_outside(stack):
+    # INFO queued in MULTI reaches Redis, and Corral merges its fields into EXEC's element as it
+    # does outside MULTI: the process, port and clients are Corral's, never the upstream's.
+    upstream = stack.direct().info("server")
+    with client(stack) as c:
+        outside = c.call("INFO", "server").decode()
+        assert c.call("MULTI") == b"OK"
+        assert c.call("INFO", "server") == b"QUEUED"
+        (inside,) = c.call("EXEC")
+        inside = inside.decode()
+    for text in (outside, inside):
+        assert "tcp_port:%d\r\n" % stack.port in text, text
+        assert "tcp_port:%d\r\n" % upstream["tcp_port"] not in text, text
+        assert "process_id:%d\r\n" % upstream["process_id"] not in text, text
+    pid = [line for line in outside.splitlines() if line.startswith("process_id:")]
+    assert pid and pid[0] in inside.splitlines(), (pid, inside)
 
 
 def test_corral_commands_queued_inside_multi_never_reach_the_upstream(stack):

@@ -33,6 +33,10 @@ enum CommandFlag : std::uint32_t {
   // A local row Corral runs when EXEC runs it, queued inside MULTI (queued_local.hpp): with
   // kQueuedInMulti too it goes upstream as itself, else a placeholder holds its place.
   kRunsAtExec = 1u << 18,
+  // A local row whose answer is the upstream's with Corral's part merged in (INFO, COMMAND):
+  // inside MULTI, on an upstream of one server, it goes upstream as itself and Corral merges its
+  // part into its element of EXEC's reply (queued_local.hpp).
+  kMergedAtExec = 1u << 19,
 };
 
 // Where a command is sent. A cluster adds "keyed by slot", "split by slot" and "broadcast" here.

@@ -128,9 +128,14 @@ std::shared_ptr<MergeCommand> merger(LocalCall& call, Merge merge, LocalHandler 
 }
 
 Action send(LocalCall& call, std::shared_ptr<upstream::ReplyTarget> target) {
+  call.deferred = true;
+  // Queued in MULTI: Redis answered within EXEC, in the client's protocol.
+  if (call.upstream_answer) {
+    target->on_reply(call.tag, *call.upstream_answer);
+    return Action::done;
+  }
   std::string command;
   resp::append_command(command, call.argv);
-  call.deferred = true;
   // On the client's shared connection and protocol: a RESP3 client's COMMAND DOCS are maps.
   static const CommandSpec& row = *find_command("command");
   const TableShape shape(row);

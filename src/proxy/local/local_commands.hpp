@@ -43,6 +43,9 @@ struct LocalCall {
   std::uint64_t tag = 0;
   const std::shared_ptr<upstream::ReplyTarget>* target = nullptr;
   bool deferred = false;
+  // Inside EXEC's reply: Redis's answer to this command, already given (kMergedAtExec rows). The
+  // handler merges Corral's part into it rather than asking the upstream.
+  std::optional<std::string_view> upstream_answer = std::nullopt;
   upstream::KeyedCaller* keyed = nullptr;  // Corral's own keys (tag counts): by slot on a cluster
   slowlog::SlowLog* slowlog = nullptr;     // null when slowlog.enabled is false
   stampede::HotKeys* hot_keys = nullptr;   // null when hot_keys.detect is false

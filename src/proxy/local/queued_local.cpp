@@ -51,12 +51,20 @@ class RunAtExec final : public upstream::ReplyTarget {
     for (const auto& queued : queued_) {
       if (queued.position >= elements->size()) continue;
       const std::vector<std::string_view> argv(queued.argv.begin(), queued.argv.end());
-      if (queued.forwarded) {
-        const char kind = (*elements)[queued.position].front();
-        runner->ran_in_exec(argv, kind != '-' && kind != '!');
-        continue;
+      const std::string_view element = (*elements)[queued.position];
+      const bool failed = element.front() == '-' || element.front() == '!';
+      switch (queued.kind) {
+        case QueuedLocalCommands::Kind::placeholder:
+          runner->run_queued(argv, answers[queued.position].emplace());
+          break;
+        case QueuedLocalCommands::Kind::forwarded:
+          runner->ran_in_exec(argv, !failed);
+          break;
+        case QueuedLocalCommands::Kind::merged:
+          // Redis's error (NOPERM for an upstream ACL user ...) is the answer as it is.
+          if (!failed) runner->merge_queued(argv, element, answers[queued.position].emplace());
+          break;
       }
-      runner->run_queued(argv, answers[queued.position].emplace());
     }
     resp::append_array_header(out, elements->size());
     for (std::size_t i = 0; i < elements->size(); ++i) {
@@ -72,8 +80,8 @@ class RunAtExec final : public upstream::ReplyTarget {
 }  // namespace
 
 void QueuedLocalCommands::add(std::size_t position, std::span<const std::string_view> argv,
-                              bool forwarded) {
-  queued_.push_back({position, std::vector<std::string>(argv.begin(), argv.end()), forwarded});
+                              Kind kind) {
+  queued_.push_back({position, std::vector<std::string>(argv.begin(), argv.end()), kind});
 }
 
 std::shared_ptr<upstream::ReplyTarget> QueuedLocalCommands::run_at_exec(

@@ -1,11 +1,13 @@
 // Commands Corral answers itself, queued inside MULTI as Redis queues them, to run when EXEC
 // runs the transaction. A PING holds each one's place in the transaction upstream (CLIENT PAUSE /
-// UNPAUSE go as themselves: Redis's pause is part of the transaction and starts at its end); the
-// client gets +QUEUED, and EXEC's reply carries their answers in their places. Nothing of them
-// runs when EXEC is aborted or a WATCH fails.
+// UNPAUSE go as themselves: Redis's pause is part of the transaction and starts at its end; INFO
+// and COMMAND too, on an upstream of one server, and Corral merges its part into Redis's answer);
+// the client gets +QUEUED, and EXEC's reply carries their answers in their places. Nothing of
+// them runs when EXEC is aborted or a WATCH fails.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +26,10 @@ class QueuedLocalRunner {
   // A command Redis ran as itself within EXEC: Corral's own part of it, `taken` when its element
   // of EXEC's reply is no error.
   virtual void ran_in_exec(std::span<const std::string_view> argv, bool taken) = 0;
+  // A command Redis answered within EXEC (`upstream_answer`, no error) into which Corral merges
+  // its own part: appends the merged reply to `answer`.
+  virtual void merge_queued(std::span<const std::string_view> argv,
+                            std::string_view upstream_answer, std::string& answer) = 0;
   // EXEC's outcome has come (after the commands ran, before the client gets the reply).
   virtual void exec_answered() = 0;
 
@@ -36,9 +42,15 @@ class QueuedLocalCommands {
   // What Redis receives in a command's place: answered QUEUED, then PONG inside EXEC's reply.
   static constexpr std::string_view kPlaceholder = "*1\r\n$4\r\nPING\r\n";
 
-  // The command at `position` of the transaction (0: the first queued) has these arguments;
-  // `forwarded`: it went upstream as itself, not as the placeholder.
-  void add(std::size_t position, std::span<const std::string_view> argv, bool forwarded);
+  // How a queued command reached the transaction upstream.
+  enum class Kind : std::uint8_t {
+    placeholder,  // as kPlaceholder; Corral answers it at EXEC (run_queued)
+    forwarded,    // as itself; Corral runs its own part at EXEC (ran_in_exec)
+    merged,       // as itself; Corral merges its part into Redis's answer (merge_queued)
+  };
+
+  // The command at `position` of the transaction (0: the first queued) has these arguments.
+  void add(std::size_t position, std::span<const std::string_view> argv, Kind kind);
   bool empty() const { return queued_.empty(); }
   // Forgets them (the transaction was discarded or lost).
   void clear() { queued_.clear(); }
@@ -52,7 +64,7 @@ class QueuedLocalCommands {
   struct Queued {
     std::size_t position;
     std::vector<std::string> argv;
-    bool forwarded;
+    Kind kind;
   };
 
  private:

@@ -163,8 +163,16 @@ class MergeInfo : public upstream::ReplyTarget {
       : client_(std::move(client)), rendered_(std::move(rendered)) {}
   void on_reply(std::uint64_t tag, std::string_view reply) override {
     const auto decoded = resp::decode_reply(reply);
-    if (!decoded || decoded->type != resp::Reply::Type::bulk) return on_failure(tag, {});
-    std::string text = merge_info_text(decoded->text, rendered_.overrides);
+    // A RESP3 session link's INFO (inside EXEC) is a verbatim string: "txt:" then the text.
+    constexpr std::size_t kFormatPrefix = 4;
+    const bool verbatim = decoded && decoded->type == resp::Reply::Type::verbatim &&
+                          decoded->text.size() >= kFormatPrefix;
+    if (!decoded || (decoded->type != resp::Reply::Type::bulk && !verbatim)) {
+      return on_failure(tag, {});
+    }
+    const std::string_view upstream_text =
+        verbatim ? std::string_view(decoded->text).substr(kFormatPrefix) : decoded->text;
+    std::string text = merge_info_text(upstream_text, rendered_.overrides);
     add_held_clients(text, rendered_.held_by_pause);
     if (!rendered_.own.empty()) {
       if (!text.empty() && !text.ends_with("\r\n\r\n")) text += "\r\n";
@@ -244,6 +252,11 @@ Action info(LocalCall& call) {
   std::shared_ptr<upstream::ReplyTarget> client = *call.target;
   if (call.client.protocol == kResp3) client = std::make_shared<AsVerbatim>(std::move(client));
   auto merge = std::make_shared<MergeInfo>(client, std::move(rendered));
+  // Queued in MULTI: Redis answered within EXEC.
+  if (call.upstream_answer) {
+    merge->on_reply(call.tag, *call.upstream_answer);
+    return Action::done;
+  }
   call.upstream->answer_info(command, std::move(corral_only), wants(call.argv, "clusternodes"),
                              call.client.id, call.tag, merge, client);
   return Action::done;

@@ -307,6 +307,17 @@ TEST_CASE("Corral's flags", "[command_table]") {
   for (auto name : {"auth", "hello", "info", "command"}) {
     CHECK_FALSE(has(must_find(name), kQueuedInMulti));
   }
+  // Inside MULTI, INFO and COMMAND reach a one-server upstream and get Corral's part merged in;
+  // on a partitioned one COMMAND is answered from the table and INFO is refused.
+  CHECK(has(must_find("info"), kMergedAtExec));
+  CHECK_FALSE(has(must_find("info"), kRunsAtExec));
+  for (auto sub : {"count", "info", "list", "docs", "getkeys", "getkeysandflags"}) {
+    CHECK(has(must_find_sub("command", sub), kMergedAtExec));
+    CHECK(has(must_find_sub("command", sub), kRunsAtExec));
+  }
+  for (auto name : {"auth", "hello", "monitor", "quit", "reset"}) {
+    CHECK_FALSE(has(must_find(name), kMergedAtExec | kRunsAtExec));
+  }
   CHECK_FALSE(has(must_find("lastsave"), kDangerous));
   CHECK_FALSE(has(must_find("get"), kDangerous));
 

@@ -2,6 +2,8 @@
 // release of an idle dedicated connection, SELECT, draining before a switch, lost connections.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include "recording_upstream.hpp"
 
 namespace corral::proxy::test {
@@ -292,7 +294,7 @@ void check_refused_in_multi(std::initializer_list<std::string_view> command) {
 TEST_CASE("Corral's own commands that cannot run in EXEC are refused in MULTI, never forwarded",
           "[dispatcher]") {
   check_refused_in_multi({"AUTH", "guess"});
-  check_refused_in_multi({"INFO"});
+  check_refused_in_multi({"CLIENT", "REPLY", "ON"});
   check_refused_in_multi({"HELLO", "3"});
   check_refused_in_multi({"CLIENT", "UNBLOCK", "1"});
 }
@@ -326,6 +328,33 @@ TEST_CASE("Corral's own commands inside MULTI are queued behind a PING and answe
       CHECK(client.reply() == "*3\r\n+OK\r\n+OK\r\n$6\r\nqueued\r\n");
     }
   }
+}
+
+TEST_CASE(
+    "INFO and COMMAND inside MULTI reach Redis as themselves; EXEC's elements get Corral's "
+    "part",
+    "[dispatcher]") {
+  Proxy proxy;
+  Client client(proxy);
+  CHECK(client.send({"MULTI"}) == Action::done);
+  auto& dedicated = proxy.links.last_dedicated();
+  dedicated.answer("+OK\r\n");
+  CHECK(client.send({"INFO", "server"}) == Action::done);
+  CHECK(client.send({"COMMAND", "COUNT"}) == Action::done);
+  CHECK(client.send({"INFO", "proxy"}) == Action::done);
+  REQUIRE(dedicated.sent.size() == 4);
+  CHECK(dedicated.sent[1].bytes == wire({"INFO", "server"}));
+  CHECK(dedicated.sent[2].bytes == wire({"COMMAND", "COUNT"}));
+  for (int i = 0; i < 3; ++i) dedicated.answer("+QUEUED\r\n");
+  CHECK(client.send({"EXEC"}) == Action::done);
+  dedicated.answer(
+      "*3\r\n$36\r\n# Server\r\nprocess_id:1\r\ntcp_port:1\r\n\r\n:240\r\n-NOPERM no\r\n");
+  const std::string exec = client.reply();
+  INFO(exec);
+  CHECK(exec.find("process_id:" + std::to_string(::getpid()) + "\r\n") != std::string::npos);
+  CHECK(exec.find("process_id:1\r\n") == std::string::npos);
+  CHECK(exec.find(":248\r\n") != std::string::npos);  // Redis's 240 and Corral's 8
+  CHECK(exec.ends_with("-NOPERM no\r\n"));            // Redis's error is the answer
 }
 
 TEST_CASE("PING, ECHO and SELECT inside MULTI are queued with the rest", "[dispatcher]") {
