@@ -76,8 +76,17 @@ Action ClientSession::handle(const Request& request, const session::Classified& 
   const bool was_in_multi = state_.mode.in_multi();
   Action action;
   using Kind = QueuedLocalCommands::Kind;
-  const auto queueing = was_in_multi ? queueing_in_multi(request, resolved) : std::nullopt;
-  if (queueing == Kind::placeholder) {
+  auto queueing = was_in_multi ? queueing_in_multi(request, resolved) : std::nullopt;
+  // Redis checks an upstream ACL user's rights as it queues: the placeholder's command, which
+  // Redis never sees, is checked here.
+  const auto refused =
+      queueing == Kind::placeholder
+          ? dispatcher_.refuse_without_rights(state_, resolved.row(), request.argv, tag, target)
+          : std::nullopt;
+  if (refused) {
+    action = *refused;
+    queueing.reset();
+  } else if (queueing == Kind::placeholder) {
     const std::string_view placeholder[] = {"PING"};
     const Request in_its_place{placeholder, QueuedLocalCommands::kPlaceholder};
     action = dispatcher_.handle(state_, in_its_place, dispatcher_.resolve(in_its_place), tag,
@@ -142,8 +151,8 @@ void ClientSession::follow_scripts_and_queue(const Request& request, const Resol
 
 // Redis queues every command it answers itself inside MULTI and runs it in EXEC; Corral too for
 // the local rows marked kRunsAtExec or kMergedAtExec, when it may answer them. A placeholder's
-// command runs in Corral only, so not for a client of an upstream ACL user, whose rights Redis
-// would check first; one forwarded as itself (CLIENT PAUSE, INFO) Redis checks.
+// command runs in Corral only (an upstream ACL user's rights are checked by handle()); one
+// forwarded as itself (CLIENT PAUSE, INFO) Redis checks.
 std::optional<QueuedLocalCommands::Kind> ClientSession::queueing_in_multi(
     const Request& request, const Resolved& resolved) const {
   using Kind = QueuedLocalCommands::Kind;
@@ -157,7 +166,6 @@ std::optional<QueuedLocalCommands::Kind> ClientSession::queueing_in_multi(
   if (dispatcher_.merges_at_exec(state_, row)) return Kind::merged;
   if (!(row.flags & kRunsAtExec)) return std::nullopt;
   if (row.flags & kQueuedInMulti) return Kind::forwarded;
-  if (state_.user_upstream) return std::nullopt;
   return Kind::placeholder;
 }
 

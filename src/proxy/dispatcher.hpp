@@ -116,6 +116,13 @@ class Dispatcher : public session::Handler {
 
   void end_session(ClientState& client);
 
+  // A command Corral answers itself, for a client of an upstream ACL user: answered here as Redis
+  // would refuse it (NOPERM, which also aborts an open transaction), or asked to wait for the
+  // user's rights; nullopt when the user may run it (always, for other clients).
+  std::optional<Action> refuse_without_rights(ClientState& client, const CommandSpec& row,
+                                              std::span<const std::string_view> argv,
+                                              std::uint64_t tag,
+                                              const std::shared_ptr<upstream::ReplyTarget>& target);
   // True when `row` queued inside MULTI goes upstream as itself and Corral merges its part into
   // Redis's answer at EXEC (kMergedAtExec, on an upstream of one server).
   bool merges_at_exec(const ClientState& client, const CommandSpec& row) const;

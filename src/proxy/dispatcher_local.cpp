@@ -38,25 +38,11 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
     }
     return Action::done;
   }
-  // A local row without a handler (COMMAND DOCS ...) is Redis's to answer after all.
+  // A local row without a handler (COMMAND HELP) is Redis's to answer after all.
   const LocalHandler local = find_local_handler(row);
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
-  // A client of an upstream ACL user gets Corral's answer only where Redis would give it one
-  // (CORRAL.* have client.admin_password instead; AUTH, HELLO, QUIT, RESET need no rights).
-  if (client.user_upstream && !(row.flags & kNoAuth) && !row.name.starts_with("corral.")) {
-    switch (acl_verdicts_.may_run(client.upstream_user, row, request.argv)) {
-      case AclVerdicts::Verdict::pending:
-        return Action::wait_then_retry;
-      case AclVerdicts::Verdict::denied:
-        append_no_permission(scratch_, row.name);
-        target->on_reply(tag, scratch_);
-        return Action::done;
-      case AclVerdicts::Verdict::unavailable:
-        target->on_failure(tag, upstream::kErrUnavailable);
-        return Action::done;
-      case AclVerdicts::Verdict::allowed:
-        break;
-    }
+  if (const auto refused = refuse_without_rights(client, row, request.argv, tag, target)) {
+    return *refused;
   }
   LocalCall call = local_call(client, request.argv, awaiting, scratch_);
   call.tag = tag;
@@ -68,6 +54,32 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   local_latency().record(command_id(row), std::chrono::steady_clock::now() - started);
   if (!call.deferred) target->on_reply(tag, scratch_);
   return action;
+}
+
+std::optional<Action> Dispatcher::refuse_without_rights(
+    ClientState& client, const CommandSpec& row, std::span<const std::string_view> argv,
+    std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target) {
+  // CORRAL.* have client.admin_password instead; AUTH, HELLO, QUIT, RESET need no rights.
+  if (!client.user_upstream || (row.flags & kNoAuth) || row.name.starts_with("corral.")) {
+    return std::nullopt;
+  }
+  switch (acl_verdicts_.may_run(client.upstream_user, row, argv)) {
+    case AclVerdicts::Verdict::pending:
+      return Action::wait_then_retry;
+    case AclVerdicts::Verdict::denied:
+      append_no_permission(scratch_, row.name);
+      // As Redis: a command refused while queueing aborts the transaction.
+      client.mode.refused_in_multi();
+      target->on_reply(tag, scratch_);
+      return Action::done;
+    case AclVerdicts::Verdict::unavailable:
+      client.mode.refused_in_multi();
+      target->on_failure(tag, upstream::kErrUnavailable);
+      return Action::done;
+    case AclVerdicts::Verdict::allowed:
+      break;
+  }
+  return std::nullopt;
 }
 
 bool Dispatcher::merges_at_exec(const ClientState& client, const CommandSpec& row) const {

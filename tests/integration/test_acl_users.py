@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from resp_client import Err  # noqa: E402
+from resp_client import Err, Simple  # noqa: E402
 
 pytestmark = pytest.mark.skipif(harness.redis_mode(), reason="Corral's user modes")
 pytest_plugins = ("routed_servers",)
@@ -278,6 +278,38 @@ def test_commands_corral_answers_obey_the_user_s_rights(stack, user):
     assert denied, "no command refused to %s" % user
     if user == "third":
         assert "PING" in denied and "CLIENT" in denied, denied
+
+
+def shape(reply):
+    """A reply with what differs between servers (ids, names, texts) left out: errors and simple
+    strings whole, the rest by kind."""
+    if isinstance(reply, list):
+        return [shape(item) for item in reply]
+    if isinstance(reply, (Err, Simple)):
+        return bytes(reply)
+    return type(reply).__name__
+
+
+TRANSACTIONS = [
+    # Each queued command allowed to the user: Corral answers its own in EXEC's reply.
+    [("MULTI",), ("CLIENT", "SETNAME", "q1"), ("CLIENT", "GETNAME"), ("CLIENT", "ID"), ("PING",),
+     ("SET", "app:q", "1"), ("EXEC",), ("CLIENT", "GETNAME")],
+    # One refused by the user's ACL: NOPERM as it is queued, then EXECABORT.
+    [("MULTI",), ("CLIENT", "ID"), ("SLOWLOG", "LEN"), ("CLIENT", "SETNAME", "never"), ("EXEC",),
+     ("CLIENT", "GETNAME")],
+]
+
+
+@pytest.mark.parametrize("transaction", TRANSACTIONS)
+def test_commands_corral_answers_queued_in_multi_obey_the_user_s_rights(stack, transaction):
+    # Redis checks a user's rights as it queues; Corral answers CLIENT ID/SETNAME, SLOWLOG ... in
+    # EXEC's reply for such a user too, after the same check.
+    with stack.raw() as c, harness.Raw(stack.redis.port) as direct:
+        assert c.call("AUTH", "app", "app-pw") == b"OK"
+        assert direct.call("AUTH", "app", "app-pw") == b"OK"
+        want = [shape(direct.call(*command)) for command in transaction]
+        got = [shape(c.call(*command)) for command in transaction]
+        assert got == want, list(zip(transaction, got, want))
 
 
 def test_an_acl_change_through_corral_is_seen_at_once(stack):
