@@ -7,6 +7,10 @@
 
 namespace corral::proxy {
 
+bool is_reply_mode_word(std::string_view word) {
+  return iequals(word, "on") || iequals(word, "off") || iequals(word, "skip");
+}
+
 ReplyMode after_client_reply(ReplyMode current, std::string_view word) {
   if (iequals(word, "on")) return ReplyMode::on;
   if (iequals(word, "off")) return ReplyMode::off;
@@ -30,9 +34,11 @@ ReplyDecision decide_reply(ReplyMode mode) {
 Action Dispatcher::handle(ClientState& client, const Request& request, const Resolved& resolved,
                           std::uint64_t tag, const std::shared_ptr<upstream::ReplyTarget>& target,
                           std::size_t awaiting) {
-  // CLIENT REPLY sets the mode itself (queued in MULTI it is refused, and that error withheld).
+  // CLIENT REPLY ON|OFF|SKIP sets the mode itself (queued in MULTI it is refused, and that error
+  // withheld). A malformed one is an ordinary command: OFF withholds its error, SKIP skips it.
   if (client.reply_mode == ReplyMode::on ||
       (resolved.spec != nullptr && resolved.row().change == StateChange::reply_mode &&
+       request.argv.size() == 3 && is_reply_mode_word(request.argv[2]) &&
        !client.mode.in_multi())) {
     return handle_command(client, request, resolved, tag, target, awaiting);
   }

@@ -17,6 +17,9 @@ enum class ReplyMode : std::uint8_t {
   skip_next,  // the next command's reply is withheld, then back to on
 };
 
+// ON, OFF or SKIP, in any case: the words CLIENT REPLY takes.
+bool is_reply_mode_word(std::string_view word);
+
 // The mode after `CLIENT REPLY <word>` in mode `current` (the word already checked by the
 // caller). As in Redis, SKIP while OFF changes nothing, and ON always answers.
 ReplyMode after_client_reply(ReplyMode current, std::string_view word);

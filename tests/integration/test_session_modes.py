@@ -29,6 +29,14 @@ CASES = {
                               [["CLIENT", "REPLY", "SKIP"], ["CLIENT", "REPLY", "SKIP"],
                                ["INCR", "{k}"], ["INCR", "{k}"], ["GET", "{k}"]],
                               [["CLIENT", "REPLY", "OFF"], ["RESET"], ["GET", "{k}"]]],
+    # A malformed CLIENT REPLY is an ordinary command to the mode: OFF withholds its error, SKIP
+    # skips it (Corral sent the error and skipped the next reply instead).
+    "malformed client reply under off and skip": [
+        [["CLIENT", "REPLY", "OFF"], ["CLIENT", "REPLY", "bad"], ["CLIENT", "REPLY"],
+         ["CLIENT", "REPLY", "ON"], ["PING"]],
+        [["CLIENT", "REPLY", "SKIP"], ["CLIENT", "REPLY", "bad"], ["PING"]],
+        [["CLIENT", "REPLY", "SKIP"], ["CLIENT", "REPLY"], ["ECHO", "after"]],
+        [["CLIENT", "REPLY", "bad"], ["CLIENT", "REPLY", "on", "extra"], ["PING"]]],
     "hello after reply off": [[["CLIENT", "REPLY", "OFF"], ["CLIENT", "REPLY", "ON"],
                                ["HELLO", "3"], ["HGETALL", "{k}"]]],
     # After its last subscription ended, a RESP3 client was still refused a protocol switch.

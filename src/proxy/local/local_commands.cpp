@@ -386,7 +386,7 @@ Action client_getname(LocalCall& call) {
 // CLIENT REPLY ON|OFF|SKIP: Corral withholds the replies (dispatcher.cpp); Redis never sees it.
 Action client_reply(LocalCall& call) {
   const auto word = call.argv[2];
-  if (!iequals(word, "on") && !iequals(word, "off") && !iequals(word, "skip")) {
+  if (!is_reply_mode_word(word)) {
     resp::append_error(call.reply, "ERR syntax error");
     return Action::done;
   }
