@@ -238,6 +238,8 @@ void ClientSession::publish() {
   record_->pubsub.store(state_.mode.in_pubsub() || state_.mode.tunneling() || state_.monitoring,
                         std::memory_order_relaxed);
   record_->monitoring.store(state_.monitoring, std::memory_order_relaxed);
+  record_->tracking.store(state_.mode.tracking(), std::memory_order_relaxed);
+  record_->no_evict.store(state_.mode.no_evict(), std::memory_order_relaxed);
   record_->queued_in_multi.store(state_.mode.queued(), std::memory_order_relaxed);
   // Counts change with confirmations (on_unsolicited) and drop to 0 when the link is released:
   // a client that holds none costs this test alone per request.

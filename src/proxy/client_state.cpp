@@ -54,6 +54,9 @@ void ConnectionMode::apply(StateChange change, std::span<const std::string_view>
       pins_ = iequals(argv[2], "on") ? pins_ | kTracking : pins_ & ~kTracking;
       break;
     case StateChange::no_evict:
+      no_evict_ = argv.size() > 2 && iequals(argv[2], "on");
+      pins_ |= kSticky;
+      break;
     case StateChange::session:
       pins_ |= kSticky;
       break;

@@ -62,6 +62,10 @@ class ConnectionMode {
   bool holds_redis_state() const {
     return state_ == State::watching || in_multi() || (pins_ & (kTracking | kWatching)) != 0;
   }
+  // CLIENT TRACKING on (CLIENT LIST's flags=t).
+  bool tracking() const { return (pins_ & kTracking) != 0; }
+  // CLIENT NO-EVICT on (flags=e); RESET keeps it, as in Redis 7.0.
+  bool no_evict() const { return no_evict_; }
   // The dedicated connection may be released (once idle) only when this is false.
   bool holds_connection() const { return state_ != State::plain || pins_ != 0; }
 
@@ -101,6 +105,7 @@ class ConnectionMode {
 
   State state_ = State::plain;
   std::uint8_t pins_ = 0;
+  bool no_evict_ = false;
   bool subscribe_queued_ = false;
   int queued_ = 0;
 };

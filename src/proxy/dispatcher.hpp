@@ -123,6 +123,9 @@ class Dispatcher : public session::Handler {
                                               std::span<const std::string_view> argv,
                                               std::uint64_t tag,
                                               const std::shared_ptr<upstream::ReplyTarget>& target);
+  // A local row without a handler (SLOWLOG's unknown subcommands, COMMAND HELP): Redis answers
+  // it, inside MULTI too; never CORRAL.ROLLOVER/PURGE, which Corral runs against Redis itself.
+  static bool answered_by_redis(const CommandSpec& row);
   // True when `row` queued inside MULTI goes upstream as itself and Corral merges its part into
   // Redis's answer at EXEC (kMergedAtExec, on an upstream of one server).
   bool merges_at_exec(const ClientState& client, const CommandSpec& row) const;

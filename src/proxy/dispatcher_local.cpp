@@ -38,8 +38,8 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
     }
     return Action::done;
   }
-  // A local row without a handler (COMMAND HELP) is Redis's to answer after all.
   const LocalHandler local = find_local_handler(row);
+  // answered_by_redis (the version commands are run above).
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   if (const auto refused = refuse_without_rights(client, row, request.argv, tag, target)) {
     return *refused;
@@ -54,6 +54,10 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
   local_latency().record(command_id(row), std::chrono::steady_clock::now() - started);
   if (!call.deferred) target->on_reply(tag, scratch_);
   return action;
+}
+
+bool Dispatcher::answered_by_redis(const CommandSpec& row) {
+  return find_local_handler(row) == nullptr && !is_version_command(row.name);
 }
 
 std::optional<Action> Dispatcher::refuse_without_rights(

@@ -300,6 +300,23 @@ def test_info_and_command_queued_in_multi_answer_in_exec(stack):
         stack.direct().execute_command("ACL", "DELUSER", "q_noinfo")
 
 
+def test_bad_forms_get_redis_s_errors(stack):
+    # The texts Redis gives, in Redis's order of checks; an unknown SLOWLOG subcommand queued in
+    # MULTI is Redis's to answer (it is not one of Corral's), and aborts the transaction.
+    with stack.raw() as c:
+        for command, error in [
+                (("CLIENT", "PAUSE", "1", "bogus"), "ERR CLIENT PAUSE mode must be WRITE or ALL"),
+                (("CLIENT", "PAUSE", "x", "bogus"), "ERR CLIENT PAUSE mode must be WRITE or ALL"),
+                (("CLIENT", "PAUSE", "1", "WRITE", "x"),
+                 "ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP."),
+                (("CLIENT", "PAUSE", "x"), "ERR timeout is not an integer or out of range")]:
+            is_err(c.call(*command), error, " ".join(command))
+        eq(c.call("MULTI"), b"OK", "MULTI")
+        is_err(c.call("SLOWLOG", "BOGUS"), "ERR unknown subcommand 'BOGUS'. Try SLOWLOG HELP.",
+               "SLOWLOG BOGUS queued")
+        is_err(c.call("EXEC"), "EXECABORT", "EXEC aborted")
+
+
 def test_local_commands_queued_in_multi_do_not_run_when_exec_fails(stack):
     with stack.raw() as tx, stack.raw() as other:
         eq(tx.call("WATCH", "q:w"), b"OK", "WATCH")

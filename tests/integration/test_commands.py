@@ -273,6 +273,34 @@ def test_client_info_shows_its_own_request_bytes(stack):
         eq(a.read(), b"PONG", "PING")
 
 
+def test_client_list_flags_as_redis(stack):
+    # flags= concatenates Redis's letters in Redis's order: x (MULTI), t (CLIENT TRACKING), e
+    # (CLIENT NO-EVICT, which RESET keeps in Redis 7.0); N when none. The same on both targets.
+    with stack.raw() as observer, stack.raw() as c:
+        eq(c.call("HELLO", "3")[b"proto"], 3, "RESP3")
+        eq(c.call("CLIENT", "SETNAME", "flagged"), b"OK", "SETNAME")
+
+        def flags():
+            lines = observer.call("CLIENT", "LIST").decode().splitlines()
+            return client_fields([x for x in lines if " name=flagged " in x][0])["flags"]
+
+        eq(flags(), "N", "no flag")
+        eq(c.call("CLIENT", "NO-EVICT", "on"), b"OK", "NO-EVICT on")
+        eq(flags(), "e", "no-evict")
+        eq(c.call("CLIENT", "TRACKING", "on"), b"OK", "TRACKING on")
+        eq(flags(), "te", "tracking and no-evict")
+        eq(c.call("MULTI"), b"OK", "MULTI")
+        eq(flags(), "xte", "in a transaction too")
+        eq(c.call("DISCARD"), b"OK", "DISCARD")
+        eq(c.call("CLIENT", "TRACKING", "off"), b"OK", "TRACKING off")
+        eq(flags(), "e", "tracking off")
+        eq(c.call("RESET"), b"RESET", "RESET")
+        eq(c.call("CLIENT", "SETNAME", "flagged"), b"OK", "named again after RESET")
+        eq(flags(), "e", "RESET keeps no-evict")
+        eq(c.call("CLIENT", "NO-EVICT", "off"), b"OK", "NO-EVICT off")
+        eq(flags(), "N", "no flag again")
+
+
 def test_client_list_counts_subscriptions_and_queued_commands(stack):
     # sub, psub and ssub: the subscriptions Redis holds for the client; multi: the commands queued
     # in its transaction, -1 outside one. The same on both targets, RESP2 and RESP3.

@@ -200,16 +200,12 @@ Action client_kill(LocalCall& call) {
   return kills_self ? Action::close_after_reply : Action::done;
 }
 
-// CLIENT PAUSE timeout [WRITE|ALL], checked as Redis checks it.
+// CLIENT PAUSE timeout [WRITE|ALL], checked as Redis checks it (the mode first), with its errors.
 std::optional<PauseRequest> parse_pause(std::span<const std::string_view> argv,
                                         std::string& error) {
-  long long ms = 0;
-  if (!parse_integer(argv[2], ms)) {
-    resp::append_error(error, "ERR timeout is not an integer or out of range");
-    return std::nullopt;
-  }
-  if (ms < 0) {
-    resp::append_error(error, "ERR timeout is negative");
+  if (argv.size() > 4) {
+    resp::append_error(error, "ERR unknown subcommand or wrong number of arguments for '" +
+                                  std::string(argv[1]) + "'. Try CLIENT HELP.");
     return std::nullopt;
   }
   bool all = true;
@@ -217,11 +213,17 @@ std::optional<PauseRequest> parse_pause(std::span<const std::string_view> argv,
     if (iequals(argv[3], "write")) {
       all = false;
     } else if (!iequals(argv[3], "all")) {
-      resp::append_error(error, kSyntaxError);
+      resp::append_error(error, "ERR CLIENT PAUSE mode must be WRITE or ALL");
       return std::nullopt;
     }
-  } else if (argv.size() > 4) {
-    resp::append_error(error, kSyntaxError);
+  }
+  long long ms = 0;
+  if (!parse_integer(argv[2], ms)) {
+    resp::append_error(error, "ERR timeout is not an integer or out of range");
+    return std::nullopt;
+  }
+  if (ms < 0) {
+    resp::append_error(error, "ERR timeout is negative");
     return std::nullopt;
   }
   // A year is "until CLIENT UNPAUSE"; larger values would overflow the clock's nanoseconds.

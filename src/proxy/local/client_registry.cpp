@@ -135,15 +135,18 @@ void ClientRegistry::append_line(std::string& out, const Entry& entry) const {
     out += '=';
     out += std::to_string(value);
   };
+  // In Redis's order; MONITOR is a kind of replica there, and Corral counts it as pub/sub.
+  std::string flags;
+  if (replica || monitoring) flags += replica ? 'S' : 'O';
+  if (pubsub && !monitoring) flags += 'P';
+  if (multi) flags += 'x';
+  if (blocked) flags += 'b';
+  if (r.tracking.load(std::memory_order_relaxed)) flags += 't';
+  if (r.no_evict.load(std::memory_order_relaxed)) flags += 'e';
+  if (flags.empty()) flags = "N";
   out += "id=" + std::to_string(r.id) + " addr=" + r.addr + " laddr=" + r.laddr +
          " fd=-1 name=" + entry.name + " age=" + std::to_string(age) +
-         " idle=" + std::to_string(std::max<std::int64_t>(0, idle)) + " flags=" +
-         (replica      ? "S"
-          : monitoring ? "O"
-          : pubsub     ? "P"
-          : multi      ? "x"
-          : blocked    ? "b"
-                       : "N") +
+         " idle=" + std::to_string(std::max<std::int64_t>(0, idle)) + " flags=" + flags +
          " db=" + std::to_string(r.database.load(std::memory_order_relaxed)) +
          " sub=" + std::to_string(r.channels.load(std::memory_order_relaxed)) +
          " psub=" + std::to_string(r.patterns.load(std::memory_order_relaxed)) +

@@ -37,6 +37,8 @@ struct ClientRecord {
   std::atomic<bool> pubsub{false};                        // subscribed or MONITOR
   std::atomic<bool> monitoring{false};                    // MONITOR (flags=O)
   std::atomic<bool> replica{false};      // relays a replication stream: SYNC/PSYNC (flags=S)
+  std::atomic<bool> tracking{false};     // CLIENT TRACKING on (flags=t)
+  std::atomic<bool> no_evict{false};     // CLIENT NO-EVICT on (flags=e)
   std::atomic<int> blocked_commands{0};  // blocking commands Redis holds (flags=b)
   std::atomic<int> queued_in_multi{-1};  // commands queued in the open transaction; -1: none open
   std::atomic<int> channels{0};          // subscriptions: sub=, psub=, ssub=
