@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -21,7 +20,6 @@
 #include "metrics/metrics.hpp"
 #include "resp/encoder.hpp"
 #include "resp/reply_framer.hpp"
-#include "tls/context.hpp"
 #include "upstream/errors.hpp"
 #include "upstream/own_addresses.hpp"
 #include "upstream/server_pause.hpp"
@@ -38,19 +36,6 @@ namespace {
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::string_view kClosed = upstream::kErrClosed;
 constexpr std::string_view kTimedOut = upstream::kErrTimedOut;
-// Built once: the upstream settings never change while the process runs. main checked at start
-// that the files load, so a failure here is logged and leaves connections failing their handshake.
-std::shared_ptr<asio::ssl::context> shared_client_context(const config::UpstreamTlsSettings& tls) {
-  static std::once_flag once;
-  static std::shared_ptr<asio::ssl::context> context;
-  std::call_once(once, [&tls] {
-    auto built = tls::make_client_context(tls);
-    if (!built.context) spdlog::error("upstream.tls: {}", built.error);
-    context = std::move(built.context);
-  });
-  return context;
-}
-
 TurnQueue* turn_queue_of(const asio::any_io_executor& executor) {
   const auto* io = executor.target<asio::io_context::executor_type>();
   return io ? &asio::use_service<TurnQueue>(io->context()) : nullptr;
@@ -316,39 +301,13 @@ awaitable<bool> Connection::tls_handshake() {
   co_return true;
 }
 
-ConnectionOptions connection_options(const config::UpstreamSettings& upstream, int database,
-                                     bool reconnect) {
-  ConnectionOptions options;
-  // Empty for a Sentinel upstream, whose connections each name the server they reach.
-  if (!upstream.servers.empty()) options.server = upstream.servers.front();
-  options.username = upstream.username;
-  options.password = upstream.password;
-  options.database = database;
-  options.connect_timeout = upstream.connect_timeout;
-  options.command_timeout = upstream.command_timeout;
-  options.max_in_flight = upstream.max_in_flight;
-  options.backoff_min = upstream.reconnect_backoff_min;
-  options.backoff_max = upstream.reconnect_backoff_max;
-  options.reconnect = reconnect;
-  if (upstream.tls.enabled) {
-    options.tls_context = shared_client_context(upstream.tls);
-    options.tls_server_name =
-        upstream.tls.server_name.empty() ? options.server.host : upstream.tls.server_name;
-  }
-  return options;
-}
-
-ConnectionOptions node_connection_options(const config::UpstreamSettings& upstream,
-                                          const config::Endpoint& node, bool reconnect) {
-  auto options = connection_options(upstream, 0, reconnect);
-  options.server = node;
-  if (upstream.tls.enabled && upstream.tls.server_name.empty()) options.tls_server_name = node.host;
-  return options;
-}
-
 awaitable<bool> Connection::handshake() {
   std::string commands;
   std::size_t expected = 0;
+  // With user_after_select, Corral's own login and its SELECT may fail (its password changed
+  // under it, by a CONFIG SET requirepass through it): the user, once logged in, selects.
+  std::size_t may_fail = 0;
+  const bool user_selects_on_failure = !options_.user_after_select.empty();
   // A user name alone still logs in: `AUTH user ""` is how Redis admits a nopass user, and
   // without it the connection would run as `default`.
   if (!options_.password.empty() || !options_.username.empty()) {
@@ -360,14 +319,16 @@ awaitable<bool> Connection::handshake() {
       resp::append_command(commands, argv);
     }
     ++expected;
+    may_fail += user_selects_on_failure;
   }
+  const auto db = std::to_string(options_.database);
   if (options_.database != 0) {
-    const auto db = std::to_string(options_.database);
     std::string_view argv[] = {"SELECT", db};
     resp::append_command(commands, argv);
     ++expected;
+    may_fail += user_selects_on_failure;
   }
-  if (!options_.user_after_select.empty()) {
+  if (user_selects_on_failure) {
     std::string_view argv[] = {"AUTH", options_.user_after_select,
                                options_.user_password_after_select};
     resp::append_command(commands, argv);
@@ -389,22 +350,42 @@ awaitable<bool> Connection::handshake() {
 
   asio::steady_timer deadline(executor_);
   close_on_expiry(deadline);
+  bool own_step_failed = false;
+  bool done = co_await send_handshake(commands, expected, may_fail, options_.protocol == 3,
+                                      own_step_failed);
+  if (done && own_step_failed) {
+    // Logged in as the user, who selects the database itself (and must be allowed to).
+    commands.clear();
+    std::string_view argv[] = {"SELECT", db};
+    resp::append_command(commands, argv);
+    done = co_await send_handshake(commands, 1, 0, false, own_step_failed);
+  }
+  deadline.cancel();
+  co_return done;
+}
+
+awaitable<bool> Connection::send_handshake(const std::string& commands, std::size_t expected,
+                                           std::size_t may_fail, bool hello_last,
+                                           bool& failed_early) {
   error_code ec;
   co_await async_write_all(asio::buffer(commands), asio::redirect_error(use_awaitable, ec));
-  while (!ec && expected > 0) {
+  for (std::size_t read = 0; !ec && read < expected;) {
     const std::string_view pending(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
     const auto frame = resp::frame_reply(pending);
     if (frame.status == resp::FrameStatus::invalid) break;
     if (frame.status == resp::FrameStatus::complete) {
-      if (pending[0] == '-') {
+      if (pending[0] == '-' && read < may_fail) {
+        failed_early = true;
+      } else if (pending[0] == '-') {
         refusal_ = "refused the handshake: " + std::string(pending.substr(1, frame.size - 3));
         spdlog::error("upstream {}:{} {}", options_.server.host, options_.server.port, refusal_);
         break;
       }
       // HELLO is the last command of a RESP3 handshake: its map names the server's version.
-      if (options_.protocol == 3 && expected == 1) note_hello_reply(pending.substr(0, frame.size));
+      if (hello_last && read + 1 == expected) note_hello_reply(pending.substr(0, frame.size));
       read_begin_ += frame.size;
-      --expected;
+      ++read;
+      if (read == expected) co_return true;
       continue;
     }
     ensure_read_space();
@@ -413,8 +394,7 @@ awaitable<bool> Connection::handshake() {
         asio::redirect_error(use_awaitable, ec));
     read_end_ += n;
   }
-  deadline.cancel();
-  co_return expected == 0;
+  co_return false;
 }
 
 void Connection::ensure_read_space() {

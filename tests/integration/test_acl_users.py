@@ -468,16 +468,25 @@ def no_corral_password():
     s.stop()
 
 
-def test_auth_password_without_corral_s_own_is_checked_by_the_upstream(no_corral_password):
-    # redis-py's test_auth: requirepass set through Corral, then `AUTH pass` as against Redis.
+@pytest.mark.parametrize("database", [0, 9])
+def test_auth_password_without_corral_s_own_is_checked_by_the_upstream(no_corral_password,
+                                                                       database):
+    # redis-py's test_auth (in its database 9): requirepass set through Corral, then `AUTH pass`
+    # as against Redis. Corral's own login then fails: a user's connections in another database
+    # than 0 (which select it as Corral's user first) select it as the user instead.
     stack = no_corral_password
     with stack.raw() as c:
+        assert c.call("SELECT", str(database)) == b"OK"
         reply = c.call("AUTH", "guess")
         assert isinstance(reply, Err) and b"without any password configured" in reply, reply
         assert c.call("CONFIG", "SET", "requirepass", "temp-pw") == b"OK"
         assert c.call("AUTH", "default", "temp-pw") == b"OK"
         assert c.call("AUTH", "temp-pw") == b"OK"
         assert c.call("ACL", "WHOAMI") == b"default"
+        assert c.call("SET", "acl:auth", "in-%d" % database) == b"OK"
         reply = c.call("AUTH", "guess")
         assert isinstance(reply, Err) and reply.startswith(b"WRONGPASS"), reply
         assert c.call("CONFIG", "SET", "requirepass", "") == b"OK"
+    with harness.Raw(stack.redis.port) as direct:
+        assert direct.call("SELECT", str(database)) == b"OK"
+        assert direct.call("GET", "acl:auth") == b"in-%d" % database
