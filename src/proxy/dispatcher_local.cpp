@@ -39,7 +39,7 @@ Action Dispatcher::answer_locally(ClientState& client, const Request& request,
     return Action::done;
   }
   const LocalHandler local = find_local_handler(row);
-  // answered_by_redis (the version commands are run above).
+  // No handler: Redis answers it (answered_by_redis; the version commands ran above).
   if (local == nullptr) return forward(client, request, row, tag, target, awaiting);
   if (const auto refused = refuse_without_rights(client, row, request.argv, tag, target)) {
     return *refused;
