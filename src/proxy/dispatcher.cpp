@@ -185,8 +185,7 @@ Action Dispatcher::handle_command(ClientState& client, const Request& request,
     resp::append_error(scratch_, "ERR Replica can't interact with the keyspace");
   } else if (resolved.row().route == Route::local && client.mode.in_multi() &&
              !(resolved.row().flags & kQueuedInMulti) && !merges_at_exec(client, resolved.row()) &&
-             !answered_by_redis(resolved.row()) &&
-             resolved.row().change != StateChange::quit &&
+             !answered_by_redis(resolved.row()) && resolved.row().change != StateChange::quit &&
              resolved.row().change != StateChange::reset) {
     // Forwarded, it would be answered by the upstream: its credentials, its clients, its INFO.
     append_local_in_multi(scratch_, resolved.row().name);
