@@ -158,6 +158,8 @@ std::optional<QueuedLocalCommands::Kind> ClientSession::queueing_in_multi(
   using Kind = QueuedLocalCommands::Kind;
   if (resolved.spec == nullptr) return std::nullopt;
   const CommandSpec& row = resolved.row();
+  // The commands Redis queues for itself (most of a transaction) leave at the first test.
+  if (!(row.flags & (kRunsAtExec | kMergedAtExec))) return std::nullopt;
   if (!arity_ok(*resolved.spec, request.argv.size()) ||
       (resolved.sub && !arity_ok(*resolved.sub, request.argv.size())) ||
       dispatcher_.refuses(resolved)) {

@@ -350,15 +350,15 @@ awaitable<bool> Connection::handshake() {
 
   asio::steady_timer deadline(executor_);
   close_on_expiry(deadline);
-  bool own_step_failed = false;
-  bool done = co_await send_handshake(commands, expected, may_fail, options_.protocol == 3,
-                                      own_step_failed);
-  if (done && own_step_failed) {
+  bool select_failed = false;
+  bool done =
+      co_await send_handshake(commands, expected, may_fail, options_.protocol == 3, select_failed);
+  if (done && select_failed) {
     // Logged in as the user, who selects the database itself (and must be allowed to).
     commands.clear();
     std::string_view argv[] = {"SELECT", db};
     resp::append_command(commands, argv);
-    done = co_await send_handshake(commands, 1, 0, false, own_step_failed);
+    done = co_await send_handshake(commands, 1, 0, false, select_failed);
   }
   deadline.cancel();
   co_return done;
@@ -366,7 +366,7 @@ awaitable<bool> Connection::handshake() {
 
 awaitable<bool> Connection::send_handshake(const std::string& commands, std::size_t expected,
                                            std::size_t may_fail, bool hello_last,
-                                           bool& failed_early) {
+                                           bool& last_tolerated_failed) {
   error_code ec;
   co_await async_write_all(asio::buffer(commands), asio::redirect_error(use_awaitable, ec));
   for (std::size_t read = 0; !ec && read < expected;) {
@@ -374,8 +374,10 @@ awaitable<bool> Connection::send_handshake(const std::string& commands, std::siz
     const auto frame = resp::frame_reply(pending);
     if (frame.status == resp::FrameStatus::invalid) break;
     if (frame.status == resp::FrameStatus::complete) {
-      if (pending[0] == '-' && read < may_fail) {
-        failed_early = true;
+      if (read < may_fail) {
+        // Corral's own login may fail while its SELECT works (a nopass default user): only the
+        // SELECT's outcome, the last of them, decides whether the user must select.
+        if (read + 1 == may_fail) last_tolerated_failed = pending[0] == '-';
       } else if (pending[0] == '-') {
         refusal_ = "refused the handshake: " + std::string(pending.substr(1, frame.size - 3));
         spdlog::error("upstream {}:{} {}", options_.server.host, options_.server.port, refusal_);

@@ -130,11 +130,12 @@ class Connection final : public Link, public std::enable_shared_from_this<Connec
   boost::asio::awaitable<void> run();
   boost::asio::awaitable<bool> connect_once();
   boost::asio::awaitable<bool> handshake();
-  // Writes `commands` and reads their `expected` replies; an error among the first `may_fail`
-  // sets `failed_early`, any other refuses the connection. True when every reply came.
+  // Writes `commands` and reads their `expected` replies. The first `may_fail` may be errors
+  // (`last_tolerated_failed` says whether the last of them was); any other error refuses the
+  // connection. True when every reply came.
   boost::asio::awaitable<bool> send_handshake(const std::string& commands, std::size_t expected,
                                               std::size_t may_fail, bool hello_last,
-                                              bool& failed_early);
+                                              bool& last_tolerated_failed);
   // Each connected socket is one generation; loops of an older generation stop by themselves.
   boost::asio::awaitable<void> read_loop(std::uint64_t generation);
   // Times commands out (command_timeout) and checks for a hang-up ReadyRead could not see.

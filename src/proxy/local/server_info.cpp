@@ -144,6 +144,7 @@ struct Rendered {
   std::string own;        // Corral's sections
   std::string fallback;   // the whole answer when the upstream cannot give one
   std::size_t held_by_pause = 0;
+  int protocol = kResp2;  // the client's: RESP3 gets text as a verbatim string
 };
 
 Rendered render(const LocalCall& call) {
@@ -154,6 +155,7 @@ Rendered render(const LocalCall& call) {
   append_sections(r.fallback, kFallbackSections, call);
   append_sections(r.fallback, kOwnSections, call);
   r.held_by_pause = client_registry().held_by_pause();
+  r.protocol = call.client.protocol;
   return r;
 }
 
@@ -179,13 +181,13 @@ class MergeInfo : public upstream::ReplyTarget {
       text += rendered_.own;
     }
     std::string out;
-    resp::append_bulk(out, text);
+    resp::append_text(out, text, rendered_.protocol);
     client_->on_reply(tag, out);
   }
   // The upstream is down or answered oddly: INFO still describes the proxy.
   void on_failure(std::uint64_t tag, std::string_view) override {
     std::string out;
-    resp::append_bulk(out, rendered_.fallback);
+    resp::append_text(out, rendered_.fallback, rendered_.protocol);
     client_->on_reply(tag, out);
   }
 
@@ -193,8 +195,8 @@ class MergeInfo : public upstream::ReplyTarget {
   std::shared_ptr<upstream::ReplyTarget> client_;
   Rendered rendered_;
 };
-// A RESP3 client's INFO: the upstream layer answers a bulk string (RESP2, as it asks Redis),
-// which Redis 7 sends a RESP3 client as a verbatim string of format txt.
+// A RESP3 client's INFO from an upstream of several servers, which answers Corral's sections
+// (and a line per node) itself, as a bulk string: Redis 7 sends a RESP3 client a verbatim one.
 class AsVerbatim final : public upstream::ReplyTarget {
  public:
   explicit AsVerbatim(std::shared_ptr<upstream::ReplyTarget> client) : client_(std::move(client)) {}
@@ -250,8 +252,8 @@ Action info(LocalCall& call) {
   call.deferred = true;
   std::string corral_only = rendered.fallback;
   std::shared_ptr<upstream::ReplyTarget> client = *call.target;
-  if (call.client.protocol == kResp3) client = std::make_shared<AsVerbatim>(std::move(client));
   auto merge = std::make_shared<MergeInfo>(client, std::move(rendered));
+  if (call.client.protocol == kResp3) client = std::make_shared<AsVerbatim>(std::move(client));
   // Queued in MULTI: Redis answered within EXEC.
   if (call.upstream_answer) {
     merge->on_reply(call.tag, *call.upstream_answer);
